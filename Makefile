@@ -1,0 +1,65 @@
+# Duel Mahjong backend. The two commands a newcomer needs: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+GEN_STAMP := libs/duelmahjong/v1/.generated
+PROTOS := $(wildcard proto/duelmahjong/v1/*.proto)
+TOOLS := .tools
+BUF := $(TOOLS)/node_modules/.bin/buf
+
+.PHONY: install gen run test lint buf bench soak demo clean
+
+install: $(STAMP) $(GEN_STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[local,dev]'
+	touch $@
+
+# Python code from proto/: generated, never committed, never edited.
+gen: $(GEN_STAMP)
+
+$(GEN_STAMP): $(STAMP) $(PROTOS)
+	rm -rf libs/duelmahjong/v1
+	mkdir -p libs/duelmahjong/v1
+	$(PY) -m grpc_tools.protoc -Iproto \
+		--python_out=libs --grpc_python_out=libs --mypy_out=libs --mypy_grpc_out=libs \
+		$(PROTOS)
+	printf '"""Generated from proto/duelmahjong/v1 by `make gen`. Do not edit."""\n' > libs/duelmahjong/v1/__init__.py
+	touch $@
+
+$(BUF):
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf
+
+# buf lint plus a breaking-change check of proto/ against the previous commit.
+buf: $(BUF)
+	$(BUF) lint proto
+	proto/check-breaking.sh $(BUF)
+
+lint: install buf
+	$(VENV)/bin/ruff check libs services tests bench
+	$(VENV)/bin/ruff format --check libs services tests bench
+
+test: install
+	$(MAKE) --no-print-directory lint
+	$(VENV)/bin/pytest
+
+run: install
+	$(PY) -m duelmahjong.platform.stack
+
+bench: install
+	$(PIP) install --quiet -e '.[local,dev,bench]'
+	$(VENV)/bin/duel bench all
+
+soak: install
+	$(VENV)/bin/duel bench soak
+
+demo: install
+	$(VENV)/bin/duel demo
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .local libs/duelmahjong/v1 .pytest_cache .ruff_cache .hypothesis

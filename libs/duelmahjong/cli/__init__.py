@@ -1,0 +1,55 @@
+"""The project's single command line, ``duel``.
+
+Each subcommand lives in its own module of this package and is listed in ``SUBCOMMANDS``; a module
+provides ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
+subcommand runs, so ``duel score`` does not pay for gRPC or NATS imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {}
+
+
+def _register(name: str, module: str, help_text: str) -> None:
+    SUBCOMMANDS[name] = (module, help_text)
+
+
+_register("score", "duelmahjong.cli.score", "score hand descriptions read as JSON lines on stdin")
+_register("bench", "duelmahjong.cli.bench", "run benchmarks against reference libraries")
+_register("status", "duelmahjong.cli.status", "health of every service of a running stack")
+_register("simulate", "duelmahjong.cli.simulate", "bot-vs-bot hands through the engine")
+_register("bot", "duelmahjong.cli.bot", "play as a bot client over gRPC")
+_register("demo", "duelmahjong.cli.demo", "a visible match between two bots on the whole stack")
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="duel", description="Duel Mahjong backend command line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = argv[0] if argv else None
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub_parser)
+            sub_parser.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    module = getattr(args, "_module", None)
+    if module is None:  # pragma: no cover - argparse exits first for unknown commands
+        parser.error(f"unknown command {args.command!r}")
+    return int(module.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

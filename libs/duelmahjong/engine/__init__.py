@@ -1,0 +1,1 @@
+"""The deterministic, event-sourced two-player table. Pure: no network or protobuf."""

@@ -1,0 +1,1 @@
+"""Service plumbing shared by the four services: config, logging, metrics, gRPC, NATS, Postgres."""

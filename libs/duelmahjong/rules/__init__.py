@@ -1,0 +1,1 @@
+"""Mahjong rules for the ``duel`` (决斗麻将) and ``erren`` (二人麻将) profiles. Pure: no network or protobuf."""

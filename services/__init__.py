@@ -1,0 +1,1 @@
+"""The four services; each is run as ``python -m services.<name>``."""
