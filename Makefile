@@ -20,14 +20,17 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -e '.[local,dev]'
 	touch $@
 
-# Python code from proto/: generated, never committed, never edited.
+# Python code from proto/: generated, never committed, never edited. mypy-protobuf's plugins live
+# in the venv, which need not be on PATH: they are named explicitly.
 gen: $(GEN_STAMP)
 
 $(GEN_STAMP): $(STAMP) $(PROTOS)
 	rm -rf libs/duelmahjong/v1
 	mkdir -p libs/duelmahjong/v1
 	$(PY) -m grpc_tools.protoc -Iproto \
-		--python_out=libs --grpc_python_out=libs --mypy_out=libs --mypy_grpc_out=libs \
+		--plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
+		--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
+		--python_out=libs --grpc_python_out=libs --mypy_out=quiet:libs --mypy_grpc_out=quiet:libs \
 		$(PROTOS)
 	printf '"""Generated from proto/duelmahjong/v1 by `make gen`. Do not edit."""\n' > libs/duelmahjong/v1/__init__.py
 	touch $@
