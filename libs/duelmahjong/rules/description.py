@@ -1,0 +1,275 @@
+"""The hand description: everything scoring needs to know about one win (RULES.md §7).
+
+The engine produces it, the scoring service consumes it, the proto carries it and ``duel score`` reads
+it as JSON lines. :meth:`HandDescription.from_json` validates everything it is given and raises
+:class:`~duelmahjong.rules.errors.InvalidHandError` / :class:`~duelmahjong.rules.errors.NotationError`
+with a message saying what is wrong; :meth:`HandDescription.to_json` gives it back in canonical form.
+
+>>> HandDescription.from_json({"profile": "duel", "concealed": "123m456p789s1z23m", "win_tile": "1m"})
+Traceback (most recent call last):
+...
+duelmahjong.rules.errors.InvalidHandError: concealed (12 tiles) + 3 per meld (0 melds) must make 13 tiles, got 12
+>>> desc = HandDescription.from_json({"profile": "duel", "concealed": "123m456p789s11z23m",
+...     "win_tile": "1m", "context": {"revealed_bonus_tiles": ["1z"]}})
+>>> desc.to_json()["concealed"], desc.context.revealed_bonus_tiles
+('12233m456p789s11z', (27,))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from duelmahjong.rules.errors import InvalidHandError, NotationError
+from duelmahjong.rules.tiles import EAST, WIND_NAMES, format_tiles, parse_tiles
+
+FIRST_TURN_WINS: tuple[str, ...] = ("dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard")
+MELD_KINDS: tuple[str, ...] = ("chi", "pong", "exposed_kong", "concealed_kong", "added_kong")
+FLOWER_FIRST = 34  # tile kinds 34..41 are the flowers 1f..8f
+HAND_SIZE = 13  # concealed tiles + 3 per meld, before the winning tile
+
+
+@dataclass(frozen=True, slots=True)
+class Meld:
+    """A declared meld of a hand description: ``kind`` (chi, pong, exposed/concealed/added kong) and
+    its sorted ``tiles``; the shape is checked on construction."""
+
+    kind: str
+    tiles: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.kind not in MELD_KINDS:
+            raise InvalidHandError(f"meld kind must be one of {', '.join(MELD_KINDS)}; got {self.kind!r}")
+        tiles = self.tiles
+        text = format_tiles(tiles) if all(type(t) is int and 0 <= t < 42 for t in tiles) else repr(tiles)
+        first = tiles[0] if tiles else -1
+        if self.kind == "chi":
+            shaped = (
+                len(tiles) == 3 and first < 27 and first % 9 <= 6 and tiles == (first, first + 1, first + 2)
+            )
+        else:
+            size = 3 if self.kind == "pong" else 4
+            shaped = len(tiles) == size and 0 <= first < 34 and all(tile == first for tile in tiles)
+        if not shaped:
+            expected = {"chi": "three consecutive tiles of one suit", "pong": "three identical tiles"}
+            raise InvalidHandError(
+                f"a {self.kind} must be {expected.get(self.kind, 'four identical tiles')}, got {text!r}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The circumstances of a win (RULES.md §7); an absent key is False / None / empty."""
+
+    dealer: bool = False
+    seat_wind: str | None = None
+    round_wind: str | None = None
+    flowers: tuple[int, ...] = ()
+    revealed_bonus_tiles: tuple[int, ...] = ()
+    declared_ready: bool = False
+    declared_first_turn: bool = False
+    first_turn_after_declare: bool = False
+    last_wall_tile: bool = False
+    last_discard: bool = False
+    after_kong: bool = False
+    after_flower_replacement: bool = False
+    robbing_kong: bool = False
+    fourth_tile_visible: bool = False
+    extra_draw_after_exhaustion: bool = False
+    first_turn_win: str | None = None
+
+    @property
+    def seat_wind_tile(self) -> int | None:
+        """The tile kind of the seat wind (``east`` -> 1z), or None."""
+        return None if self.seat_wind is None else EAST + WIND_NAMES.index(self.seat_wind)
+
+    @property
+    def round_wind_tile(self) -> int | None:
+        """The tile kind of the round wind, or None."""
+        return None if self.round_wind is None else EAST + WIND_NAMES.index(self.round_wind)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Context:
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise InvalidHandError(f"context must be an object, got {type(data).__name__}")
+        unknown = sorted(set(data) - _CONTEXT_KEYS)
+        if unknown:
+            raise InvalidHandError(f"unknown context key(s) {unknown}; known keys: {sorted(_CONTEXT_KEYS)}")
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in _BOOL_KEYS:
+                values[key] = _boolean(f"context.{key}", value)
+            elif key in ("seat_wind", "round_wind"):
+                values[key] = _choice(f"context.{key}", value, WIND_NAMES)
+            elif key == "first_turn_win":
+                values[key] = _choice("context.first_turn_win", value, FIRST_TURN_WINS)
+            else:  # flowers, revealed_bonus_tiles: a list of tiles or one notation string
+                values[key] = _tile_list(f"context.{key}", value)
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if value == field.default:
+                continue
+            if field.name in ("flowers", "revealed_bonus_tiles"):
+                value = [format_tiles([kind]) for kind in value]
+            out[field.name] = value
+        return out
+
+
+_CONTEXT_KEYS = frozenset(field.name for field in fields(Context))
+_BOOL_KEYS = frozenset(field.name for field in fields(Context) if field.default is False)
+
+
+@dataclass(frozen=True, slots=True)
+class HandDescription:
+    """One winning hand: ``concealed`` (13 - 3 per meld tiles, sorted, without the winning tile),
+    the declared ``melds``, the ``win_tile``, whether it was ``self_drawn`` and the ``context``."""
+
+    profile: str
+    concealed: tuple[int, ...]
+    melds: tuple[Meld, ...]
+    win_tile: int
+    self_drawn: bool = False
+    context: Context = Context()
+
+    @classmethod
+    def from_json(cls, data: Any) -> HandDescription:
+        """Validate and build a description from its JSON object (RULES.md §7)."""
+        # Imported here: profiles imports the catalogues, which import this module.
+        from duelmahjong.rules.profiles import get_profile
+
+        if not isinstance(data, Mapping):
+            raise InvalidHandError(f"a hand description must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(set(data) - {"profile", "concealed", "melds", "win_tile", "self_drawn", "context"})
+        if unknown:
+            raise InvalidHandError(f"unknown key(s) {unknown} in hand description")
+        for key in ("profile", "concealed", "win_tile"):
+            if key not in data:
+                raise InvalidHandError(f"hand description lacks {key!r}")
+        if not isinstance(data["profile"], str):
+            raise InvalidHandError("profile must be a string such as 'duel' or 'erren'")
+        profile = get_profile(data["profile"])
+        concealed = tuple(sorted(_tiles("concealed", data["concealed"])))
+        melds = tuple(_meld(i, raw) for i, raw in enumerate(_list("melds", data.get("melds", []))))
+        win = _tiles("win_tile", data["win_tile"])
+        if len(win) != 1:
+            raise InvalidHandError(f"win_tile must be exactly one tile, got {len(win)}")
+        desc = cls(
+            profile=profile.id,
+            concealed=concealed,
+            melds=melds,
+            win_tile=win[0],
+            self_drawn=_boolean("self_drawn", data.get("self_drawn", False)),
+            context=Context.from_json(data.get("context")),
+        )
+        _check_tiles(desc)
+        profile.check_description(desc)
+        return desc
+
+    def to_json(self) -> dict[str, Any]:
+        """The canonical JSON object; ``from_json(d.to_json()) == d``."""
+        out: dict[str, Any] = {
+            "profile": self.profile,
+            "concealed": format_tiles(self.concealed),
+            "melds": [{"kind": meld.kind, "tiles": format_tiles(meld.tiles)} for meld in self.melds],
+            "win_tile": format_tiles([self.win_tile]),
+            "self_drawn": self.self_drawn,
+        }
+        context = self.context.to_json()
+        if context:
+            out["context"] = context
+        return out
+
+    def all_tiles(self) -> list[int]:
+        """Every tile of the winning hand: concealed, melds (kongs 4) and the winning tile."""
+        tiles = [*self.concealed, self.win_tile]
+        for meld in self.melds:
+            tiles.extend(meld.tiles)
+        return tiles
+
+
+def _check_tiles(desc: HandDescription) -> None:
+    """Profile-independent checks: 13 tiles before the win, no flower in the hand, no fifth copy."""
+    size = len(desc.concealed) + 3 * len(desc.melds)
+    if size != HAND_SIZE:
+        raise InvalidHandError(
+            f"concealed ({len(desc.concealed)} tiles) + 3 per meld ({len(desc.melds)} melds) must make "
+            f"{HAND_SIZE} tiles, got {size}"
+        )
+    tiles = desc.all_tiles()
+    flowers = [kind for kind in tiles if kind >= FLOWER_FIRST]
+    if flowers:
+        raise InvalidHandError(
+            f"flower {format_tiles(flowers[:1])} cannot be part of a hand; list it in context.flowers"
+        )
+    copies = [0] * FLOWER_FIRST
+    for kind in (*tiles, *desc.context.revealed_bonus_tiles):
+        if kind >= FLOWER_FIRST:
+            raise InvalidHandError(f"revealed bonus tile {format_tiles([kind])} must not be a flower")
+        copies[kind] += 1
+    for kind, count in enumerate(copies):
+        if count > 4:
+            raise InvalidHandError(
+                f"{count} copies of {format_tiles([kind])} (hand and revealed bonus tiles); there are only 4"
+            )
+    for kind in desc.context.flowers:
+        if kind < FLOWER_FIRST:
+            raise InvalidHandError(f"context.flowers lists {format_tiles([kind])}, which is not a flower")
+    if len(set(desc.context.flowers)) != len(desc.context.flowers):
+        raise InvalidHandError("context.flowers lists a flower twice; each flower exists once")
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidHandError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value not in allowed:
+        raise InvalidHandError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return str(value)
+
+
+def _list(name: str, value: Any) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        raise InvalidHandError(f"{name} must be a list, got {type(value).__name__}")
+    return list(value)
+
+
+def _tiles(name: str, value: Any) -> list[int]:
+    if not isinstance(value, str):
+        raise InvalidHandError(f"{name} must be tile notation such as '123m', got {value!r}")
+    try:
+        return parse_tiles(value)
+    except NotationError as err:
+        raise NotationError(f"{name}: {err}") from None
+
+
+def _tile_list(name: str, value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(sorted(_tiles(name, value)))
+    kinds: list[int] = []
+    for item in _list(name, value):
+        kinds.extend(_tiles(name, item))
+    return tuple(sorted(kinds))
+
+
+def _meld(index: int, raw: Any) -> Meld:
+    where = f"melds[{index}]"
+    if not isinstance(raw, Mapping) or set(raw) != {"kind", "tiles"}:
+        raise InvalidHandError(f"{where} must be an object with exactly 'kind' and 'tiles', got {raw!r}")
+    kind = raw["kind"]
+    if kind not in MELD_KINDS:
+        raise InvalidHandError(f"{where}.kind must be one of {', '.join(MELD_KINDS)}; got {kind!r}")
+    return Meld(kind, tuple(sorted(_tiles(f"{where}.tiles", raw["tiles"]))))

@@ -1,0 +1,152 @@
+"""Fan patterns and catalogues: a pattern is a data row plus one predicate over an Arrangement.
+
+A :class:`Catalogue` holds one profile's patterns and the profile-wide scoring data (cap, minimum,
+limit-hand rule, fallback pattern). It precomputes what evaluation needs per call: the patterns in E1
+order (highest value first), and, per set of arrangement facts, the patterns worth calling.
+
+>>> from duelmahjong.rules.catalogue_duel import DUEL
+>>> DUEL["full_flush"].name_zh, DUEL["full_flush"].fan, sorted(DUEL["full_flush"].excludes)
+('清一色', 5, ['half_flush'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from duelmahjong.rules.errors import RulesError
+
+if TYPE_CHECKING:
+    from duelmahjong.rules.arrangement import Arrangement
+
+
+class CatalogueError(RulesError):
+    """A catalogue that contradicts itself (duplicate id, exclusion of an unknown id, bad value)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pattern:
+    """One fan pattern (番种).
+
+    ``detect`` returns how many times the pattern occurs in an arrangement (0 = absent); the fan scored
+    is ``fan`` per occurrence. ``limit_tier`` marks a limit hand (役满, duel D9) and is its value.
+    ``excludes`` are the ids this pattern stops from scoring (不记番, E1). ``requires`` lists facts of
+    :data:`~duelmahjong.rules.arrangement.FACT_NAMES` without which the pattern cannot occur: purely an
+    optimisation, the predicate must still check everything itself.
+    """
+
+    id: str
+    name_zh: str
+    fan: int
+    detect: Callable[[Arrangement], int] = field(repr=False, compare=False)
+    excludes: frozenset[str] = frozenset()
+    limit_tier: int | None = None
+    counts_toward_minimum: bool = True  # erren flower fans do not count toward 起和 (E16)
+    requires: frozenset[str] = frozenset()
+
+    @property
+    def value(self) -> int:
+        """The value used to order patterns for exclusions: the tier of a limit hand, else its fan."""
+        return self.limit_tier if self.limit_tier is not None else self.fan
+
+
+class Catalogue:
+    """One profile's fan table plus its scoring rules.
+
+    ``cap``: non-limit totals are capped at this value (duel 13, D9). ``limit_rule``: when a limit
+    pattern is present only limit patterns count and the total is the highest tier (D9). ``fallback``:
+    the pattern scored when nothing else is (duel 推倒胡), ignoring ``fallback_ignores`` (D1: 花牌 alone
+    still scores 推倒胡). ``minimum``: 起和, counted over patterns with ``counts_toward_minimum``.
+    """
+
+    def __init__(
+        self,
+        profile: str,
+        patterns: Iterable[Pattern],
+        *,
+        cap: int | None = None,
+        minimum: int = 0,
+        limit_rule: bool = False,
+        fallback: str | None = None,
+        fallback_ignores: Iterable[str] = (),
+    ) -> None:
+        from duelmahjong.rules.arrangement import FACTS
+
+        self.profile = profile
+        self.patterns: tuple[Pattern, ...] = tuple(patterns)
+        self.cap = cap
+        self.minimum = minimum
+        self.limit_rule = limit_rule
+        self.fallback = fallback
+        self.fallback_ignores = frozenset(fallback_ignores)
+        self._by_id: dict[str, Pattern] = {}
+        for pattern in self.patterns:
+            if pattern.id in self._by_id:
+                raise CatalogueError(f"{profile}: pattern id {pattern.id!r} appears twice")
+            if pattern.fan <= 0:
+                raise CatalogueError(
+                    f"{profile}: pattern {pattern.id!r} has a non-positive fan {pattern.fan}"
+                )
+            unknown_facts = pattern.requires - FACTS.keys()
+            if unknown_facts:
+                raise CatalogueError(
+                    f"{profile}: pattern {pattern.id!r} requires unknown facts {sorted(unknown_facts)}"
+                )
+            self._by_id[pattern.id] = pattern
+        for pattern in self.patterns:
+            unknown = pattern.excludes - self._by_id.keys()
+            if unknown:
+                raise CatalogueError(
+                    f"{profile}: pattern {pattern.id!r} excludes unknown ids {sorted(unknown)}"
+                )
+        for name in (fallback, *self.fallback_ignores):
+            if name is not None and name not in self._by_id:
+                raise CatalogueError(f"{profile}: fallback names unknown pattern {name!r}")
+        # E1: evaluate from the highest value down; ties keep catalogue order. Under the limit rule
+        # every limit pattern goes first, so evaluation can stop at the first non-limit one (D9).
+        position = {pattern.id: index for index, pattern in enumerate(self.patterns)}
+
+        def order(p: Pattern) -> tuple[int, int, int]:
+            return (int(limit_rule and p.limit_tier is None), -p.value, position[p.id])
+
+        ordered = sorted((p for p in self.patterns if p.id != fallback), key=order)
+        self.evaluation_order: tuple[Pattern, ...] = tuple(ordered)
+        self.position = position
+        self._requires_mask = {p.id: sum(FACTS[name] for name in p.requires) for p in self.patterns}
+        self._candidates: dict[int, tuple[Pattern, ...]] = {}
+        self.highest_fan: int = max((p.value for p in self.patterns), default=0)
+        if cap is not None and not limit_rule:
+            self.highest_fan = min(self.highest_fan, cap)
+
+    def __getitem__(self, pattern_id: str) -> Pattern:
+        try:
+            return self._by_id[pattern_id]
+        except KeyError:
+            raise KeyError(f"{self.profile} has no pattern {pattern_id!r}") from None
+
+    def __contains__(self, pattern_id: object) -> bool:
+        return pattern_id in self._by_id
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.patterns)
+
+    def __len__(self) -> int:
+        return len(self.patterns)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(pattern.id for pattern in self.patterns)
+
+    def candidates(self, facts: int) -> tuple[Pattern, ...]:
+        """Patterns (E1 order, fallback left out) whose required facts are all in ``facts``; memoised."""
+        found = self._candidates.get(facts)
+        if found is None:
+            masks = self._requires_mask
+            found = tuple(p for p in self.evaluation_order if masks[p.id] & facts == masks[p.id])
+            self._candidates[facts] = found
+        return found
+
+    def __repr__(self) -> str:
+        size = len(self.patterns)
+        return f"<Catalogue {self.profile}: {size} patterns, cap={self.cap}, minimum={self.minimum}>"
