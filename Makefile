@@ -21,19 +21,23 @@ $(STAMP): pyproject.toml
 	touch $@
 
 # Python code from proto/: generated, never committed, never edited. mypy-protobuf's plugins live
-# in the venv, which need not be on PATH: they are named explicitly.
+# in the venv, which need not be on PATH: they are named explicitly. Generated beside the package
+# and swapped in at the end, so a test running meanwhile never sees a half-written package.
+GEN_TMP := .tools/gen.tmp
 gen: $(GEN_STAMP)
 
 $(GEN_STAMP): $(STAMP) $(PROTOS)
-	rm -rf libs/duelmahjong/v1
-	mkdir -p libs/duelmahjong/v1
+	rm -rf $(GEN_TMP) && mkdir -p $(GEN_TMP)
 	$(PY) -m grpc_tools.protoc -Iproto \
 		--plugin=protoc-gen-mypy=$(VENV)/bin/protoc-gen-mypy \
 		--plugin=protoc-gen-mypy_grpc=$(VENV)/bin/protoc-gen-mypy_grpc \
-		--python_out=libs --grpc_python_out=libs --mypy_out=quiet:libs --mypy_grpc_out=quiet:libs \
+		--python_out=$(GEN_TMP) --grpc_python_out=$(GEN_TMP) \
+		--mypy_out=quiet:$(GEN_TMP) --mypy_grpc_out=quiet:$(GEN_TMP) \
 		$(PROTOS)
-	printf '"""Generated from proto/duelmahjong/v1 by `make gen`. Do not edit."""\n' > libs/duelmahjong/v1/__init__.py
-	touch $@
+	printf '"""Generated from proto/duelmahjong/v1 by `make gen`. Do not edit."""\n' \
+		> $(GEN_TMP)/duelmahjong/v1/__init__.py
+	touch $(GEN_TMP)/duelmahjong/v1/.generated
+	rm -rf libs/duelmahjong/v1 && mv $(GEN_TMP)/duelmahjong/v1 libs/duelmahjong/v1 && rm -rf $(GEN_TMP)
 
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf
