@@ -1,0 +1,341 @@
+"""Wallet commands: every input that changes prestige, holds or items, each with its idempotency key.
+
+A command names the accounts it touches (so the store can lock them in a fixed order before
+planning) and says what it does to a :class:`~services.wallet.ledger.Draft`. Caps are applied here:
+H1 (a hand's transfer is bounded by both carries) and H3 (an escape penalty by the escaper's carry).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from services.wallet.errors import InvalidAmountError
+from services.wallet.ledger import AccountRef, Draft, House
+
+FEES = AccountRef.house(House.FEES)
+
+
+def _check_ids(*ids: str) -> None:
+    for value in ids:
+        if not value or len(value) > 64:
+            raise InvalidAmountError(f"bad id {value!r}: 1 to 64 characters")
+
+
+def _check_non_negative(**amounts: int) -> None:
+    for name, value in amounts.items():
+        if value < 0:
+            raise InvalidAmountError(f"{name} must be >= 0, got {value}")
+
+
+def carried_transfer(stake: int, winner_carry: int, loser_carry: int) -> int:
+    """H1: the winner receives exactly what the loser pays, bounded by both carries.
+
+    >>> carried_transfer(150, 1000, 1000)  # the seed's example: 3 fan x 5 x 1 x 10
+    150
+    >>> carried_transfer(150, 100, 1000), carried_transfer(150, 1000, 40)
+    (100, 40)
+    """
+    return max(0, min(stake, winner_carry, loser_carry))
+
+
+@dataclass(frozen=True, slots=True)
+class Command(ABC):
+    key: str  # the idempotency key: one command with a given key changes the ledger at most once
+    kind: ClassVar[str] = "command"
+    houses: ClassVar[tuple[House, ...]] = ()  # house accounts the command may touch
+
+    @abstractmethod
+    def players(self) -> tuple[str, ...]:
+        """The players whose accounts the command locks."""
+
+    @property
+    def pairing(self) -> str:
+        """The pairing whose holds the command places or releases ("" = use the open holds)."""
+        return ""
+
+    @property
+    def hand(self) -> str:
+        return ""
+
+    @property
+    def table(self) -> str:
+        return ""
+
+    @property
+    def reason(self) -> str:
+        return ""
+
+    @property
+    def actor(self) -> str:
+        return ""
+
+    @property
+    def item_owner(self) -> str | None:
+        """The player whose inventory the command reads, if any."""
+        return None
+
+    def validate(self) -> None:
+        if not self.key or len(self.key) > 200:
+            raise InvalidAmountError(f"idempotency key must be 1 to 200 characters, got {self.key!r}")
+        _check_ids(*self.players())
+
+    @abstractmethod
+    def apply(self, draft: Draft) -> None:
+        """Change the draft: postings, holds, items. Raises a WalletError to reject the command."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableCommand(Command):
+    """A command caused by play at a table: it moves prestige within the players' open holds."""
+
+    table_id: str = ""
+    hand_id: str = ""
+
+    @property
+    def hand(self) -> str:
+        return self.hand_id
+
+    @property
+    def table(self) -> str:
+        return self.table_id
+
+
+@dataclass(frozen=True, slots=True)
+class HandSettlement(TableCommand):
+    """A scored hand: the loser pays the winner, bounded by both carries (H1).
+
+    ``stake`` is the uncapped amount: total fan x negotiated x progressive x N. A drawn hand has no
+    payer and moves nothing (its fees arrive as :class:`Charge` commands).
+    """
+
+    payer: str = ""
+    payee: str = ""
+    stake: int = 0
+    kind: ClassVar[str] = "hand"
+
+    def players(self) -> tuple[str, ...]:
+        return (self.payer, self.payee) if self.payer else ()
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_non_negative(stake=self.stake)
+        if bool(self.payer) != bool(self.payee) or (self.payer and self.payer == self.payee):
+            raise InvalidAmountError(
+                f"a hand is paid by one player to another, got {self.payer!r} -> {self.payee!r}"
+            )
+
+    def apply(self, draft: Draft) -> None:
+        if not self.payer:
+            return
+        amount = carried_transfer(self.stake, draft.carry(self.payee), draft.carry(self.payer))
+        draft.move(AccountRef.player(self.payer), AccountRef.player(self.payee), amount, "hand")
+
+
+@dataclass(frozen=True, slots=True)
+class EscapePenalty(TableCommand):
+    """H3: the escaper pays the penalty (top fan x multipliers x N) to the opponent."""
+
+    escaper: str = ""
+    opponent: str = ""
+    penalty: int = 0
+    kind: ClassVar[str] = "escape"
+
+    def players(self) -> tuple[str, ...]:
+        return (self.escaper, self.opponent)
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_non_negative(penalty=self.penalty)
+        if self.escaper == self.opponent:
+            raise InvalidAmountError("the escaper cannot be their own opponent")
+
+    def apply(self, draft: Draft) -> None:
+        amount = min(self.penalty, draft.carry(self.escaper))  # H3: capped by the escaper's carry
+        draft.move(AccountRef.player(self.escaper), AccountRef.player(self.opponent), amount, "escape")
+
+
+@dataclass(frozen=True, slots=True)
+class Charge(TableCommand):
+    """A cost paid to the house: a finished hand's room fee (H1, drawn hands too) or a 换牌 (T4)."""
+
+    player: str = ""
+    amount: int = 0
+    purpose: str = "fee"  # "fee" draws on the hold's fee reserve first; "exchange" on the carry
+    kind: ClassVar[str] = "charge"
+    houses: ClassVar[tuple[House, ...]] = (House.FEES,)
+
+    def players(self) -> tuple[str, ...]:
+        return (self.player,)
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_non_negative(amount=self.amount)
+        if self.purpose not in ("fee", "exchange"):
+            raise InvalidAmountError(f"unknown charge {self.purpose!r}")
+
+    def apply(self, draft: Draft) -> None:
+        if self.purpose == "fee":
+            # Each finished hand costs the fee; a player who has less pays what they have.
+            amount = min(self.amount, draft.payable(self.player))
+        else:
+            amount = self.amount  # a 换牌 the player cannot pay is refused
+        draft.move(AccountRef.player(self.player), FEES, amount, self.purpose, fee=self.purpose == "fee")
+
+
+@dataclass(frozen=True, slots=True)
+class ItemUse(TableCommand):
+    """T6: a special item is spent once."""
+
+    player: str = ""
+    item: str = ""
+    kind: ClassVar[str] = "item_use"
+
+    def players(self) -> tuple[str, ...]:
+        return (self.player,)
+
+    @property
+    def item_owner(self) -> str | None:
+        return self.player
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_ids(self.item)
+
+    def apply(self, draft: Draft) -> None:
+        draft.change_item(self.player, self.item, -1)
+
+
+@dataclass(frozen=True, slots=True)
+class GuessSettlement(TableCommand):
+    """T12 猜大小 on a hand's winnings (``stake``): right, the house bank pays stake x multiplier
+    (2-5); wrong, the winnings go to the bank."""
+
+    player: str = ""
+    stake: int = 0
+    won: bool = False
+    multiplier: int = 0
+    kind: ClassVar[str] = "guess"
+    houses: ClassVar[tuple[House, ...]] = (House.GUESS,)
+
+    def players(self) -> tuple[str, ...]:
+        return (self.player,)
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_non_negative(stake=self.stake)
+        if self.won and not 2 <= self.multiplier <= 5:
+            raise InvalidAmountError(f"a right guess pays 2-5 times, got {self.multiplier}")
+
+    def apply(self, draft: Draft) -> None:
+        bank, player = AccountRef.house(House.GUESS), AccountRef.player(self.player)
+        if self.won:
+            draft.move(bank, player, self.stake * self.multiplier, "guess")
+        else:
+            # The winnings are in the carry already; never take more than the player has.
+            draft.move(player, bank, min(self.stake, draft.payable(self.player)), "guess")
+
+
+@dataclass(frozen=True, slots=True)
+class Grant(Command):
+    """Prestige minted to a player (starting grant, admin grant) or, if negative, burnt."""
+
+    player: str = ""
+    amount: int = 0
+    grant_reason: str = ""
+    granted_by: str = ""
+    items: tuple[tuple[str, int], ...] = ()  # (item, quantity) granted in the same transaction
+    kind: ClassVar[str] = "grant"
+    houses: ClassVar[tuple[House, ...]] = (House.GRANTS,)
+
+    def players(self) -> tuple[str, ...]:
+        return (self.player,)
+
+    @property
+    def reason(self) -> str:
+        return self.grant_reason
+
+    @property
+    def actor(self) -> str:
+        return self.granted_by
+
+    @property
+    def item_owner(self) -> str | None:
+        return self.player if self.items else None
+
+    def validate(self) -> None:
+        Command.validate(self)
+        if self.amount == 0 and not self.items:
+            raise InvalidAmountError("a grant needs a prestige amount or items")
+        for item, quantity in self.items:
+            _check_ids(item)
+            if quantity <= 0:
+                raise InvalidAmountError(f"item {item!r}: quantity must be > 0, got {quantity}")
+        if not self.grant_reason.strip():
+            raise InvalidAmountError("a grant needs an audit reason")
+
+    def apply(self, draft: Draft) -> None:
+        player, mint = AccountRef.player(self.player), AccountRef.house(House.GRANTS)
+        if self.amount > 0:
+            draft.move(mint, player, self.amount, "grant")
+        elif self.amount < 0:
+            draft.move(player, mint, -self.amount, "grant")  # a burn takes free prestige only
+        for item, quantity in self.items:
+            draft.change_item(self.player, item, quantity)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceHold(Command):
+    """A player enters a pairing: reserve their carry (携带威望) plus the fee."""
+
+    pairing_id: str = ""
+    player: str = ""
+    carry: int = 0
+    fee: int = 0
+    kind: ClassVar[str] = "hold"
+
+    def players(self) -> tuple[str, ...]:
+        return (self.player,)
+
+    @property
+    def pairing(self) -> str:
+        return self.pairing_id
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_ids(self.pairing_id)
+
+    def apply(self, draft: Draft) -> None:
+        draft.place_hold(self.pairing_id, self.player, self.carry, self.fee)
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHolds(Command):
+    """A pairing closed (or one player left it): release what is left of the holds.
+
+    With no ``seats`` the store releases every open hold of the pairing.
+    """
+
+    pairing_id: str = ""
+    seats: tuple[str, ...] = ()
+    table_id: str = ""
+    kind: ClassVar[str] = "release"
+
+    def players(self) -> tuple[str, ...]:
+        return self.seats
+
+    @property
+    def pairing(self) -> str:
+        return self.pairing_id
+
+    @property
+    def table(self) -> str:
+        return self.table_id
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_ids(self.pairing_id)
+
+    def apply(self, draft: Draft) -> None:
+        draft.release_holds(self.pairing_id)

@@ -1,0 +1,376 @@
+"""The wallet's SQL (asyncpg): one database transaction per ledger transaction.
+
+:meth:`WalletStore.execute` is the only way prestige moves. Inside one transaction it locks the
+command's accounts ``FOR UPDATE`` in account-id order (a fixed order, so concurrent settlements never
+deadlock), plans the command on that locked snapshot (``ledger.py``), inserts the transaction row
+whose unique idempotency key makes a second execution of the same key a no-op, and writes the
+postings, balances, holds and items. A redelivered command returns the outcome recorded the first time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+
+from services.wallet.commands import Command, ReleaseHolds
+from services.wallet.errors import UnknownPlayerError, WalletError
+from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, Status
+
+_LOCK_ACCOUNTS = """
+SELECT id, player_id, house, balance, held, overdraft_allowed FROM wallet.accounts
+WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
+ORDER BY id FOR UPDATE
+"""
+# a player's open hold (one at a time) and, for hold commands, any earlier hold in the pairing
+_HOLDS = """
+SELECT pairing_id, player_id, carry, fee_reserve, open FROM wallet.holds
+WHERE player_id = ANY($2::text[]) AND (open OR pairing_id = $1)
+"""
+_PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND open ORDER BY player_id"
+_INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
+_INSERT_TRANSACTION = """
+INSERT INTO wallet.transactions
+    (idempotency_key, kind, status, reason, actor, pairing_id, table_id, hand_id, balances)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
+ON CONFLICT (idempotency_key) DO NOTHING RETURNING id
+"""
+_RECORDED = """
+SELECT id, kind, status, reason, table_id, hand_id, balances
+FROM wallet.transactions WHERE idempotency_key = $1
+"""
+_UPDATE_ACCOUNTS = """
+UPDATE wallet.accounts AS a SET balance = v.balance, held = v.held
+FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS v(id, balance, held) WHERE a.id = v.id
+"""
+_INSERT_ENTRIES = """
+INSERT INTO wallet.entries (transaction_id, account_id, amount, purpose, balance_after)
+SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[])
+"""
+_INSERT_HOLD = """
+INSERT INTO wallet.holds (pairing_id, player_id, carry, fee_reserve) VALUES ($1, $2, $3, $4)
+"""
+_UPDATE_HOLD = """
+UPDATE wallet.holds SET carry = $3, fee_reserve = $4, open = $5,
+    released_at = CASE WHEN $5 THEN NULL ELSE now() END
+WHERE pairing_id = $1 AND player_id = $2
+"""
+_SET_INVENTORY = """
+INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
+ON CONFLICT (player_id, item) DO UPDATE SET quantity = EXCLUDED.quantity
+"""
+_INSERT_ITEM_MOVEMENT = """
+INSERT INTO wallet.item_movements (transaction_id, player_id, item, delta) VALUES ($1, $2, $3, $4)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What executing a command did: recorded once, returned again for every redelivery."""
+
+    key: str
+    kind: str
+    status: Status
+    reason: str
+    transaction_id: int
+    table_id: str
+    hand_id: str
+    balances: dict[str, tuple[int, int]]  # player id -> (balance, held) after the transaction
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    entry_id: int
+    transaction_id: int
+    purpose: str
+    amount: int
+    balance_after: int
+    occurred_at: datetime
+    reference: str
+
+
+@dataclass(frozen=True, slots=True)
+class RankedPlayer:
+    rank: int
+    player_id: str
+    display_name: str
+    prestige: int
+
+
+def _balances_json(draft: Draft) -> str:
+    return json.dumps(
+        {ref.name: [s.balance, s.held] for ref, s in sorted(draft.accounts.items()) if ref.kind == "player"}
+    )
+
+
+class WalletStore:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def execute(self, command: Command, *, record_rejection: bool) -> Outcome:
+        """Apply ``command`` at most once. A rejected command raises its :class:`WalletError`, or,
+        with ``record_rejection`` (events, which must not be redelivered forever), is recorded as
+        rejected under its key and returned."""
+        command.validate()
+        async with self._pool.acquire() as conn, conn.transaction():
+            if isinstance(command, ReleaseHolds) and not command.seats:
+                seats = tuple(r["player_id"] for r in await conn.fetch(_PAIRING_PLAYERS, command.pairing_id))
+                command = dataclasses.replace(command, seats=seats)
+            draft, originals = await self._lock_and_load(conn, command)
+            try:
+                command.apply(draft)
+                draft.plan.check_balanced()
+            except WalletError as err:
+                recorded = await self._recorded(conn, command.key)
+                if recorded is not None:
+                    return recorded
+                if not record_rejection:
+                    raise
+                draft, originals = await self._lock_and_load(conn, command)  # the untouched snapshot
+                draft.plan.status, draft.plan.reason = Status.REJECTED, str(err)
+            transaction_id = await conn.fetchval(
+                _INSERT_TRANSACTION,
+                command.key,
+                command.kind,
+                draft.plan.status.value,
+                draft.plan.reason or command.reason,
+                command.actor,
+                command.pairing,
+                command.table,
+                command.hand,
+                _balances_json(draft),
+            )
+            if transaction_id is None:  # applied before under this key: nothing was written yet
+                recorded = await self._recorded(conn, command.key)
+                if recorded is None:  # the conflicting row is committed once ON CONFLICT waited on it
+                    raise RuntimeError(f"transaction {command.key!r} conflicted but is not visible")
+                return recorded
+            if draft.plan.status is Status.APPLIED:
+                await self._write(conn, transaction_id, command, draft, originals)
+            balances = {
+                ref.name: (s.balance, s.held) for ref, s in draft.accounts.items() if ref.kind == "player"
+            }
+            return Outcome(
+                command.key,
+                command.kind,
+                draft.plan.status,
+                draft.plan.reason,
+                transaction_id,
+                command.table,
+                command.hand,
+                balances,
+            )
+
+    async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
+        players = sorted(set(command.players()))
+        rows = await conn.fetch(_LOCK_ACCOUNTS, players, [h.value for h in command.houses])
+        accounts = [
+            AccountState(
+                row["id"],
+                AccountRef.player(row["player_id"])
+                if row["player_id"]
+                else AccountRef("house", row["house"]),
+                row["balance"],
+                row["held"],
+                row["overdraft_allowed"],
+            )
+            for row in rows
+        ]
+        holds: list[HoldState] = []
+        for row in await conn.fetch(_HOLDS, command.pairing, players):
+            holds.append(
+                HoldState(
+                    row["pairing_id"], row["player_id"], row["carry"], row["fee_reserve"], not row["open"]
+                )
+            )
+        inventory: dict[str, int] = {}
+        if command.item_owner is not None:
+            inventory = {
+                row["item"]: row["quantity"] for row in await conn.fetch(_INVENTORY, command.item_owner)
+            }
+        originals = {
+            "accounts": {a.account_id: (a.balance, a.held) for a in accounts},
+            "holds": {(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
+        }
+        return Draft(accounts, holds, inventory), originals
+
+    async def _write(
+        self, conn: asyncpg.Connection, transaction_id: int, command: Command, draft: Draft, originals: dict
+    ) -> None:
+        changed = [
+            s for s in draft.accounts.values() if originals["accounts"][s.account_id] != (s.balance, s.held)
+        ]
+        if changed:
+            await conn.execute(
+                _UPDATE_ACCOUNTS,
+                [s.account_id for s in changed],
+                [s.balance for s in changed],
+                [s.held for s in changed],
+            )
+        postings = draft.plan.postings
+        if postings:
+            await conn.execute(
+                _INSERT_ENTRIES,
+                transaction_id,
+                [draft.accounts[p.account].account_id for p in postings],
+                [p.amount for p in postings],
+                [p.purpose for p in postings],
+                [p.balance_after for p in postings],
+            )
+        for hold in draft.holds:
+            if hold.is_new:
+                await conn.execute(
+                    _INSERT_HOLD, hold.pairing_id, hold.player_id, hold.carry, hold.fee_reserve
+                )
+            elif originals["holds"][hold.pairing_id, hold.player_id] != (
+                hold.carry,
+                hold.fee_reserve,
+                hold.released,
+            ):
+                await conn.execute(
+                    _UPDATE_HOLD,
+                    hold.pairing_id,
+                    hold.player_id,
+                    hold.carry,
+                    hold.fee_reserve,
+                    not hold.released,
+                )
+        for player_id, item, delta in draft.plan.item_deltas:
+            await conn.execute(_SET_INVENTORY, player_id, item, draft.inventory[item])
+            await conn.execute(_INSERT_ITEM_MOVEMENT, transaction_id, player_id, item, delta)
+
+    @staticmethod
+    async def _recorded(conn: asyncpg.Connection, key: str) -> Outcome | None:
+        row = await conn.fetchrow(_RECORDED, key)
+        if row is None:
+            return None
+        balances = {player: (pair[0], pair[1]) for player, pair in json.loads(row["balances"]).items()}
+        return Outcome(
+            key,
+            row["kind"],
+            Status(row["status"]),
+            row["reason"],
+            row["id"],
+            row["table_id"],
+            row["hand_id"],
+            balances,
+            duplicate=True,
+        )
+
+    # -- players and sessions ---------------------------------------------------------------------
+
+    async def create_player(self, player_id: str, display_name: str) -> None:
+        async with self._pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO wallet.players (id, display_name) VALUES ($1, $2)", player_id, display_name
+            )
+            await conn.execute("INSERT INTO wallet.accounts (player_id) VALUES ($1)", player_id)
+
+    async def create_session(
+        self, session_id: str, player_id: str, refresh_hash: bytes, refresh_expires_at: datetime
+    ) -> None:
+        await self._pool.execute(
+            """INSERT INTO wallet.sessions (id, player_id, refresh_hash, refresh_expires_at)
+               VALUES ($1, $2, $3, $4)""",
+            session_id,
+            player_id,
+            refresh_hash,
+            refresh_expires_at,
+        )
+
+    async def rotate_session(
+        self, old_hash: bytes, new_hash: bytes, now: datetime, refresh_expires_at: datetime
+    ) -> tuple[str, str] | None:
+        """Swap a live refresh token for a new one: (session id, player id), or None if unusable."""
+        row = await self._pool.fetchrow(
+            """UPDATE wallet.sessions SET refresh_hash = $2, refresh_expires_at = $4, refreshed_at = $3
+               WHERE refresh_hash = $1 AND refresh_expires_at > $3 RETURNING id, player_id""",
+            old_hash,
+            new_hash,
+            now,
+            refresh_expires_at,
+        )
+        return None if row is None else (row["id"], row["player_id"])
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    async def balance(self, player_id: str) -> tuple[int, int]:
+        row = await self._pool.fetchrow(
+            "SELECT balance, held FROM wallet.accounts WHERE player_id = $1", player_id
+        )
+        if row is None:
+            raise UnknownPlayerError(f"no player {player_id!r}")
+        return row["balance"], row["held"]
+
+    async def history(self, player_id: str, before_entry: int | None, limit: int) -> list[HistoryRow]:
+        """A player's postings, newest first, strictly older than ``before_entry`` (keyset paging)."""
+        await self.balance(player_id)  # NOT_FOUND for an unknown player rather than an empty page
+        rows = await self._pool.fetch(
+            """SELECT e.id, e.transaction_id, e.purpose, e.amount, e.balance_after, t.created_at,
+                      t.idempotency_key
+               FROM wallet.entries e
+               JOIN wallet.accounts a ON a.id = e.account_id
+               JOIN wallet.transactions t ON t.id = e.transaction_id
+               WHERE a.player_id = $1 AND ($2::bigint IS NULL OR e.id < $2)
+               ORDER BY e.id DESC LIMIT $3""",
+            player_id,
+            before_entry,
+            limit,
+        )
+        return [HistoryRow(*row.values()) for row in rows]
+
+    async def top(self, limit: int) -> list[RankedPlayer]:
+        rows = await self._pool.fetch(
+            """SELECT rank() OVER (ORDER BY a.balance DESC), p.id, p.display_name, a.balance
+               FROM wallet.accounts a JOIN wallet.players p ON p.id = a.player_id
+               WHERE a.player_id IS NOT NULL ORDER BY a.balance DESC, a.id LIMIT $1""",
+            limit,
+        )
+        return [RankedPlayer(*row.values()) for row in rows]
+
+    async def around(self, player_id: str, span: int) -> list[RankedPlayer]:
+        """``span`` players above and below ``player_id`` in the (prestige desc, account id) order."""
+        me = await self._pool.fetchrow(
+            "SELECT id, balance FROM wallet.accounts WHERE player_id = $1", player_id
+        )
+        if me is None:
+            raise UnknownPlayerError(f"no player {player_id!r}")
+        rows = await self._pool.fetch(
+            """WITH above AS (
+                   SELECT a.id, a.balance FROM wallet.accounts a
+                   WHERE a.player_id IS NOT NULL AND (a.balance > $1 OR (a.balance = $1 AND a.id < $2))
+                   ORDER BY a.balance ASC, a.id DESC LIMIT $3),
+               below AS (
+                   SELECT a.id, a.balance FROM wallet.accounts a
+                   WHERE a.player_id IS NOT NULL AND (a.balance < $1 OR (a.balance = $1 AND a.id >= $2))
+                   ORDER BY a.balance DESC, a.id LIMIT $3 + 1),
+               window_rows AS (SELECT * FROM above UNION ALL SELECT * FROM below)
+               SELECT 1 + (SELECT count(*) FROM wallet.accounts x
+                           WHERE x.player_id IS NOT NULL AND x.balance > w.balance) AS rank,
+                      p.id, p.display_name, w.balance
+               FROM window_rows w JOIN wallet.accounts a ON a.id = w.id
+               JOIN wallet.players p ON p.id = a.player_id
+               ORDER BY w.balance DESC, w.id""",
+            me["balance"],
+            me["id"],
+            span,
+        )
+        return [RankedPlayer(*row.values()) for row in rows]
+
+    async def inventory(self, player_id: str) -> dict[str, int]:
+        await self.balance(player_id)
+        rows = await self._pool.fetch(
+            "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1 AND quantity > 0 ORDER BY item",
+            player_id,
+        )
+        return {row["item"]: row["quantity"] for row in rows}
+
+    async def display_name(self, player_id: str) -> str:
+        name = await self._pool.fetchval("SELECT display_name FROM wallet.players WHERE id = $1", player_id)
+        if name is None:
+            raise UnknownPlayerError(f"no player {player_id!r}")
+        return str(name)
