@@ -1,0 +1,159 @@
+"""Signed session tokens (JWT, HS256 with ``TOKEN_SECRET``) and the caller of the current RPC.
+
+The wallet issues a token at login (:func:`issue_token`); every service's interceptor verifies it
+(:func:`verify_token`) and binds the resulting :class:`Principal` for the handler, which reads it with
+:func:`current_principal`. Services calling each other mint a short ``service`` token with the shared
+secret. Clients send the token as gRPC metadata ``authorization: Bearer <token>``.
+
+The clock is a parameter (``now``) so expiry is tested without sleeping.
+
+>>> from datetime import UTC, datetime, timedelta
+>>> secret = "s" * 32
+>>> t0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+>>> token = issue_token(secret, player_id="p-1", role=Role.PLAYER, ttl=timedelta(hours=1), now=t0)
+>>> principal = verify_token(secret, token, now=t0 + timedelta(minutes=5))
+>>> (principal.player_id, principal.role)
+('p-1', <Role.PLAYER: 'player'>)
+>>> verify_token(secret, token, now=t0 + timedelta(hours=2))
+Traceback (most recent call last):
+...
+duelmahjong.platform.auth.InvalidToken: session token expired; log in again
+"""
+
+from __future__ import annotations
+
+import contextvars
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+import jwt
+
+from duelmahjong.platform.errors import PermissionDenied, Unauthenticated
+
+ISSUER = "duelmahjong"
+ALGORITHM = "HS256"
+METADATA_KEY = "authorization"
+BEARER = "Bearer "
+DEFAULT_TTL = timedelta(hours=12)
+
+
+class Role(StrEnum):
+    """Who a token speaks for: a player, an operator, or another service of the backend."""
+
+    PLAYER = "player"
+    ADMIN = "admin"
+    SERVICE = "service"
+
+
+class InvalidToken(Unauthenticated):
+    """The token is missing, malformed, forged, or expired."""
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The verified caller of an RPC."""
+
+    player_id: str
+    role: Role
+    session_id: str
+    expires_at: datetime
+
+
+def issue_token(
+    secret: str,
+    *,
+    player_id: str,
+    role: Role = Role.PLAYER,
+    ttl: timedelta = DEFAULT_TTL,
+    session_id: str | None = None,
+    now: datetime | None = None,
+) -> str:
+    """A signed token for ``player_id`` valid for ``ttl`` from ``now``."""
+    if not player_id:
+        raise ValueError("a token needs a player id")
+    if ttl <= timedelta(0):
+        raise ValueError("a token's lifetime must be positive")
+    issued = now or datetime.now(UTC)
+    claims = {
+        "iss": ISSUER,
+        "sub": player_id,
+        "role": Role(role).value,
+        "sid": session_id or uuid.uuid4().hex,
+        "iat": int(issued.timestamp()),
+        "exp": int((issued + ttl).timestamp()),
+    }
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+
+
+def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Principal:
+    """The principal a token speaks for; raises :class:`InvalidToken` with a readable reason."""
+    try:
+        # Expiry is checked below against the injected clock, not PyJWT's wall clock.
+        claims = jwt.decode(
+            token,
+            secret,
+            algorithms=[ALGORITHM],
+            issuer=ISSUER,
+            options={"verify_exp": False, "verify_iat": False, "require": ["sub", "role", "sid", "exp"]},
+        )
+    except jwt.InvalidSignatureError:
+        raise InvalidToken("session token signature does not verify") from None
+    except jwt.InvalidTokenError as err:
+        raise InvalidToken(f"session token is not valid: {err}") from None
+    try:
+        role = Role(claims["role"])
+    except ValueError:
+        raise InvalidToken(f"session token has an unknown role {claims['role']!r}") from None
+    expires_at = datetime.fromtimestamp(int(claims["exp"]), UTC)
+    if (now or datetime.now(UTC)) >= expires_at:
+        raise InvalidToken("session token expired; log in again")
+    return Principal(
+        player_id=str(claims["sub"]), role=role, session_id=str(claims["sid"]), expires_at=expires_at
+    )
+
+
+def bearer_metadata(token: str) -> tuple[tuple[str, str]]:
+    """Call metadata carrying ``token``: ``stub.Method(request, metadata=bearer_metadata(token))``."""
+    return ((METADATA_KEY, BEARER + token),)
+
+
+def token_from_metadata(metadata: object) -> str:
+    """The bearer token in a call's invocation metadata; raises :class:`InvalidToken` if absent."""
+    for key, value in metadata or ():  # type: ignore[attr-defined]
+        if key == METADATA_KEY:
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            if not text.startswith(BEARER):
+                raise InvalidToken("authorization metadata must be 'Bearer <token>'")
+            return text[len(BEARER) :].strip()
+    raise InvalidToken("this RPC needs a session token (metadata 'authorization: Bearer <token>')")
+
+
+_principal_var: contextvars.ContextVar[Principal | None] = contextvars.ContextVar("principal", default=None)
+
+
+def bind_principal(principal: Principal | None) -> contextvars.Token[Principal | None]:
+    """Make ``principal`` the caller for the current task (used by the interceptor)."""
+    return _principal_var.set(principal)
+
+
+def reset_principal(token: contextvars.Token[Principal | None]) -> None:
+    _principal_var.reset(token)
+
+
+def current_principal() -> Principal:
+    """The verified caller of the RPC being handled."""
+    principal = _principal_var.get()
+    if principal is None:
+        raise Unauthenticated("this RPC runs without a verified caller")
+    return principal
+
+
+def require_role(*roles: Role) -> Principal:
+    """The current caller, if it has one of ``roles``; else ``PermissionDenied``."""
+    principal = current_principal()
+    if principal.role not in roles:
+        allowed = ", ".join(role.value for role in roles)
+        raise PermissionDenied(f"this RPC needs role {allowed}; the caller is a {principal.role.value}")
+    return principal

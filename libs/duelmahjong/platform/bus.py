@@ -1,0 +1,233 @@
+"""NATS JetStream for services: streams and durable consumers declared in code, de-duplicated publish.
+
+Subjects read ``duel.<area>.<event>`` (``duel.table.hand_ended``). A service declares what it needs at
+start — declaring is idempotent, so every replica does it — then publishes and consumes::
+
+    bus = await Bus.connect(config.nats_url, name="scoring", metrics=metrics)
+    await bus.declare_stream(StreamSpec("DUEL_TABLE", ("duel.table.>",)))
+    ack = await bus.publish("duel.table.hand_ended", payload, msg_id=hand_id)   # ack.duplicate
+    consumer = ConsumerSpec("DUEL_TABLE", "scoring-hand-ended", "duel.table.hand_ended")
+    task = asyncio.create_task(bus.consume(consumer, handle_hand_ended))
+
+Delivery is at least once: ``msg_id`` (header ``Nats-Msg-Id``) makes the server drop a second publish
+of the same id within the stream's duplicate window, and consumers must still be idempotent on their
+own keys. Consumers are durable *pull* consumers: every replica of a service binds the same durable
+name and fetches from it, so replicas share the work like a queue group. A handler that returns
+normally acks the message; one that raises naks it with a delay so it is redelivered (up to
+``max_deliver`` times).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext, api
+
+from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.metrics import ServiceMetrics
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+_STREAM_IN_USE = 10058  # JetStream: "stream name already in use with a different configuration"
+
+_log = get_logger("bus")
+
+Handler = Callable[[Msg], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A stream: its name, the subjects it captures, and how long publishes are de-duplicated."""
+
+    name: str
+    subjects: tuple[str, ...]
+    duplicate_window_seconds: float = 120.0
+    max_age_seconds: float = 0.0  # 0 = keep until limits; table event logs are kept for replay
+
+    def config(self) -> api.StreamConfig:
+        return api.StreamConfig(
+            name=self.name,
+            subjects=list(self.subjects),
+            storage=api.StorageType.FILE,
+            retention=api.RetentionPolicy.LIMITS,
+            duplicate_window=self.duplicate_window_seconds,
+            max_age=self.max_age_seconds or None,
+        )
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """A durable pull consumer: shared by every replica that binds the same ``durable`` name."""
+
+    stream: str
+    durable: str
+    filter_subject: str
+    ack_wait_seconds: float = 30.0
+    max_deliver: int = 10
+    nak_delay_seconds: float = 1.0
+
+    def config(self) -> api.ConsumerConfig:
+        return api.ConsumerConfig(
+            durable_name=self.durable,
+            name=self.durable,
+            filter_subject=self.filter_subject,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_wait=self.ack_wait_seconds,
+            max_deliver=self.max_deliver,
+        )
+
+
+class Bus:
+    """A NATS connection with its JetStream context, reconnect handling and metrics."""
+
+    def __init__(self, client: Client, metrics: ServiceMetrics | None) -> None:
+        self.client = client
+        self.js: JetStreamContext = client.jetstream()
+        self._published = self._consumed = None
+        if metrics is not None:
+            self._published = metrics.counter("bus_published", "total", "JetStream publishes", ["outcome"])
+            self._consumed = metrics.counter(
+                "bus_messages_handled", "total", "consumed messages by outcome", ["durable", "outcome"]
+            )
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        *,
+        name: str,
+        metrics: ServiceMetrics | None = None,
+        connect_timeout: float = 2.0,
+        startup_seconds: float = 15.0,
+    ) -> Bus:
+        """Connect (retrying the first connection too) and keep reconnecting forever on loss."""
+        connected = reconnects = None
+        if metrics is not None:
+            connected = metrics.gauge("nats_connected", "bool", "1 while connected to NATS")
+            reconnects = metrics.counter("nats_reconnects", "total", "NATS reconnections")
+
+        async def on_disconnect() -> None:
+            _log.warning("nats disconnected; reconnecting")
+            if connected is not None:
+                connected.set(0)
+
+        async def on_reconnect() -> None:
+            _log.info("nats reconnected", extra={"fields": {"server": str(client.connected_url)}})
+            if connected is not None:
+                connected.set(1)
+            if reconnects is not None:
+                reconnects.inc()
+
+        async def on_error(err: Exception) -> None:
+            _log.warning("nats error", extra={"fields": {"error": repr(err)}})
+
+        async def on_closed() -> None:
+            if connected is not None:
+                connected.set(0)
+
+        client = Client()
+        deadline = asyncio.get_running_loop().time() + startup_seconds
+        while True:
+            try:
+                await client.connect(
+                    servers=[part.strip() for part in url.split(",") if part.strip()],
+                    name=name,
+                    connect_timeout=connect_timeout,
+                    allow_reconnect=True,
+                    max_reconnect_attempts=-1,  # once connected, never give up: NATS comes back
+                    reconnect_time_wait=0.5,
+                    disconnected_cb=on_disconnect,
+                    reconnected_cb=on_reconnect,
+                    error_cb=on_error,
+                    closed_cb=on_closed,
+                )
+                break
+            except (nats.errors.NoServersError, OSError, TimeoutError) as err:
+                # The first connection is retried too: in a fresh stack NATS may start a moment later.
+                if asyncio.get_running_loop().time() > deadline:
+                    raise ConnectionError(f"cannot reach NATS at {url}: {err!r}") from err
+                await asyncio.sleep(0.25)
+        if connected is not None:
+            connected.set(1)
+        return cls(client, metrics)
+
+    async def declare_stream(self, spec: StreamSpec) -> None:
+        """Create the stream, or bring an existing one to ``spec`` (idempotent)."""
+        try:
+            await self.js.add_stream(config=spec.config())
+        except nats.js.errors.BadRequestError as err:
+            if err.err_code != _STREAM_IN_USE:
+                raise
+            await self.js.update_stream(config=spec.config())
+
+    async def declare_consumer(self, spec: ConsumerSpec) -> None:
+        """Create the durable consumer if it does not exist (idempotent)."""
+        try:
+            await self.js.consumer_info(spec.stream, spec.durable)
+        except nats.js.errors.NotFoundError:
+            await self.js.add_consumer(spec.stream, config=spec.config())
+
+    async def publish(
+        self, subject: str, payload: bytes, *, msg_id: str, headers: dict[str, str] | None = None
+    ) -> api.PubAck:
+        """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is true for a repeat id."""
+        if not msg_id:
+            raise ValueError("every JetStream publish needs a message id for de-duplication")
+        all_headers = {**(headers or {}), MSG_ID_HEADER: msg_id}
+        ack = await self.js.publish(subject, payload, headers=all_headers)
+        if self._published is not None:
+            self._published.labels(outcome="duplicate" if ack.duplicate else "stored").inc()
+        return ack
+
+    async def consume(
+        self,
+        spec: ConsumerSpec,
+        handler: Handler,
+        *,
+        batch: int = 16,
+        poll_seconds: float = 1.0,
+        stop: asyncio.Event | None = None,
+    ) -> None:
+        """Fetch from the durable consumer and hand each message to ``handler`` until ``stop`` is set
+        (or the task is cancelled). Returning acks the message; raising naks it for redelivery."""
+        await self.declare_consumer(spec)
+        subscription = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        try:
+            while stop is None or not stop.is_set():
+                try:
+                    messages = await subscription.fetch(batch, timeout=poll_seconds)
+                except (nats.errors.TimeoutError, TimeoutError):
+                    continue
+                for message in messages:
+                    await self._handle(spec, handler, message)
+        finally:
+            await subscription.unsubscribe()
+
+    async def _handle(self, spec: ConsumerSpec, handler: Handler, message: Msg) -> None:
+        try:
+            await handler(message)
+        except Exception:
+            _log.exception(
+                "event handler failed; will be redelivered",
+                extra={"fields": {"subject": message.subject, "durable": spec.durable}},
+            )
+            await message.nak(delay=spec.nak_delay_seconds)
+            self._count(spec, "nak")
+            return
+        await message.ack()
+        self._count(spec, "ack")
+
+    def _count(self, spec: ConsumerSpec, outcome: str) -> None:
+        if self._consumed is not None:
+            self._consumed.labels(durable=spec.durable, outcome=outcome).inc()
+
+    async def close(self) -> None:
+        """Flush what is pending and close the connection."""
+        if not self.client.is_closed:
+            await self.client.drain()

@@ -1,0 +1,170 @@
+"""Service settings read from the environment, once, into a frozen and validated dataclass.
+
+Every service has one config class, a subclass of :class:`ServiceConfig` declared with
+``@dataclass(frozen=True, kw_only=True)``. Each field is a setting; its environment variable is the
+field name in upper case unless :func:`setting` names another. ``from_env()`` reads them all, converts
+them by their annotated type (``str``, ``int``, ``float``, ``bool``, ``Path``, ``tuple[str, ...]``),
+and fails fast with one :class:`ConfigError` listing every problem, so a service never starts half
+configured and no other module reads ``os.environ``.
+
+>>> env = {"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1", "GRPC_PORT": "7001"}
+>>> config = ServiceConfig.from_env(env)
+>>> (config.grpc_port, config.log_level)
+(7001, 'INFO')
+>>> ServiceConfig.from_env({"GRPC_PORT": "seven"})
+Traceback (most recent call last):
+...
+duelmahjong.platform.config.ConfigError: invalid service configuration:
+  - GRPC_PORT='seven' is not an integer
+  - TOKEN_SECRET is required: HMAC key (>= 32 bytes) that signs session tokens; same in every service
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+# PyJWT warns (and our tests turn warnings into errors) below 32 bytes for HS256 (RFC 7518 §3.2).
+MIN_TOKEN_SECRET_BYTES = 32
+
+
+class ConfigError(ValueError):
+    """The environment does not describe a valid configuration; the message lists every problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid service configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+def setting(
+    default: Any = dataclasses.MISSING, *, help: str, env: str | None = None, secret: bool = False
+) -> Any:
+    """Declare one setting: its default (none = required), a one-line help and its variable name."""
+    metadata = {"help": help, "env": env}
+    return field(default=default, metadata=metadata, repr=not secret)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceConfig:
+    """Settings every service shares. Subclasses add their own and may override ``service_name``."""
+
+    # Whether this service cannot run without a message bus / a database (checked in validate()).
+    REQUIRES_NATS: ClassVar[bool] = True
+    REQUIRES_DATABASE: ClassVar[bool] = False
+
+    service_name: str = setting("service", help="service name, used in logs and metric names")
+    grpc_host: str = setting("127.0.0.1", help="address the gRPC server binds")
+    grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
+    metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
+    nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
+    database_url: str = setting("", help="Postgres URL for asyncpg (postgresql://user@host:port/db)")
+    token_secret: str = setting(
+        help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
+        secret=True,
+    )
+    log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
+    shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
+
+    def __post_init__(self) -> None:
+        problems = self.validate()
+        if problems:
+            raise ConfigError(problems)
+
+    def validate(self) -> list[str]:
+        """Problems with the values (empty when valid). Subclasses extend the list via ``super()``."""
+        problems: list[str] = []
+        if not _SERVICE_NAME.match(self.service_name):
+            problems.append(f"SERVICE_NAME={self.service_name!r} must be lower case letters, digits and _")
+        for name, port in (("GRPC_PORT", self.grpc_port), ("METRICS_PORT", self.metrics_port)):
+            if not 0 <= port <= 65535:
+                problems.append(f"{name}={port} is outside 0..65535")
+        if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:
+            problems.append(f"TOKEN_SECRET must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        if self.log_level not in _LOG_LEVELS:
+            problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
+        if self.shutdown_grace_seconds < 0:
+            problems.append("SHUTDOWN_GRACE_SECONDS must not be negative")
+        if self.REQUIRES_NATS and not self.nats_url:
+            problems.append(
+                f"NATS_URL is required: the {self.service_name} service publishes or consumes events"
+            )
+        if self.REQUIRES_DATABASE and not self.database_url:
+            problems.append(
+                f"DATABASE_URL is required: the {self.service_name} service keeps data in Postgres"
+            )
+        return problems
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
+        """Build and validate the config from ``environ`` (default: the process environment)."""
+        source = os.environ if environ is None else environ
+        hints = typing.get_type_hints(cls)
+        values: dict[str, Any] = {}
+        problems: list[str] = []
+        for spec in dataclasses.fields(cls):
+            name = env_name(spec)
+            if name not in source:
+                if spec.default is dataclasses.MISSING:
+                    problems.append(f"{name} is required: {spec.metadata.get('help', spec.name)}")
+                continue
+            try:
+                values[spec.name] = _convert(source[name], hints[spec.name])
+            except ValueError as err:
+                problems.append(f"{name}={source[name]!r} {err}")
+        if problems:
+            raise ConfigError(problems)
+        try:
+            return cls(**values)
+        except ConfigError as err:
+            raise ConfigError(problems + err.problems) from None
+
+    @classmethod
+    def settings_table(cls) -> list[tuple[str, str, str]]:
+        """(variable, default, help) for every setting: the source of the docs' configuration table."""
+        rows = []
+        for spec in dataclasses.fields(cls):
+            default = "(required)" if spec.default is dataclasses.MISSING else repr(spec.default)
+            rows.append((env_name(spec), default, spec.metadata.get("help", "")))
+        return rows
+
+
+def env_name(spec: dataclasses.Field[Any]) -> str:
+    """The environment variable of one setting."""
+    return spec.metadata.get("env") or spec.name.upper()
+
+
+def _convert(raw: str, kind: Any) -> Any:
+    if kind is str:
+        return raw.strip()
+    if kind is int:
+        try:
+            return int(raw.strip())
+        except ValueError:
+            raise ValueError("is not an integer") from None
+    if kind is float:
+        try:
+            return float(raw.strip())
+        except ValueError:
+            raise ValueError("is not a number") from None
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise ValueError("is not a boolean (use true/false)")
+    if kind is Path:
+        return Path(raw.strip())
+    if typing.get_origin(kind) is tuple:
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    raise ValueError(f"has a type the config loader cannot read: {kind!r}")

@@ -1,0 +1,154 @@
+"""Postgres for services: an asyncpg pool and numbered SQL migrations applied at start.
+
+A service keeps its schema in ``services/<name>/migrations/NNN_what.sql`` (``001_ledger.sql``,
+``002_holds.sql``…). :func:`apply_migrations` runs the pending ones in version order inside ONE
+transaction holding a Postgres advisory lock, so replicas starting together migrate once and a
+failing migration leaves nothing half applied. Each applied file is recorded in ``schema_migrations``
+with its checksum; running again is a no-op, and an applied file that was edited since is refused
+(write a new migration instead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from duelmahjong.platform.logging import get_logger
+
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+_FILE_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+# pg_advisory_xact_lock key: a fixed 63-bit number derived from a name, the same in every process.
+MIGRATION_LOCK_KEY = int.from_bytes(hashlib.sha256(b"duelmahjong.migrations").digest()[:8], "big") >> 1
+
+_log = get_logger("db")
+
+
+class MigrationError(RuntimeError):
+    """The migrations directory or the recorded history is inconsistent."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.encode()).hexdigest()
+
+
+def load_migrations(directory: Path) -> list[Migration]:
+    """The migrations in ``directory`` in version order; refuses badly named files and repeated versions."""
+    if not directory.is_dir():
+        raise MigrationError(f"no migrations directory at {directory}")
+    found: dict[int, Migration] = {}
+    for path in sorted(directory.iterdir()):
+        if path.suffix != ".sql":
+            continue
+        match = _FILE_NAME.match(path.name)
+        if match is None:
+            raise MigrationError(f"{path.name}: migration files are named NNN_snake_case.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise MigrationError(f"{path.name}: version {version:03d} is used by {found[version].name} too")
+        found[version] = Migration(version, match.group(2), path.read_text(encoding="utf-8"))
+    return [found[version] for version in sorted(found)]
+
+
+async def create_pool(database_url: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    """A connection pool; the URL is ``postgresql://user[:password]@host:port/db``."""
+    pool = await asyncpg.create_pool(database_url, min_size=min_size, max_size=max_size)
+    if pool is None:  # pragma: no cover - only in asyncpg's "return None on cancel" corner
+        raise ConnectionError(f"cannot open a pool to {database_url}")
+    return pool
+
+
+def with_database(url: str, database: str) -> str:
+    """``url`` pointing at another database on the same server.
+
+    >>> with_database("postgresql://postgres@127.0.0.1:5999/postgres", "wallet")
+    'postgresql://postgres@127.0.0.1:5999/wallet'
+    """
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
+
+
+async def ensure_database(admin_url: str, database: str) -> str:
+    """Create ``database`` on the server of ``admin_url`` unless it exists; returns its URL."""
+    if not _IDENTIFIER.match(database):
+        raise ValueError(f"database name {database!r} must be lower case letters, digits and _")
+    conn = await asyncpg.connect(admin_url)
+    try:
+        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
+        if not exists:
+            try:
+                await conn.execute(f'CREATE DATABASE "{database}"')
+            except asyncpg.DuplicateDatabaseError:
+                pass  # created by a concurrent starter in between: fine
+    finally:
+        await conn.close()
+    return with_database(admin_url, database)
+
+
+_SCHEMA_MIGRATIONS = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    service    text        NOT NULL,
+    version    integer     NOT NULL,
+    name       text        NOT NULL,
+    checksum   text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (service, version)
+)
+"""
+
+
+async def apply_migrations(
+    conn: asyncpg.Connection | asyncpg.Pool, directory: Path, *, service: str
+) -> list[Migration]:
+    """Apply ``directory``'s pending migrations for ``service``; returns those applied now."""
+    migrations = load_migrations(directory)
+    if isinstance(conn, asyncpg.Pool):
+        async with conn.acquire() as acquired:
+            return await _apply(acquired, migrations, service)
+    return await _apply(conn, migrations, service)
+
+
+async def _apply(conn: asyncpg.Connection, migrations: list[Migration], service: str) -> list[Migration]:
+    async with conn.transaction():
+        # Taken before touching schema_migrations, so even its creation is never raced.
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+        await conn.execute(_SCHEMA_MIGRATIONS)
+        rows = await conn.fetch(
+            "SELECT version, name, checksum FROM schema_migrations WHERE service = $1", service
+        )
+        recorded = {row["version"]: row for row in rows}
+        pending = []
+        for migration in migrations:
+            row = recorded.get(migration.version)
+            if row is None:
+                pending.append(migration)
+            elif row["checksum"] != migration.checksum:
+                raise MigrationError(
+                    f"{service} migration {migration.version:03d}_{row['name']} was edited after it was "
+                    "applied; add a new migration instead"
+                )
+        for migration in pending:
+            await conn.execute(migration.sql)
+            await conn.execute(
+                "INSERT INTO schema_migrations (service, version, name, checksum) VALUES ($1, $2, $3, $4)",
+                service,
+                migration.version,
+                migration.name,
+                migration.checksum,
+            )
+            _log.info(
+                "migration applied",
+                extra={"fields": {"service": service, "version": migration.version, "name": migration.name}},
+            )
+        return pending

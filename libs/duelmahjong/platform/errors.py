@@ -1,0 +1,93 @@
+"""Domain errors that carry the gRPC status they map to.
+
+A service's core raises these (or its own subclasses: ``class InsufficientFunds(FailedPrecondition)``);
+only the gRPC layer (:mod:`duelmahjong.platform.interceptors`) turns them into status codes, using the
+message as the status details. Anything else that escapes a handler is a bug: the client gets
+``INTERNAL`` with a generic message and the traceback stays in the server log. The status is held as the
+name of a ``grpc.StatusCode`` so this module imports no gRPC and the core stays free of it.
+
+>>> err = NotFound("no table 7f3a")
+>>> (err.status, str(err))
+('NOT_FOUND', 'no table 7f3a')
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DomainError(Exception):
+    """An expected failure whose message is safe and useful to show the caller."""
+
+    status: ClassVar[str] = "FAILED_PRECONDITION"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(DomainError):
+    """The request itself is wrong, whatever the state of the system (bad notation, bad ids)."""
+
+    status = "INVALID_ARGUMENT"
+
+
+class MalformedRequest(InvalidArgument):
+    """The request bytes are not a valid protobuf message of the expected type."""
+
+
+class FailedPrecondition(DomainError):
+    """The request is well formed but not allowed in the current state (not your turn, table closed)."""
+
+    status = "FAILED_PRECONDITION"
+
+
+class PermissionDenied(DomainError):
+    """The caller is known but may not do this (another seat's action, a player calling an admin RPC)."""
+
+    status = "PERMISSION_DENIED"
+
+
+class Unauthenticated(DomainError):
+    """No valid session token came with the call."""
+
+    status = "UNAUTHENTICATED"
+
+
+class NotFound(DomainError):
+    """The thing named in the request does not exist."""
+
+    status = "NOT_FOUND"
+
+
+class AlreadyExists(DomainError):
+    """The thing the request would create exists already."""
+
+    status = "ALREADY_EXISTS"
+
+
+class ResourceExhausted(DomainError):
+    """A quota or capacity is used up (queue full, no table capacity, rate limit)."""
+
+    status = "RESOURCE_EXHAUSTED"
+
+
+class Aborted(DomainError):
+    """A concurrent change won; the caller may retry the whole operation."""
+
+    status = "ABORTED"
+
+
+class Unavailable(DomainError):
+    """A dependency is down or the service is draining; retrying later may work."""
+
+    status = "UNAVAILABLE"
+
+
+class NotYetImplemented(DomainError):
+    """An RPC of the contract whose logic has not landed yet: says so honestly, naming where it comes."""
+
+    status = "UNIMPLEMENTED"
+
+    def __init__(self, rpc: str, arrives_with: str) -> None:
+        super().__init__(f"{rpc} is not implemented yet; it arrives with {arrives_with}")

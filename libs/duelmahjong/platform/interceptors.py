@@ -1,0 +1,247 @@
+"""The one server interceptor every service runs: request id, auth, metrics and error mapping.
+
+For each RPC, in this order:
+
+1. bind a request id (the caller's ``x-request-id`` metadata, or a new one) for the log lines;
+2. unless the method is public (health, reflection, wallet login…), verify the bearer token and bind the
+   :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
+3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
+   (gRPC's own default would be an opaque error);
+4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
+   with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
+   where the logic comes from; anything else is logged with its traceback and the client gets
+   ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
+5. count the call and time it: ``duel_<service>_grpc_requests_total{method,code}``,
+   ``duel_<service>_grpc_request_duration_seconds{method}``, ``duel_<service>_grpc_requests_in_flight``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
+from contextlib import asynccontextmanager
+from typing import Any
+
+import grpc
+import grpc.aio
+from google.protobuf.message import DecodeError
+
+from duelmahjong.platform import auth
+from duelmahjong.platform.errors import DomainError, MalformedRequest
+from duelmahjong.platform.logging import get_logger, log_context
+from duelmahjong.platform.metrics import ServiceMetrics
+
+# Methods no token is needed for, besides those a service declares public (e.g. wallet login).
+ALWAYS_PUBLIC_PREFIXES = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+    "/grpc.reflection.v1.ServerReflection/",
+)
+REQUEST_ID_KEY = "x-request-id"
+INTERNAL_MESSAGE = "internal error; it has been logged (request id {request_id})"
+
+_log = get_logger("grpc")
+
+
+class _Malformed:
+    """Stands in for a request whose bytes did not parse, so the handler wrapper can reject it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def parse(raw: bytes) -> Any:
+        try:
+            return deserializer(raw)
+        except (DecodeError, ValueError, TypeError) as err:
+            return _Malformed(err)
+
+    return parse
+
+
+def _check_parsed(request: Any, method: str) -> Any:
+    if isinstance(request, _Malformed):
+        raise MalformedRequest(f"the request to {method} is not a valid protobuf message: {request.error}")
+    return request
+
+
+class _Outcome:
+    """The status an RPC ended with, for the metrics label."""
+
+    def __init__(self) -> None:
+        self.code = grpc.StatusCode.OK
+
+
+class ServiceInterceptor(grpc.aio.ServerInterceptor):
+    """Wraps every handler of one service (see the module doc for what it does)."""
+
+    def __init__(
+        self,
+        *,
+        metrics: ServiceMetrics,
+        token_secret: str,
+        public_methods: Collection[str] = (),
+        pending_note: str = "a later issue",
+    ) -> None:
+        self._secret = token_secret
+        self._public = frozenset(public_methods)
+        self._pending_note = pending_note
+        self._requests = metrics.counter("grpc_requests", "total", "RPCs handled", ["method", "code"])
+        self._latency = metrics.histogram(
+            "grpc_request_duration", "seconds", "time to handle an RPC (to the end of its stream)", ["method"]
+        )
+        self._in_flight = metrics.gauge("grpc_requests_in_flight", "count", "RPCs being handled", ["method"])
+
+    def is_public(self, method: str) -> bool:
+        return method in self._public or method.startswith(ALWAYS_PUBLIC_PREFIXES)
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None  # unknown method: gRPC answers UNIMPLEMENTED itself
+        method: str = handler_call_details.method
+        deserializer = _tolerant(handler.request_deserializer)
+        serializer = handler.response_serializer
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.unary_unary, stream_in=False), deserializer, serializer
+            )
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(
+                self._wrap_unary(method, handler.stream_unary, stream_in=True), deserializer, serializer
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap_stream(method, handler.unary_stream, stream_in=False), deserializer, serializer
+            )
+        return grpc.stream_stream_rpc_method_handler(
+            self._wrap_stream(method, handler.stream_stream, stream_in=True), deserializer, serializer
+        )
+
+    def _wrap_unary(
+        self, method: str, behavior: Callable[..., Any], *, stream_in: bool
+    ) -> Callable[..., Any]:
+        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async with self._rpc(method, context):
+                result = behavior(self._incoming(request, method, stream_in), context)
+                return await result if inspect.isawaitable(result) else result
+
+        return handle
+
+    def _wrap_stream(
+        self, method: str, behavior: Callable[..., Any], *, stream_in: bool
+    ) -> Callable[..., Any]:
+        async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async with self._rpc(method, context):
+                result = behavior(self._incoming(request, method, stream_in), context)
+                if inspect.isasyncgen(result):
+                    async for response in result:
+                        yield response
+                elif inspect.isawaitable(result):
+                    await result  # a handler that writes with context.write()
+
+        return handle
+
+    @asynccontextmanager
+    async def _rpc(self, method: str, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+        """Everything around one handler call: ids, auth, error mapping, metrics."""
+        outcome = _Outcome()
+        self._in_flight.labels(method=method).inc()
+        started = time.perf_counter()
+        try:
+            with self._call_scope(context) as request_id:
+                try:
+                    self._authenticate(method, context)
+                    yield
+                except BaseException as err:
+                    await self._fail(err, method, context, outcome, request_id)
+                    raise  # _fail aborts; only cancellation and the handler's own aborts get here
+        finally:
+            self._in_flight.labels(method=method).dec()
+            self._latency.labels(method=method).observe(time.perf_counter() - started)
+            if outcome.code == grpc.StatusCode.OK and context.cancelled():
+                outcome.code = grpc.StatusCode.CANCELLED
+            self._requests.labels(method=method, code=outcome.code.name).inc()
+
+    def _incoming(self, request: Any, method: str, stream_in: bool) -> Any:
+        if not stream_in:
+            return _check_parsed(request, method)
+
+        async def checked() -> AsyncIterator[Any]:
+            async for item in request:
+                yield _check_parsed(item, method)
+
+        return checked()
+
+    def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
+        if self.is_public(method):
+            return
+        token = auth.token_from_metadata(context.invocation_metadata())
+        auth.bind_principal(auth.verify_token(self._secret, token))
+
+    def _call_scope(self, context: grpc.aio.ServicerContext) -> Any:
+        request_id = None
+        for key, value in context.invocation_metadata() or ():
+            if key == REQUEST_ID_KEY:
+                request_id = value if isinstance(value, str) else value.decode()
+        return _RequestScope(request_id or uuid.uuid4().hex[:16])
+
+    async def _fail(
+        self,
+        err: BaseException,
+        method: str,
+        context: grpc.aio.ServicerContext,
+        outcome: _Outcome,
+        request_id: str,
+    ) -> None:
+        if isinstance(err, grpc.aio.AbortError):
+            # The handler aborted by itself; its status is already set on the context.
+            outcome.code = context.code() or grpc.StatusCode.UNKNOWN
+            return
+        if not isinstance(err, Exception):
+            outcome.code = grpc.StatusCode.CANCELLED
+            return  # cancellation (client went away, server stopping): nothing to tell anyone
+        if isinstance(err, DomainError):
+            code, message = grpc.StatusCode[err.status], err.message
+            _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
+        elif isinstance(err, NotImplementedError):
+            code = grpc.StatusCode.UNIMPLEMENTED
+            message = f"{method} is not implemented yet; it arrives with {self._pending_note}"
+        else:
+            code, message = grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id)
+            _log.error("rpc raised", exc_info=err, extra={"fields": {"method": method}})
+        outcome.code = code
+        await context.abort(code, message)
+
+
+class _RequestScope:
+    """Binds the request id for logs and a fresh principal slot for the duration of one RPC."""
+
+    def __init__(self, request_id: str) -> None:
+        self.request_id = request_id
+        self._log_scope = log_context(request_id=request_id)
+        self._principal_token: Any = None
+
+    def __enter__(self) -> str:
+        self._log_scope.__enter__()
+        self._principal_token = auth.bind_principal(None)
+        return self.request_id
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            auth.reset_principal(self._principal_token)
+            self._log_scope.__exit__(None, None, None)
+        except ValueError:
+            # A streaming handler closed from another context (e.g. by the garbage collector): the
+            # variables belong to a context that is gone anyway.
+            pass
