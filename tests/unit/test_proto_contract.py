@@ -13,6 +13,7 @@ import pytest
 from duelmahjong.v1 import (
     events_pb2,
     matchmaking_pb2,
+    play_pb2,
     rules_pb2,
     scoring_pb2,
     server_state_pb2,
@@ -180,3 +181,26 @@ def test_the_leak_check_finds_hidden_state_where_it_is() -> None:
     leaks = hidden_state_leaks(events_pb2.TableEventAppended.DESCRIPTOR)
     assert "TableEventAppended.record.hand_begun.hidden" in leaks
     assert "TableEventAppended.record.hand_begun.hidden.seed" in leaks
+
+
+# Names under which a seat's secret tiles travel; SeatView may hold them for its own seat only.
+SEAT_SECRET_FIELD_NAMES = frozenset({"concealed", "drawn_tile", "waits", "offers"})
+
+
+def test_what_every_seat_sees_holds_no_seat_secret() -> None:
+    # The opponent's hand shows as counts (concealed_count, holding_drawn_tile), never as tiles.
+    secrets = [
+        path
+        for path, field in reachable_fields(play_pb2.PublicTableState.DESCRIPTOR)
+        # Discard.drawn_tile is a public flag (the drawn tile was discarded straight away), not a tile.
+        if field.name in SEAT_SECRET_FIELD_NAMES and field.type != FieldDescriptor.TYPE_BOOL
+    ]
+    assert secrets == []
+
+
+def test_a_seat_view_has_its_own_tiles_and_the_public_state() -> None:
+    fields = play_pb2.SeatView.DESCRIPTOR.fields_by_name
+    assert {"seat", "concealed", "drawn_tile", "legal_actions"} <= set(fields)
+    assert fields["table"].message_type is play_pb2.PublicTableState.DESCRIPTOR
+    opponent = play_pb2.PublicSeatState.DESCRIPTOR.fields_by_name
+    assert opponent["holding_drawn_tile"].type == FieldDescriptor.TYPE_BOOL
