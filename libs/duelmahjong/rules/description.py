@@ -8,7 +8,7 @@ with a message saying what is wrong; :meth:`HandDescription.to_json` gives it ba
 >>> HandDescription.from_json({"profile": "duel", "concealed": "123m456p789s1z23m", "win_tile": "1m"})
 Traceback (most recent call last):
 ...
-duelmahjong.rules.errors.InvalidHandError: concealed (12 tiles) + 3 per meld (0 melds) must make 13 tiles, got 12
+duelmahjong.rules.errors.InvalidHandError: concealed (12 tiles) + 3 per meld (0 melds) must make 13 ...
 >>> desc = HandDescription.from_json({"profile": "duel", "concealed": "123m456p789s11z23m",
 ...     "win_tile": "1m", "context": {"revealed_bonus_tiles": ["1z"]}})
 >>> desc.to_json()["concealed"], desc.context.revealed_bonus_tiles
@@ -209,15 +209,16 @@ def _check_tiles(desc: HandDescription) -> None:
             f"flower {format_tiles(flowers[:1])} cannot be part of a hand; list it in context.flowers"
         )
     copies = [0] * FLOWER_FIRST
-    for kind in (*tiles, *desc.context.revealed_bonus_tiles):
-        if kind >= FLOWER_FIRST:
-            raise InvalidHandError(f"revealed bonus tile {format_tiles([kind])} must not be a flower")
+    for kind in tiles:
         copies[kind] += 1
     for kind, count in enumerate(copies):
         if count > 4:
-            raise InvalidHandError(
-                f"{count} copies of {format_tiles([kind])} (hand and revealed bonus tiles); there are only 4"
-            )
+            raise InvalidHandError(f"{count} copies of {format_tiles([kind])} in the hand; there are only 4")
+    # Revealed bonus tiles name kinds; they are not checked against the hand's copies, since D1 scores
+    # kongs of a revealed kind (the pool can feed tiles back through offers and items, T5/T6).
+    for kind in desc.context.revealed_bonus_tiles:
+        if kind >= FLOWER_FIRST:
+            raise InvalidHandError(f"revealed bonus tile {format_tiles([kind])} must not be a flower")
     for kind in desc.context.flowers:
         if kind < FLOWER_FIRST:
             raise InvalidHandError(f"context.flowers lists {format_tiles([kind])}, which is not a flower")
