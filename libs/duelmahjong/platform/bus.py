@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import nats.errors
 import nats.js.errors
+from google.protobuf.message import Message
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
@@ -184,6 +185,13 @@ class Bus:
         if self._published is not None:
             self._published.labels(outcome="duplicate" if ack.duplicate else "stored").inc()
         return ack
+
+    async def publish_event(self, subject: str, event: Message) -> api.PubAck:
+        """Publish an event of ``events.proto``: its ``envelope.event_id`` is the message id."""
+        event_id = getattr(getattr(event, "envelope", None), "event_id", "")
+        if not event_id:
+            raise ValueError(f"{type(event).__name__} has no envelope.event_id to de-duplicate on")
+        return await self.publish(subject, event.SerializeToString(), msg_id=event_id)
 
     async def consume(
         self,

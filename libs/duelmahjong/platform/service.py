@@ -1,0 +1,184 @@
+"""The life of a service process, shared by all four: start, serve, stop on SIGTERM.
+
+A service's ``main.py`` is its composition root. It declares a :class:`ServiceSpec` — a ``wire``
+coroutine that builds the service's objects, registers its servicer and starts its consumers — and
+calls :func:`run`::
+
+    async def wire(runtime: ServiceRuntime[ScoringConfig]) -> None:
+        core = ScoringCore(...)
+        runtime.server.add_service(SERVICE_NAME, add_ScoringServiceServicer_to_server, ScoringApi(core))
+        runtime.spawn(runtime.bus.consume(HAND_ENDED_CONSUMER, core.on_hand_ended), name="hand-ended")
+
+    SPEC = ServiceSpec(wire=wire, migrations=Path(__file__).parent / "migrations")
+    def main() -> int:
+        return run(ScoringConfig, SPEC)
+
+:func:`run` reads the config (exit 2 with a readable message when it is wrong), sets up JSON logs,
+serves ``/metrics``, connects to NATS (when ``NATS_URL`` is set) and Postgres (when ``DATABASE_URL``
+is set; migrations applied under the advisory lock), calls ``wire``, starts gRPC (health SERVING) and
+waits for SIGTERM/SIGINT. Stopping: health NOT_SERVING, in-flight RPCs get the grace period,
+background tasks are cancelled, NATS is drained, the pool closed. A background task that crashes
+stops the service (exit 1) rather than leaving it half alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Collection, Coroutine
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import asyncpg
+
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.config import ConfigError, ServiceConfig
+from duelmahjong.platform.db import apply_migrations, create_pool
+from duelmahjong.platform.grpc_server import ServiceServer
+from duelmahjong.platform.logging import configure_logging, get_logger
+from duelmahjong.platform.metrics import ServiceMetrics
+
+_log = get_logger("service")
+
+
+ConfigT = TypeVar("ConfigT", bound=ServiceConfig)
+
+
+@dataclass
+class ServiceRuntime(Generic[ConfigT]):
+    """What ``wire`` gets to build a service with; owned and torn down by :func:`serve`."""
+
+    config: ConfigT
+    metrics: ServiceMetrics
+    server: ServiceServer
+    metrics_port: int
+    bus: Bus | None = None
+    db: asyncpg.Pool | None = None
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    failed: bool = False
+    _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def spawn(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
+        """Run ``work`` in the background until the service stops; if it crashes, the service stops."""
+        task = asyncio.create_task(work, name=name)
+        task.add_done_callback(self._on_task_done)
+        self._tasks.append(task)
+        return task
+
+    def _on_task_done(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        _log.error(
+            "background task crashed; stopping the service",
+            exc_info=task.exception(),
+            extra={"fields": {"task": task.get_name()}},
+        )
+        self.failed = True
+        self.stopping.set()
+
+    def require_bus(self) -> Bus:
+        if self.bus is None:
+            raise ConfigError([f"NATS_URL is required: {self.config.service_name} uses the event bus"])
+        return self.bus
+
+    def require_db(self) -> asyncpg.Pool:
+        if self.db is None:
+            raise ConfigError(
+                [f"DATABASE_URL is required: {self.config.service_name} keeps data in Postgres"]
+            )
+        return self.db
+
+    async def cancel_background(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+Wire = Callable[[ServiceRuntime[Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """How to build one service: its wiring, its migrations, which RPCs need no token."""
+
+    wire: Wire
+    migrations: Path | None = None
+    public_methods: Collection[str] = ()
+    # Where the RPCs not implemented yet come from, for their honest UNIMPLEMENTED message.
+    pending_note: str = "a later issue"
+
+
+async def serve(
+    config: ServiceConfig,
+    spec: ServiceSpec,
+    *,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[ServiceRuntime[Any]], None] | None = None,
+) -> bool:
+    """Run the service until ``stop`` is set (or a background task crashes). True if it ended cleanly."""
+    metrics = ServiceMetrics(config.service_name)
+    runtime: ServiceRuntime[ServiceConfig] = ServiceRuntime(
+        config=config,
+        metrics=metrics,
+        server=ServiceServer(
+            config, metrics, public_methods=spec.public_methods, pending_note=spec.pending_note
+        ),
+        metrics_port=metrics.serve_http(config.grpc_host, config.metrics_port),
+    )
+    if stop is not None:
+        runtime.stopping = stop
+    started = False
+    try:
+        if config.nats_url:
+            runtime.bus = await Bus.connect(config.nats_url, name=config.service_name, metrics=metrics)
+        if config.database_url:
+            runtime.db = await create_pool(config.database_url)
+            if spec.migrations is not None:
+                await apply_migrations(runtime.db, spec.migrations, service=config.service_name)
+        await spec.wire(runtime)
+        await runtime.server.start()
+        started = True
+        _log.info(
+            "service ready",
+            extra={"fields": {"grpc": runtime.server.address, "metrics_port": runtime.metrics_port}},
+        )
+        if on_ready is not None:
+            on_ready(runtime)
+        await runtime.stopping.wait()
+    finally:
+        if started:
+            await runtime.server.stop()
+        await runtime.cancel_background()
+        if runtime.bus is not None:
+            await runtime.bus.close()
+        if runtime.db is not None:
+            await runtime.db.close()
+        metrics.close()
+        _log.info("service stopped", extra={"fields": {"clean": not runtime.failed}})
+    return not runtime.failed
+
+
+def run(config_class: type[ServiceConfig], spec: ServiceSpec) -> int:
+    """The body of a service's ``main()``: exit 0 after a clean stop, 1 after a crash, 2 on bad config."""
+    try:
+        config = config_class.from_env()
+    except ConfigError as err:
+        print(f"{config_class.__name__}: {err}", file=sys.stderr)
+        return 2
+    configure_logging(config.service_name, config.log_level)
+
+    async def main() -> bool:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        return await serve(config, spec, stop=stop)
+
+    try:
+        clean = asyncio.run(main())
+    except Exception:
+        _log.exception("service failed to start or stop")
+        return 1
+    return 0 if clean else 1

@@ -1,0 +1,67 @@
+"""Where every event of ``events.proto`` travels: JetStream streams and subjects, in one place.
+
+Subjects read ``duel.<producer>.<event>``; each producing service owns one stream capturing
+``duel.<producer>.>``. A table's write-ahead log is a subject per table in its own stream, so a table
+can be replayed by reading one subject. Producers declare their streams at start; consumers declare
+their durable consumers (see :mod:`duelmahjong.platform.bus`). The event → subject table below is the
+contract's transport half: the message is in ``events.proto``, the address is here.
+
+>>> table_log_subject("t-42")
+'duel.tablelog.t-42'
+>>> SUBJECT_OF_EVENT["HandScored"]
+'duel.scoring.hand_scored'
+"""
+
+from __future__ import annotations
+
+import re
+
+from duelmahjong.platform.bus import StreamSpec
+
+# table → scoring, wallet, matchmaking
+HAND_ENDED = "duel.table.hand_ended"
+FEE_CHARGED = "duel.table.fee_charged"
+EXCHANGE_CHARGED = "duel.table.exchange_charged"
+ITEM_USED = "duel.table.item_used"
+GUESS_RESOLVED = "duel.table.guess_resolved"
+TABLE_SERVER_ANNOUNCED = "duel.table.server_announced"
+TABLE_OPENED = "duel.table.opened"
+TABLE_CLOSED = "duel.table.closed"
+# scoring → wallet, table
+HAND_SCORED = "duel.scoring.hand_scored"
+ESCAPE_PENALTY = "duel.scoring.escape_penalty"
+REPLAY_REJECTED = "duel.scoring.replay_rejected"
+# wallet → table, matchmaking
+SETTLEMENT_APPLIED = "duel.wallet.settlement_applied"
+
+TABLE_LOG_PREFIX = "duel.tablelog"
+
+TABLE_STREAM = StreamSpec("DUEL_TABLE", ("duel.table.>",))
+# Kept until deleted: the log is what a table is rebuilt from after a crash (and what scoring replays).
+TABLE_LOG_STREAM = StreamSpec("DUEL_TABLE_LOG", (f"{TABLE_LOG_PREFIX}.>",))
+SCORING_STREAM = StreamSpec("DUEL_SCORING", ("duel.scoring.>",))
+WALLET_STREAM = StreamSpec("DUEL_WALLET", ("duel.wallet.>",))
+
+SUBJECT_OF_EVENT: dict[str, str] = {
+    "HandEnded": HAND_ENDED,
+    "FeeCharged": FEE_CHARGED,
+    "ExchangeCharged": EXCHANGE_CHARGED,
+    "ItemUsed": ITEM_USED,
+    "GuessResolved": GUESS_RESOLVED,
+    "TableServerAnnounced": TABLE_SERVER_ANNOUNCED,
+    "TableOpened": TABLE_OPENED,
+    "TableClosed": TABLE_CLOSED,
+    "HandScored": HAND_SCORED,
+    "EscapePenalty": ESCAPE_PENALTY,
+    "ReplayRejected": REPLAY_REJECTED,
+    "SettlementApplied": SETTLEMENT_APPLIED,
+}
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def table_log_subject(table_id: str) -> str:
+    """The subject of one table's write-ahead log (``TableEventAppended`` records)."""
+    if not _TOKEN.match(table_id):
+        raise ValueError(f"table id {table_id!r} cannot be a subject token (letters, digits, _ and - only)")
+    return f"{TABLE_LOG_PREFIX}.{table_id}"

@@ -1,0 +1,60 @@
+"""Fixtures every suite may use: real NATS (JetStream) and Postgres, started once per test session.
+
+The servers are embedded (``duelmahjong.platform.embedded``), on free ports, with their data under
+pytest's tmp dir; they start only when a test asks for them, so unit tests pay nothing. Set
+``NATS_URL`` / ``DATABASE_URL`` (an admin URL) to run the suites against servers of your own instead.
+
+- ``nats_server_url`` — the session's NATS URL.
+- ``postgres_admin_url`` — the session's Postgres admin URL (database ``postgres``).
+- ``token_secret`` — the HMAC key tokens are signed with in tests.
+- ``unique_name`` — ``unique_name("WALLET")`` → ``"WALLET_3f2a9c1d"``: stream, durable and database
+  names that no other test uses, so tests never see each other's data.
+
+Per-test fixtures (a fresh database, a connected bus, a running service) are in
+``tests/integration/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
+
+
+@pytest.fixture(scope="session")
+def nats_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("NATS_URL")
+    if external:
+        yield external
+        return
+    with EmbeddedNats(tmp_path_factory.mktemp("nats")) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("DATABASE_URL")
+    if external:
+        yield external
+        return
+    # fsync off: test data is thrown away, and it makes every commit much cheaper on a shared machine.
+    with EmbeddedPostgres(tmp_path_factory.mktemp("postgres"), durable=False) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def token_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+@pytest.fixture
+def unique_name() -> Callable[[str], str]:
+    def make(prefix: str) -> str:
+        return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+    return make

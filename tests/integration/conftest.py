@@ -1,0 +1,93 @@
+"""Per-test fixtures on the session's real NATS and Postgres (see ``tests/conftest.py``).
+
+- ``database_url`` — a fresh, empty database for this test (dropped afterwards).
+- ``bus`` — a :class:`~duelmahjong.platform.bus.Bus` connected to the session's NATS.
+- ``service_env`` — the environment a service needs here (NATS, token secret, loopback, free ports);
+  add ``DATABASE_URL`` yourself when the service keeps data.
+- ``start_service`` — ``await start_service(SPEC, config)`` runs a service in this test's event loop
+  exactly as its process would (gRPC, health, metrics, bus, migrations) and returns its
+  :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test.
+- ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+import pytest_asyncio
+
+from duelmahjong.platform import auth, db
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.config import ServiceConfig
+from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, serve
+
+StartService = Callable[[ServiceSpec, ServiceConfig], Awaitable[ServiceRuntime[Any]]]
+
+
+@pytest_asyncio.fixture
+async def database_url(postgres_admin_url: str, unique_name: Callable[[str], str]) -> AsyncIterator[str]:
+    name = unique_name("test").lower()
+    url = await db.ensure_database(postgres_admin_url, name)
+    yield url
+    conn = await asyncpg.connect(postgres_admin_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest_asyncio.fixture
+async def bus(nats_server_url: str) -> AsyncIterator[Bus]:
+    connected = await Bus.connect(nats_server_url, name="test")
+    yield connected
+    await connected.close()
+
+
+@pytest.fixture
+def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
+    return {
+        "NATS_URL": nats_server_url,
+        "TOKEN_SECRET": token_secret,
+        "GRPC_HOST": "127.0.0.1",
+        "GRPC_PORT": "0",
+        "METRICS_PORT": "0",
+        "SHUTDOWN_GRACE_SECONDS": "1",
+        "LOG_LEVEL": "WARNING",
+    }
+
+
+@pytest.fixture
+def issue(token_secret: str) -> Callable[..., tuple[tuple[str, str]]]:
+    def bearer(player_id: str = "p-test", role: auth.Role = auth.Role.PLAYER) -> tuple[tuple[str, str]]:
+        return auth.bearer_metadata(auth.issue_token(token_secret, player_id=player_id, role=role))
+
+    return bearer
+
+
+@pytest_asyncio.fixture
+async def start_service() -> AsyncIterator[StartService]:
+    running: list[tuple[asyncio.Event, asyncio.Task[bool]]] = []
+
+    async def start(spec: ServiceSpec, config: ServiceConfig) -> ServiceRuntime[Any]:
+        stop = asyncio.Event()
+        ready: asyncio.Future[ServiceRuntime[Any]] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve(config, spec, stop=stop, on_ready=ready.set_result))
+        running.append((stop, task))
+        done, _ = await asyncio.wait({ready, task}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        if ready in done:
+            return ready.result()
+        if task in done:
+            task.result()  # raises what made the service fail to start
+        raise TimeoutError(f"{config.service_name} did not start within 30s")
+
+    yield start
+    for stop, _task in running:
+        stop.set()
+    results = await asyncio.gather(*(task for _, task in running), return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
