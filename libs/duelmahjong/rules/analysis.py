@@ -1,32 +1,40 @@
-"""Hand shape analysis: decompositions, win check, waits, shanten.
+"""Hand shape analysis: decompositions, win check, waits, shanten — all table lookups.
 
-Every function takes the 34-entry count vector of the *concealed* tiles (declared melds removed, see
-:func:`duelmahjong.rules.tiles.counts_of`); a winning shape has 3k+2 tiles (k = 0..4), a ready one 3k+1.
-Forms (RULES.md §1, D12): the standard form (sets + one pair), seven pairs (14 concealed tiles, four
-identical tiles are two pairs — E6), thirteen orphans (duel only: erren has no 筒/条), and duel's
-绿一色 free form (every tile of the hand, melds included, in {2s 3s 4s 6s 8s 6z}, any arrangement).
+The public functions take the 34-entry count vector of the *concealed* tiles (declared melds removed,
+see :func:`duelmahjong.rules.tiles.counts_of`) and validate it; a winning shape has 3k+2 tiles
+(k = 0..4), a ready one 3k+1. Forms (RULES.md §1, D12): the standard form (sets + one pair), seven
+pairs (14 concealed tiles; four identical tiles are two pairs — E6), thirteen orphans (duel only:
+erren has no 筒/条), and duel's 绿一色 free form (every tile of the hand, melds included, in
+{2s 3s 4s 6s 8s 6z}, any arrangement).
+
+The ``*_keys`` functions are the hot paths: they take the four suit keys that
+:class:`duelmahjong.rules.hand.Hand` keeps (see :mod:`duelmahjong.rules.tables`) and validate nothing.
+``green_melds`` there is the number of melded tiles if every one of them is a 绿一色 tile, else -1.
 
 >>> from duelmahjong.rules.tiles import counts_of, parse_tiles, format_tiles
 >>> is_winning(counts_of(parse_tiles("123m456p789s11222z")))
 True
 >>> format_tiles(waits(counts_of(parse_tiles("123m456p789s1122z"))))
 '12z'
+>>> shanten(counts_of(parse_tiles("147m258p369s1234z")))
+6
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from duelmahjong.rules.errors import InvalidHandError
+from duelmahjong.rules.errors import InvalidHandError, UnknownProfileError
+from duelmahjong.rules.tables import get_tables
 from duelmahjong.rules.tiles import (
     COPIES,
     GREEN_TILES,
     NUM_KINDS,
     TERMINALS_AND_HONORS,
     format_tiles,
-    profile_kinds,
     tile_name,
 )
 
@@ -56,7 +64,7 @@ class Block:
 
 @dataclass(frozen=True, order=True, slots=True)
 class Decomposition:
-    """One reading of a concealed 3k+2-tile hand: a pair plus k blocks (sorted)."""
+    """One reading of a concealed 3k+2-tile hand: a pair plus k blocks, ascending by tile."""
 
     pair: int
     blocks: tuple[Block, ...]
@@ -65,63 +73,172 @@ class Decomposition:
         return " ".join([format_tiles((self.pair, self.pair)), *map(str, self.blocks)])
 
 
-# --- validation --------------------------------------------------------------------------------------
-_WINNING_SIZES = frozenset({2, 5, 8, 11, 14})
-_READY_SIZES = frozenset({1, 4, 7, 10, 13})
+# --- the tables, bound to module globals once: every lookup below is one index ----------------------
+_TABLES = get_tables()
+_SUIT_WIN, _HONOR_WIN = _TABLES.suit_win, _TABLES.honor_win
+_SUIT_PAIRS, _HONOR_PAIRS = _TABLES.suit_pairs, _TABLES.honor_pairs
+_SUIT_ORPHANS, _HONOR_ORPHANS = _TABLES.suit_orphans, _TABLES.honor_orphans
+_SOU_GREEN, _HONOR_GREEN = _TABLES.sou_green, _TABLES.honor_green
+_SUIT_CLASS, _HONOR_CLASS = _TABLES.suit_class, _TABLES.honor_class
+_SUIT_WAITS, _HONOR_WAITS = _TABLES.suit_waits, _TABLES.honor_waits
+_MERGE, _FINAL = _TABLES.merge, _TABLES.final
+_ORPHANS_COMPLETE = 13 + 16  # thirteen kinds, one of them twice
+_DIGIT_OF_COUNT = bytes(range(48, 53)) + b"x" * 251
+_GREEN_ORDER = sorted(GREEN_TILES)
+_ORPHAN_ORDER = sorted(TERMINALS_AND_HONORS)
+_BLOCKS = {(kind, tile): Block(kind, tile) for tile in range(NUM_KINDS) for kind in ("chow", "pung")}
+
+WINNING_SIZES = frozenset({2, 5, 8, 11, 14})
+READY_SIZES = frozenset({1, 4, 7, 10, 13})
 
 
-def _check_counts(counts: Sequence[int], sizes: frozenset[int], what: str) -> int:
-    """Validate a concealed count vector; return its number of tiles."""
-    if len(counts) != NUM_KINDS:
-        raise InvalidHandError(f"a count vector has {NUM_KINDS} entries, got {len(counts)}")
-    for kind, count in enumerate(counts):
-        if type(count) is not int or not 0 <= count <= COPIES:
-            raise InvalidHandError(f"{count!r} copies of {tile_name(kind)} (expected 0–{COPIES})")
-    total = sum(counts)
-    if total not in sizes:
+# --- hot paths on suit keys --------------------------------------------------------------------------
+def win_keys(m: int, p: int, s: int, z: int, size: int, duel: bool = True, green_melds: int = 0) -> bool:
+    """Win check of a 3k+2 concealed hand given as suit keys; ``size`` = its number of tiles."""
+    if _SUIT_WIN[m] * _SUIT_WIN[p] * _SUIT_WIN[s] * _HONOR_WIN[z] == 2:
+        return True  # every suit is sets (+ pair) and exactly one suit holds the pair
+    if size == 14:
+        if _SUIT_PAIRS[m] + _SUIT_PAIRS[p] + _SUIT_PAIRS[s] + _HONOR_PAIRS[z] == 7:
+            return True
+        if duel and _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z] == 29:
+            return True
+    return (
+        duel
+        and green_melds >= 0
+        and m == p == 0
+        and size + green_melds >= 14
+        and _SOU_GREEN[s] + _HONOR_GREEN[z] == size
+    )
+
+
+def shanten_keys(m: int, p: int, s: int, z: int, size: int, duel: bool = True, green_melds: int = 0) -> int:
+    """Shanten of a concealed hand given as suit keys: -1 winning, 0 ready, n = n tiles from ready."""
+    sets = size // 3
+    merged = _MERGE[_MERGE[_SUIT_CLASS[m] << 8 | _SUIT_CLASS[p]] << 8 | _SUIT_CLASS[s]]
+    best = _FINAL[(merged << 8 | _HONOR_CLASS[z]) * 5 + sets] - 1
+    if size >= 13:
+        seven_pairs = 6 - (_SUIT_PAIRS[m] + _SUIT_PAIRS[p] + _SUIT_PAIRS[s] + _HONOR_PAIRS[z])
+        if seven_pairs < best:
+            best = seven_pairs
+        if duel:
+            orphans = _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z]
+            orphans = 13 - (orphans & 15) - (orphans >= 16)
+            if orphans < best:
+                best = orphans
+    if duel and green_melds >= 0 and size + green_melds >= 13 + (size % 3 == 2):
+        # 绿一色 free form: each tile that is not green must be exchanged for one that is.
+        free = size - _SOU_GREEN[s] - _HONOR_GREEN[z] - (size % 3 == 2)
+        if free < best:
+            best = free
+    return best
+
+
+def waits_keys(
+    counts: Sequence[int], m: int, p: int, s: int, z: int, size: int, duel: bool = True, green_melds: int = 0
+) -> list[int]:
+    """Waits of a 3k+1 concealed hand (counts and suit keys); copies held in melds are not checked."""
+    codes = (_SUIT_WIN[m], _SUIT_WIN[p], _SUIT_WIN[s], _HONOR_WIN[z])
+    found = 0  # bit per kind
+    for suit, key in enumerate((m, p, s, z)):
+        others = 1
+        for other, code in enumerate(codes):
+            if other != suit:
+                others *= code
+        if others not in (1, 2):
+            continue
+        mask = (_HONOR_WAITS if suit == 3 else _SUIT_WAITS)[key]
+        if mask & 511 and others * (2 if mask & 512 else 1) == 2:
+            found |= (mask & 511) << (9 * suit)
+    if size == 13:
+        if _SUIT_PAIRS[m] + _SUIT_PAIRS[p] + _SUIT_PAIRS[s] + _HONOR_PAIRS[z] == 6:
+            found |= sum(1 << kind for kind in range(NUM_KINDS) if counts[kind] % 2)
+        if duel:
+            orphans = _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z]
+            if orphans == 13 or orphans == 12 + 16:
+                found |= sum(1 << kind for kind in _ORPHAN_ORDER if orphans == 13 or not counts[kind])
+    if (
+        duel
+        and green_melds >= 0
+        and m == p == 0
+        and size + green_melds >= 13
+        and _SOU_GREEN[s] + _HONOR_GREEN[z] == size
+    ):
+        found |= sum(1 << kind for kind in _GREEN_ORDER)
+    return [kind for kind in range(NUM_KINDS) if found >> kind & 1 and counts[kind] < COPIES]
+
+
+def readings_keys(m: int, p: int, s: int, z: int) -> list[Decomposition]:
+    """Every standard decomposition of a complete hand given as suit keys (``[]`` if not complete)."""
+    per_suit = []
+    suit, honor = _TABLES.suit_readings, _TABLES.honor_readings
+    for base, key, table in ((0, m, suit), (9, p, suit), (18, s, suit), (27, z, honor)):
+        readings = table.get(key)
+        if readings is None:
+            return []
+        per_suit.append([(base, reading) for reading in readings])
+    found = []
+    for combination in itertools.product(*per_suit):
+        pairs = [base + pair for base, (pair, _) in combination if pair >= 0]
+        if len(pairs) != 1:
+            continue
+        blocks = tuple(
+            _BLOCKS["chow" if is_chow else "pung", base + rank]
+            for base, (_, suit_blocks) in combination
+            for is_chow, rank in suit_blocks
+        )
+        found.append(Decomposition(pairs[0], blocks))
+    return sorted(found, key=_reading_order)
+
+
+def _reading_order(reading: Decomposition) -> tuple[int, list[tuple[int, bool]]]:
+    return reading.pair, [(block.tile, block.kind == "chow") for block in reading.blocks]
+
+
+# --- validated public API on count vectors -----------------------------------------------------------
+def _keys_of(counts: Sequence[int], sizes: frozenset[int], what: str) -> tuple[int, int, int, int, int]:
+    """Validate a concealed count vector; return its suit keys and number of tiles."""
+    try:
+        if len(counts) != NUM_KINDS:
+            raise InvalidHandError(f"a count vector has {NUM_KINDS} entries, got {len(counts)}")
+        digits = bytes(counts).translate(_DIGIT_OF_COUNT)
+        keys = int(digits[0:9], 5), int(digits[9:18], 5), int(digits[18:27], 5), int(digits[27:34], 5)
+    except (ValueError, TypeError) as error:
+        if isinstance(error, InvalidHandError):
+            raise
+        for kind, count in enumerate(counts):
+            if type(count) is not int or not 0 <= count <= COPIES:
+                raise InvalidHandError(
+                    f"{count!r} copies of {tile_name(kind)} (expected 0–{COPIES})"
+                ) from None
+        raise InvalidHandError(f"not a count vector: {counts!r}") from None
+    size = sum(counts)
+    if size not in sizes:
         expected = ", ".join(map(str, sorted(sizes)))
-        raise InvalidHandError(f"{what} needs {expected} concealed tiles, got {total}")
-    return total
+        raise InvalidHandError(f"{what} needs {expected} concealed tiles, got {size}")
+    return (*keys, size)
 
 
-def _melded_counts(melded_tiles: Iterable[int]) -> list[int]:
+def _is_duel(profile: str, counts: Sequence[int], p: int, s: int) -> bool:
+    if profile == "duel":
+        return True
+    if profile == "erren":
+        if p or s:
+            outside = [kind for kind in range(9, 27) if counts[kind]]
+            raise InvalidHandError(f"{tile_name(outside[0])} is not in the erren tile set (no 筒/条)")
+        return False
+    raise UnknownProfileError(f"unknown profile {profile!r} (expected 'duel' or 'erren')")
+
+
+def _melds(melded_tiles: Iterable[int]) -> tuple[list[int], int]:
+    """Counts of the melded tiles, and the ``green_melds`` value of the hot paths."""
     counts = [0] * NUM_KINDS
+    all_green = True
     for kind in melded_tiles:
         if type(kind) is not int or not 0 <= kind < NUM_KINDS:
             raise InvalidHandError(f"{kind!r} is not a tile kind that can be in a meld")
         counts[kind] += 1
-    return counts
-
-
-# --- standard form -----------------------------------------------------------------------------------
-def _set_readings(counts: list[int], start: int) -> list[list[Block]]:
-    """Every way to split ``counts[start:]`` into sets, each reading listed once.
-
-    The lowest remaining tile is covered by at most one pung of itself, and every other copy of it
-    must start a chow (nothing lower is left), so choosing the pung first gives each reading once.
-    """
-    kind = start
-    while kind < NUM_KINDS and counts[kind] == 0:
-        kind += 1
-    if kind == NUM_KINDS:
-        return [[]]
-    readings: list[list[Block]] = []
-    count = counts[kind]
-    for pungs in (1, 0) if count >= 3 else (0,):
-        chows = count - 3 * pungs
-        if chows and not (kind < 27 and kind % 9 <= 6 and min(counts[kind + 1], counts[kind + 2]) >= chows):
-            continue
-        counts[kind] -= count
-        if chows:
-            counts[kind + 1] -= chows
-            counts[kind + 2] -= chows
-        head = [Block("pung", kind)] * pungs + [Block("chow", kind)] * chows
-        readings.extend(head + rest for rest in _set_readings(counts, kind + 1))
-        counts[kind] += count
-        if chows:
-            counts[kind + 1] += chows
-            counts[kind + 2] += chows
-    return readings
+        all_green = all_green and kind in GREEN_TILES
+    return counts, sum(counts) if all_green else -1
 
 
 def decompositions(counts: Sequence[int]) -> list[Decomposition]:
@@ -136,34 +253,15 @@ def decompositions(counts: Sequence[int]) -> list[Decomposition]:
     55m 123m 123m 123m 444m
     >>> decompositions(counts_of(parse_tiles("12m")))
     []
+    >>> decompositions(counts_of(parse_tiles("123m")))
+    Traceback (most recent call last):
+    ...
+    duelmahjong.rules.errors.InvalidHandError: a decomposition needs 2, 5, 8, 11, 14 concealed tiles, got 3
     """
-    _check_counts(counts, _WINNING_SIZES, "a decomposition")
-    work = list(counts)
-    found: list[Decomposition] = []
-    for pair in range(NUM_KINDS):
-        if work[pair] >= 2:
-            work[pair] -= 2
-            found.extend(Decomposition(pair, tuple(blocks)) for blocks in _set_readings(work, 0))
-            work[pair] += 2
-    return sorted(found, key=_reading_order)
+    m, p, s, z, _ = _keys_of(counts, WINNING_SIZES, "a decomposition")
+    return readings_keys(m, p, s, z)
 
 
-def _reading_order(reading: Decomposition) -> tuple[int, list[tuple[int, bool]]]:
-    return reading.pair, [(block.tile, block.kind == "chow") for block in reading.blocks]
-
-
-def _is_standard(counts: list[int]) -> bool:
-    for pair in range(NUM_KINDS):
-        if counts[pair] >= 2:
-            counts[pair] -= 2
-            complete = bool(_set_readings(counts, 0))
-            counts[pair] += 2
-            if complete:
-                return True
-    return False
-
-
-# --- other forms -------------------------------------------------------------------------------------
 def is_seven_pairs(counts: Sequence[int]) -> bool:
     """Seven pairs: 14 concealed tiles, every kind held 0, 2 or 4 times (four = two pairs, E6).
 
@@ -171,8 +269,8 @@ def is_seven_pairs(counts: Sequence[int]) -> bool:
     >>> is_seven_pairs(counts_of(parse_tiles("1111m22p33s445566z")))
     True
     """
-    total = _check_counts(counts, _WINNING_SIZES, "a winning shape")
-    return total == 14 and all(count % 2 == 0 for count in counts)
+    m, p, s, z, size = _keys_of(counts, WINNING_SIZES, "a winning shape")
+    return size == 14 and _SUIT_PAIRS[m] + _SUIT_PAIRS[p] + _SUIT_PAIRS[s] + _HONOR_PAIRS[z] == 7
 
 
 def is_thirteen_orphans(counts: Sequence[int]) -> bool:
@@ -182,30 +280,9 @@ def is_thirteen_orphans(counts: Sequence[int]) -> bool:
     >>> is_thirteen_orphans(counts_of(parse_tiles("19m19p19s12345677z")))
     True
     """
-    total = _check_counts(counts, _WINNING_SIZES, "a winning shape")
-    return (
-        total == 14
-        and all(counts[kind] >= 1 for kind in TERMINALS_AND_HONORS)
-        and all(counts[kind] == 0 for kind in range(NUM_KINDS) if kind not in TERMINALS_AND_HONORS)
-    )
-
-
-def _is_free_green(counts: Sequence[int], total: int, melded: list[int]) -> bool:
-    """D12 绿一色 free form: every tile of a complete hand (≥ 14 with melds) is green."""
-    melded_total = sum(melded)
-    if total + melded_total < 14:
-        return False  # melds not given: cannot tell the whole hand is green
-    return all(
-        counts[kind] == 0 and melded[kind] == 0 for kind in range(NUM_KINDS) if kind not in GREEN_TILES
-    )
-
-
-def _check_profile(counts: Sequence[int], profile: str) -> frozenset[int]:
-    allowed = profile_kinds(profile)
-    for kind in range(NUM_KINDS):
-        if counts[kind] and kind not in allowed:
-            raise InvalidHandError(f"{tile_name(kind)} is not in the {profile} tile set")
-    return allowed
+    m, p, s, z, size = _keys_of(counts, WINNING_SIZES, "a winning shape")
+    orphans = _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z]
+    return size == 14 and orphans == _ORPHANS_COMPLETE
 
 
 def is_winning(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterable[int] = ()) -> bool:
@@ -221,21 +298,12 @@ def is_winning(counts: Sequence[int], *, profile: str = "duel", melded_tiles: It
     >>> is_winning(counts_of(parse_tiles("22233346888s666z")), profile="erren")
     Traceback (most recent call last):
     ...
-    duelmahjong.rules.errors.InvalidHandError: 2s is not in the erren tile set
+    duelmahjong.rules.errors.InvalidHandError: 2s is not in the erren tile set (no 筒/条)
     """
-    total = _check_counts(counts, _WINNING_SIZES, "a winning shape")
-    _check_profile(counts, profile)
-    melded = _melded_counts(melded_tiles)
-    if _is_standard(list(counts)):
-        return True
-    if total == 14 and all(count % 2 == 0 for count in counts):
-        return True
-    if profile == "duel":
-        if is_thirteen_orphans(counts):
-            return True
-        if _is_free_green(counts, total, melded):
-            return True
-    return False
+    m, p, s, z, size = _keys_of(counts, WINNING_SIZES, "a winning shape")
+    duel = _is_duel(profile, counts, p, s)
+    green_melds = 0 if not melded_tiles else _melds(melded_tiles)[1]
+    return win_keys(m, p, s, z, size, duel, green_melds)
 
 
 def waits(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterable[int] = ()) -> list[int]:
@@ -249,16 +317,27 @@ def waits(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterabl
     >>> waits(counts_of(parse_tiles("1111m")))
     []
     """
-    _check_counts(counts, _READY_SIZES, "a ready shape")
-    allowed = _check_profile(counts, profile)
-    melded = list(melded_tiles)
-    held = _melded_counts(melded)
-    work = list(counts)
-    found: list[int] = []
-    for kind in range(NUM_KINDS):
-        if kind in allowed and work[kind] + held[kind] < COPIES:
-            work[kind] += 1
-            if is_winning(work, profile=profile, melded_tiles=melded):
-                found.append(kind)
-            work[kind] -= 1
-    return found
+    m, p, s, z, size = _keys_of(counts, READY_SIZES, "a ready shape")
+    duel = _is_duel(profile, counts, p, s)
+    melded, green_melds = _melds(melded_tiles)
+    found = waits_keys(counts, m, p, s, z, size, duel, green_melds)
+    return [kind for kind in found if counts[kind] + melded[kind] < COPIES]
+
+
+def shanten(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterable[int] = ()) -> int:
+    """Tiles away from ready: -1 = winning, 0 = ready, 1 = one exchange from ready, …
+
+    Minimum over the forms the profile allows: standard, seven pairs and (duel) thirteen orphans
+    when 13–14 tiles are concealed, and duel's 绿一色 free form. Exact for concealed hands: a kind
+    held four times is never counted as a wait. (Copies held in melds are not taken into account.)
+
+    >>> from duelmahjong.rules.tiles import counts_of, parse_tiles
+    >>> shanten(counts_of(parse_tiles("123m456p789s1122z")))
+    0
+    >>> shanten(counts_of(parse_tiles("1111m234p567p789s")))  # waiting on a fifth 1m is not ready
+    1
+    """
+    m, p, s, z, size = _keys_of(counts, WINNING_SIZES | READY_SIZES, "shanten")
+    duel = _is_duel(profile, counts, p, s)
+    green_melds = 0 if not melded_tiles else _melds(melded_tiles)[1]
+    return shanten_keys(m, p, s, z, size, duel, green_melds)
