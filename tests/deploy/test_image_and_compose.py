@@ -1,0 +1,171 @@
+"""The Dockerfile and deploy/compose: the compose file parses (docker-compose's own validation),
+and references only images, build stages, files, commands and ports that exist; every service
+runs the entry point `make run` uses."""
+
+from __future__ import annotations
+
+import fnmatch
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+Doc = dict[str, Any]
+COMPOSE_DIR = "deploy/compose"
+
+
+@pytest.fixture(scope="module")
+def compose(kit: ModuleType) -> Doc:
+    """The compose file as docker-compose resolves it (anchors merged, paths absolute)."""
+    argv = [
+        *kit.compose_argv(),
+        "--project-directory",
+        str(kit.DEPLOY / "compose"),
+        "-f",
+        str(kit.DEPLOY / "compose" / "docker-compose.yml"),
+    ]
+    kit.run_tool([*argv, "config", "--quiet"])
+    return yaml.safe_load(kit.run_tool([*argv, "config"]))
+
+
+def _volumes(service: Doc) -> list[tuple[str, str, str]]:
+    """(source, target, type) of each mount, from the long syntax (compose v2) or the short (v1)."""
+    out = []
+    for volume in service.get("volumes", []):
+        if isinstance(volume, dict):
+            out.append((volume["source"], volume["target"], volume["type"]))
+        else:
+            source, target = volume.split(":")[:2]
+            out.append((source, target, "bind" if source.startswith("/") else "volume"))
+    return out
+
+
+def _ports(service: Doc) -> list[tuple[str, int]]:
+    """(host address:port, container port) of each published port, long or short syntax."""
+    out = []
+    for port in service.get("ports", []):
+        if isinstance(port, dict):
+            out.append((f"{port.get('host_ip', '')}:{port['published']}", int(port["target"])))
+        else:
+            *host, target = port.split("/")[0].split(":")
+            out.append((":".join(host), int(target)))
+    return out
+
+
+def _dockerignored(kit: ModuleType, relative: str) -> bool:
+    patterns = [
+        line.strip()
+        for line in (kit.REPO / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    return any(fnmatch.fnmatch(relative, p) or relative.startswith(p.rstrip("/") + "/") for p in patterns)
+
+
+def test_image_is_multi_stage_non_root_and_generates_code_in_the_build(kit: ModuleType) -> None:
+    stages = kit.dockerfile_stages()
+    assert {"build", "test", "runtime"} <= set(stages)
+    runtime = stages["runtime"]
+    user = [rest for keyword, rest in runtime if keyword == "USER"]
+    assert user and user[-1].split(":")[0] not in ("root", "0")
+    assert not any(keyword == "RUN" and "gcc" in rest for keyword, rest in runtime), "no compiler at run"
+    build_runs = " ".join(rest for keyword, rest in stages["build"] if keyword == "RUN")
+    assert "grpc_tools.protoc" in build_runs and "proto/duelmahjong/v1/*.proto" in build_runs
+
+
+def test_every_file_the_image_copies_exists_and_is_not_ignored(kit: ModuleType) -> None:
+    for stage, instructions in kit.dockerfile_stages().items():
+        for keyword, rest in instructions:
+            if keyword != "COPY" or "--from=" in rest:
+                continue
+            *sources, _target = rest.split()
+            for source in sources:
+                assert (kit.REPO / source).exists(), f"{stage}: COPY {source}: no such file"
+                assert not _dockerignored(kit, source.rstrip("/")), f"{stage}: {source} is dockerignored"
+
+
+def test_services_run_the_make_run_entry_point(kit: ModuleType, compose: Doc) -> None:
+    entrypoint = kit.image_entrypoint("runtime")
+    for name in kit.SERVICES:
+        service = compose["services"][name]
+        assert service["build"]["target"] == "runtime"
+        assert entrypoint + service["command"] == kit.make_run_command(name), name
+
+
+def test_images_are_built_here_or_pinned_and_match_the_dev_cluster(
+    kit: ModuleType, compose: Doc, rendered: dict[str, list[Doc]]
+) -> None:
+    stages = kit.dockerfile_stages()
+    cluster_images = {
+        c["image"].split(":")[0]: c["image"]
+        for w in kit.workloads(rendered["dev"])
+        for c in w["spec"]["template"]["spec"]["containers"]
+    }
+    for name, service in compose["services"].items():
+        if "build" in service:
+            assert service["build"]["target"] in stages, name
+            assert (kit.REPO / service["build"].get("dockerfile", "Dockerfile")).is_file()
+            continue
+        repository, _, tag = service["image"].partition(":")
+        assert tag and tag != "latest", f"{name}: pin the image tag of {service['image']}"
+        if repository in cluster_images:
+            assert cluster_images[repository] == service["image"], f"{name}: compose and dev differ"
+
+
+def test_mounted_files_exist(compose: Doc) -> None:
+    from pathlib import Path
+
+    for name, service in compose["services"].items():
+        for source, _target, kind in _volumes(service):
+            if kind == "bind":
+                assert Path(source).exists(), f"{name} mounts {source}, which does not exist"
+
+
+def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleType, compose: Doc) -> None:
+    host_ports: list[str] = []
+    for name in kit.SERVICES:
+        service = compose["services"][name]
+        env = service["environment"]
+        listening = {int(env["GRPC_PORT"]), int(env["METRICS_PORT"])}
+        assert env["GRPC_HOST"] == "0.0.0.0", f"{name} must listen beyond the container's loopback"
+        for host, target in _ports(service):
+            assert target in listening, f"{name} publishes {target}, which it does not serve"
+            host_ports.append(host)
+        assert service["healthcheck"]["test"][-1] == "grpc-health-probe"
+        assert len(env["TOKEN_SECRET"].encode()) >= 32, "the platform refuses shorter token keys"
+    assert len(host_ports) == len(set(host_ports)), "two services publish the same host port"
+
+
+def test_dependencies_wait_for_health_that_exists(compose: Doc) -> None:
+    services = compose["services"]
+    for name, service in services.items():
+        for dependency, condition in service.get("depends_on", {}).items():
+            assert dependency in services, f"{name} depends on unknown {dependency}"
+            if condition["condition"] == "service_healthy":
+                assert "healthcheck" in services[dependency], f"{dependency} has no health check"
+
+
+def test_prometheus_scrapes_every_service_at_its_metrics_port(kit: ModuleType, compose: Doc) -> None:
+    config = yaml.safe_load((kit.DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    (duel,) = [job for job in config["scrape_configs"] if job["job_name"] == "duel"]
+    targets = {t: s["labels"]["service"] for s in duel["static_configs"] for t in s["targets"]}
+    expected = {f"{n}:{compose['services'][n]['environment']['METRICS_PORT']}": n for n in kit.SERVICES}
+    assert targets == expected
+
+
+def test_nats_keeps_jetstream_on_a_volume_and_postgres_has_a_health_check(compose: Doc) -> None:
+    nats = compose["services"]["nats"]
+    assert "--jetstream" in nats["command"]
+    store = nats["command"][nats["command"].index("--store_dir") + 1]
+    assert (store, "volume") in {(target, kind) for _source, target, kind in _volumes(nats)}
+    postgres = compose["services"]["postgres"]
+    assert "pg_isready" in postgres["healthcheck"]["test"]
+    assert any(kind == "volume" for _source, _target, kind in _volumes(postgres))
+
+
+def test_a_test_runner_plays_the_end_to_end_tests_against_the_stack(kit: ModuleType, compose: Doc) -> None:
+    runner = compose["services"]["test-runner"]
+    assert runner["build"]["target"] == "test"
+    assert kit.image_entrypoint("test") + runner["command"][:1] == ["python", "-m", "pytest"]
+    assert (kit.REPO / runner["command"][1]).is_dir()
+    assert all(runner["depends_on"][n]["condition"] == "service_healthy" for n in kit.SERVICES)

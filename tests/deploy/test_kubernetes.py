@@ -1,0 +1,196 @@
+"""deploy/k8s: every overlay builds with kustomize and validates against the Kubernetes schemas
+offline; the shape the issue asks for (per-pod table addresses, probes, drain, HPA, PDB, limits,
+secrets, network policies, NATS/Postgres in-cluster in dev and external in prod) holds."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+Doc = dict[str, Any]
+OVERLAYS = ("dev", "prod")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_manifest_validates_against_the_kubernetes_schema(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    assert docs, f"overlay {overlay} rendered nothing"
+    problems = []
+    for doc in docs:
+        try:
+            kubernetes_validate.validate(doc, kit.KUBERNETES_VERSION, strict=True)
+        except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError) as error:
+            problems.append(f"{doc['kind']}/{doc['metadata']['name']}: {error.message}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_each_service_runs_once_in_its_own_workload(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    kinds = {w["metadata"]["name"]: w["kind"] for w in kit.duel_workloads(rendered[overlay])}
+    assert kinds == {
+        "matchmaking": "Deployment",
+        "scoring": "Deployment",
+        "wallet": "Deployment",
+        "table": "StatefulSet",
+    }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_table_pods_are_addressable_one_by_one(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    table = kit.find(docs, "StatefulSet", "table")
+    headless = kit.find(docs, "Service", table["spec"]["serviceName"])
+    assert headless["spec"]["clusterIP"] == "None"
+    pod_labels = table["spec"]["template"]["metadata"]["labels"]
+    assert kit.selects(headless["spec"]["selector"], pod_labels)
+    assert {p["name"] for p in headless["spec"]["ports"]} >= {"grpc", "metrics"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_readiness_is_grpc_health_and_liveness_is_a_separate_check(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    for workload in kit.duel_workloads(rendered[overlay]):
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
+        grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
+        assert container["readinessProbe"]["grpc"]["port"] == grpc_port
+        # A draining table server is not ready but must stay alive until its hands finish.
+        assert "grpc" not in container["livenessProbe"], workload["metadata"]["name"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_table_servers_drain_within_a_grace_period_longer_than_a_hand(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    spec = kit.find(rendered[overlay], "StatefulSet", "table")["spec"]["template"]["spec"]
+    # T11: 15 s a decision, 30 s bank per seat; ~45 draws with a timed decision each.
+    worst_hand_s = 45 * 15 + 2 * 30
+    assert spec["terminationGracePeriodSeconds"] >= worst_hand_s
+    pre_stop = spec["containers"][0]["lifecycle"]["preStop"]
+    assert pre_stop, "the table server needs a preStop pause before its SIGTERM drain"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_table_servers_scale_on_cpu_and_custom_metrics_the_adapter_serves(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    hpa = kit.find(rendered[overlay], "HorizontalPodAutoscaler", "table")
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "table"}
+    resources = [m["resource"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Resource"]
+    assert resources == ["cpu"]
+    custom = {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
+    assert custom <= kit.adapter_metric_names(), "the HPA's metrics must be ones the adapter serves"
+    assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_service_has_a_disruption_budget(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    budgets = [d for d in rendered[overlay] if d["kind"] == "PodDisruptionBudget"]
+    for workload in kit.duel_workloads(rendered[overlay]):
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        covering = [b for b in budgets if kit.selects(b["spec"]["selector"], labels)]
+        assert len(covering) == 1, workload["metadata"]["name"]
+    table_budget = kit.find(rendered[overlay], "PodDisruptionBudget", "table")
+    assert table_budget["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_container_has_requests_and_limits_and_runs_unprivileged(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    for workload in kit.workloads(rendered[overlay]):
+        pod = workload["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        for container in pod["containers"]:
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= set(resources["requests"]), container["name"]
+            assert {"cpu", "memory"} <= set(resources["limits"]), container["name"]
+            assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def _references(pod: Doc) -> set[tuple[str, str]]:
+    refs: set[tuple[str, str]] = set()
+    for container in pod["containers"]:
+        for source in container.get("envFrom", []):
+            if "configMapRef" in source:
+                refs.add(("ConfigMap", source["configMapRef"]["name"]))
+            if "secretRef" in source:
+                refs.add(("Secret", source["secretRef"]["name"]))
+        for env in container.get("env", []):
+            value_from = env.get("valueFrom", {})
+            if "secretKeyRef" in value_from:
+                refs.add(("Secret", value_from["secretKeyRef"]["name"]))
+            if "configMapKeyRef" in value_from:
+                refs.add(("ConfigMap", value_from["configMapKeyRef"]["name"]))
+    return refs
+
+
+@pytest.mark.parametrize(
+    ("overlay", "brought_by_operators"), [("dev", set()), ("prod", {("Secret", "duel-secrets")})]
+)
+def test_referenced_config_and_secrets_exist_or_are_the_operators(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str, brought_by_operators: set[tuple[str, str]]
+) -> None:
+    docs = rendered[overlay]
+    present = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    wanted = set().union(*(_references(w["spec"]["template"]["spec"]) for w in kit.workloads(docs)))
+    assert wanted - present == brought_by_operators
+    # Secrets never sit in a ConfigMap.
+    config = kit.find(docs, "ConfigMap", next(n for k, n in wanted if k == "ConfigMap"))
+    assert not {"TOKEN_SECRET", "DATABASE_URL"} & set(config["data"])
+
+
+def test_dev_runs_nats_and_postgres_in_cluster_and_prod_points_outside(
+    kit: ModuleType, rendered: dict[str, list[Doc]]
+) -> None:
+    dev_workloads = {w["metadata"]["name"] for w in kit.workloads(rendered["dev"])}
+    assert {"nats", "postgres"} <= dev_workloads
+    prod_workloads = {w["metadata"]["name"] for w in kit.workloads(rendered["prod"])}
+    assert not {"nats", "postgres"} & prod_workloads
+    for name in ("nats", "postgres"):
+        assert kit.find(rendered["prod"], "Service", name)["spec"]["type"] == "ExternalName"
+        assert kit.find(rendered["dev"], "Service", name)["spec"].get("type", "ClusterIP") == "ClusterIP"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_network_policies_deny_by_default_and_let_every_service_port_through(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    deny = kit.find(docs, "NetworkPolicy", "default-deny")["spec"]
+    assert deny["podSelector"] == {} and set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in deny and "egress" not in deny
+    pods = {w["metadata"]["name"]: w["spec"]["template"] for w in kit.workloads(docs)}
+    for service in (d for d in docs if d["kind"] == "Service" and "selector" in d["spec"]):
+        for name, template in pods.items():
+            if not kit.selects(service["spec"]["selector"], template["metadata"]["labels"]):
+                continue
+            for port in service["spec"]["ports"]:
+                assert kit.ingress_allowed(policies, template, port["targetPort"]), (
+                    f"Service {service['metadata']['name']} port {port['name']} cannot reach {name}"
+                )
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_only_database_services_reach_postgres(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    for workload in kit.duel_workloads(docs):
+        template = workload["spec"]["template"]
+        wants_db = any(e["name"] == "DATABASE_URL" for e in template["spec"]["containers"][0].get("env", []))
+        assert kit.egress_allowed(policies, template, 5432) == wants_db, workload["metadata"]["name"]
+        assert kit.egress_allowed(policies, template, 4222), workload["metadata"]["name"]
