@@ -84,14 +84,6 @@ def test_every_file_the_image_copies_exists_and_is_not_ignored(kit: ModuleType) 
                 assert not _dockerignored(kit, source.rstrip("/")), f"{stage}: {source} is dockerignored"
 
 
-def test_services_run_the_make_run_entry_point(kit: ModuleType, compose: Doc) -> None:
-    entrypoint = kit.image_entrypoint("runtime")
-    for name in kit.SERVICES:
-        service = compose["services"][name]
-        assert service["build"]["target"] == "runtime"
-        assert entrypoint + service["command"] == kit.make_run_command(name), name
-
-
 def test_images_are_built_here_or_pinned_and_match_the_dev_cluster(
     kit: ModuleType, compose: Doc, rendered: dict[str, list[Doc]]
 ) -> None:
