@@ -177,7 +177,7 @@ class Bus:
     async def publish(
         self, subject: str, payload: bytes, *, msg_id: str, headers: dict[str, str] | None = None
     ) -> api.PubAck:
-        """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is true for a repeat id."""
+        """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is truthy for a repeat id."""
         if not msg_id:
             raise ValueError("every JetStream publish needs a message id for de-duplication")
         all_headers = {**(headers or {}), MSG_ID_HEADER: msg_id}

@@ -1,0 +1,105 @@
+"""JetStream through the platform bus, on the session's real NATS: de-duplication, acks, shared work."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from nats.aio.msg import Msg
+
+from duelmahjong.platform.bus import Bus, ConsumerSpec, StreamSpec
+from duelmahjong.v1 import events_pb2
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+
+async def _drain(bus: Bus, spec: ConsumerSpec, handler: Callable[[Msg], object], *, settle: float) -> None:
+    """Consume until nothing has arrived for ``settle`` seconds."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(bus.consume(spec, handler, poll_seconds=0.2, stop=stop))  # type: ignore[arg-type]
+    await asyncio.sleep(settle)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+
+
+async def _declare(bus: Bus, unique_name: Callable[[str], str]) -> tuple[StreamSpec, str]:
+    name = unique_name("TEST")
+    subject = f"duel.test.{name.lower()}"
+    spec = StreamSpec(name, (f"{subject}.>",))
+    await bus.declare_stream(spec)
+    await bus.declare_stream(spec)  # declaring again is a no-op, as every replica does at start
+    return spec, subject
+
+
+async def test_a_publish_repeated_with_the_same_message_id_is_delivered_once(
+    bus: Bus, unique_name: Callable[[str], str]
+) -> None:
+    stream, subject = await _declare(bus, unique_name)
+    first = await bus.publish(f"{subject}.hand_ended", b"hand h-1", msg_id="h-1")
+    again = await bus.publish(f"{subject}.hand_ended", b"hand h-1", msg_id="h-1")
+    other = await bus.publish(f"{subject}.hand_ended", b"hand h-2", msg_id="h-2")
+    assert [bool(ack.duplicate) for ack in (first, again, other)] == [False, True, False]
+
+    received: list[bytes] = []
+
+    async def handle(msg: Msg) -> None:
+        received.append(msg.data)
+
+    consumer = ConsumerSpec(stream.name, unique_name("reader"), f"{subject}.>")
+    await _drain(bus, consumer, handle, settle=0.6)
+    assert received == [b"hand h-1", b"hand h-2"]
+
+
+async def test_publish_event_uses_the_envelope_event_id(bus: Bus, unique_name: Callable[[str], str]) -> None:
+    _, subject = await _declare(bus, unique_name)
+    event = events_pb2.HandEnded(envelope=events_pb2.EventEnvelope(event_id="evt-1", producer="table/t-0"))
+    assert not (await bus.publish_event(f"{subject}.hand_ended", event)).duplicate
+    assert (await bus.publish_event(f"{subject}.hand_ended", event)).duplicate
+    with pytest.raises(ValueError, match="event_id"):
+        await bus.publish_event(f"{subject}.hand_ended", events_pb2.HandEnded())
+
+
+async def test_a_failing_handler_naks_and_the_message_comes_again(
+    bus: Bus, unique_name: Callable[[str], str]
+) -> None:
+    stream, subject = await _declare(bus, unique_name)
+    await bus.publish(f"{subject}.x", b"flaky", msg_id="m-1")
+    attempts: list[int] = []
+
+    async def handle(msg: Msg) -> None:
+        attempts.append(msg.metadata.num_delivered)
+        if len(attempts) == 1:
+            raise RuntimeError("wallet not reachable yet")
+
+    consumer = ConsumerSpec(stream.name, unique_name("flaky"), f"{subject}.>", nak_delay_seconds=0.1)
+    await _drain(bus, consumer, handle, settle=1.0)
+    assert attempts == [1, 2]
+
+
+async def test_replicas_on_one_durable_share_the_messages(
+    bus: Bus, nats_server_url: str, unique_name: Callable[[str], str]
+) -> None:
+    stream, subject = await _declare(bus, unique_name)
+    for n in range(40):
+        await bus.publish(f"{subject}.x", str(n).encode(), msg_id=f"m-{n}")
+    consumer = ConsumerSpec(stream.name, unique_name("shared"), f"{subject}.>")
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+
+    def handler(replica: str) -> Callable[[Msg], object]:
+        async def handle(msg: Msg) -> None:
+            seen[replica].append(int(msg.data))
+            await asyncio.sleep(0.01)  # so the other replica gets its turn
+
+        return handle
+
+    other = await Bus.connect(nats_server_url, name="replica-b")
+    try:
+        await asyncio.gather(
+            _drain(bus, consumer, handler("a"), settle=1.5),
+            _drain(other, consumer, handler("b"), settle=1.5),
+        )
+    finally:
+        await other.close()
+    assert sorted(seen["a"] + seen["b"]) == list(range(40))  # each message handled exactly once
+    assert seen["a"] and seen["b"]
