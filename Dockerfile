@@ -36,7 +36,7 @@ FROM build AS test
 COPY tests ./tests
 RUN pip install -e '.[dev]'
 ENTRYPOINT ["python", "-m"]
-CMD ["pytest", "tests/e2e", "-m", "e2e"]
+CMD ["pytest", "tests", "-m", "e2e"]
 
 # --- runtime: slim, non-root, no compiler -------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

@@ -158,6 +158,7 @@ def test_nats_keeps_jetstream_on_a_volume_and_postgres_has_a_health_check(compos
 def test_a_test_runner_plays_the_end_to_end_tests_against_the_stack(kit: ModuleType, compose: Doc) -> None:
     runner = compose["services"]["test-runner"]
     assert runner["build"]["target"] == "test"
-    assert kit.image_entrypoint("test") + runner["command"][:1] == ["python", "-m", "pytest"]
-    assert (kit.REPO / runner["command"][1]).is_dir()
+    command = kit.image_entrypoint("test") + runner["command"]
+    assert command[:3] == ["python", "-m", "pytest"]
+    assert (kit.REPO / command[3]).is_dir() and command[4:6] == ["-m", "e2e"]
     assert all(runner["depends_on"][n]["condition"] == "service_healthy" for n in kit.SERVICES)
