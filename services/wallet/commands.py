@@ -44,6 +44,7 @@ def carried_transfer(stake: int, winner_carry: int, loser_carry: int) -> int:
 class Command(ABC):
     key: str  # the idempotency key: one command with a given key changes the ledger at most once
     kind: ClassVar[str] = "command"
+    at_table: ClassVar[bool] = False  # play at a table draws on the players' holds (carry, fee reserve)
     houses: ClassVar[tuple[House, ...]] = ()  # house accounts the command may touch
 
     @abstractmethod
@@ -92,6 +93,7 @@ class TableCommand(Command):
 
     table_id: str = ""
     hand_id: str = ""
+    at_table: ClassVar[bool] = True
 
     @property
     def hand(self) -> str:

@@ -115,11 +115,17 @@ class Draft:
     """A mutable working copy of the locked accounts and holds while a command is planned."""
 
     def __init__(
-        self, accounts: Iterable[AccountState], holds: Iterable[HoldState], inventory: dict[str, int]
+        self,
+        accounts: Iterable[AccountState],
+        holds: Iterable[HoldState],
+        inventory: dict[str, int],
+        *,
+        at_table: bool,
     ) -> None:
         self.accounts = {a.ref: a for a in accounts}
         self.holds = list(holds)
         self.inventory = dict(inventory)  # item -> quantity for the command's one player (items)
+        self.at_table = at_table
         self.plan = Plan()
 
     def account(self, ref: AccountRef) -> AccountState:
@@ -131,6 +137,9 @@ class Draft:
         return state
 
     def open_hold(self, player_id: str) -> HoldState | None:
+        """The hold play at a table draws on and pays into; none for commands outside play."""
+        if not self.at_table:
+            return None
         for hold in self.holds:
             if hold.player_id == player_id and not hold.released:
                 return hold
@@ -209,7 +218,7 @@ class Draft:
         for hold in self.holds:
             if hold.player_id == player_id and hold.pairing_id == pairing_id:
                 raise HoldError(f"player {player_id!r} already had a hold in pairing {pairing_id!r}")
-        current = self.open_hold(player_id)
+        current = next((h for h in self.holds if h.player_id == player_id and not h.released), None)
         if current is not None:
             raise HoldError(f"player {player_id!r} is already holding for pairing {current.pairing_id!r}")
         if carry + fee > state.free:

@@ -62,6 +62,21 @@ _SET_INVENTORY = """
 INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
 ON CONFLICT (player_id, item) DO UPDATE SET quantity = EXCLUDED.quantity
 """
+_AUDIT_REPLAY = """
+SELECT a.id, a.balance, coalesce(sum(e.amount), 0) AS replayed
+FROM wallet.accounts a LEFT JOIN wallet.entries e ON e.account_id = a.id
+GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)
+"""
+_AUDIT_UNBALANCED = """
+SELECT transaction_id, sum(amount) AS total FROM wallet.entries
+GROUP BY transaction_id HAVING sum(amount) <> 0
+"""
+_AUDIT_HELD = """
+SELECT a.id, a.held, coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0) AS in_holds
+FROM wallet.accounts a LEFT JOIN wallet.holds h ON h.player_id = a.player_id
+WHERE a.player_id IS NOT NULL
+GROUP BY a.id HAVING a.held <> coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0)
+"""
 _INSERT_ITEM_MOVEMENT = """
 INSERT INTO wallet.item_movements (transaction_id, player_id, item, delta) VALUES ($1, $2, $3, $4)
 """
@@ -196,7 +211,7 @@ class WalletStore:
             "accounts": {a.account_id: (a.balance, a.held) for a in accounts},
             "holds": {(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
         }
-        return Draft(accounts, holds, inventory), originals
+        return Draft(accounts, holds, inventory, at_table=command.at_table), originals
 
     async def _write(
         self, conn: asyncpg.Connection, transaction_id: int, command: Command, draft: Draft, originals: dict
@@ -260,6 +275,30 @@ class WalletStore:
             balances,
             duplicate=True,
         )
+
+    async def audit(self) -> list[str]:
+        """Every ledger invariant that does not hold right now (empty = all hold); see docs/wallet.md."""
+        problems: list[str] = []
+        async with self._pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            total = await conn.fetchval("SELECT coalesce(sum(balance), 0) FROM wallet.accounts")
+            if total != 0:
+                problems.append(f"the balances sum to {total}, not 0")
+            for row in await conn.fetch(_AUDIT_REPLAY):
+                problems.append(
+                    f"account {row['id']} has {row['balance']}, its entries replay to {row['replayed']}"
+                )
+            for row in await conn.fetch(_AUDIT_UNBALANCED):
+                problems.append(f"transaction {row['transaction_id']}'s entries sum to {row['total']}")
+            for row in await conn.fetch(_AUDIT_HELD):
+                problems.append(
+                    f"account {row['id']} holds {row['held']}, its open holds sum to {row['in_holds']}"
+                )
+            negative = await conn.fetchval(
+                "SELECT count(*) FROM wallet.accounts WHERE NOT overdraft_allowed AND balance < held"
+            )
+            if negative:
+                problems.append(f"{negative} accounts have less prestige than they hold")
+        return problems
 
     # -- players and sessions ---------------------------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""gRPC handlers of ``WalletService``: translate requests into core calls and results into responses.
+
+The platform interceptor has verified the token (all but the two public methods) and maps the
+domain errors raised below to status codes: insufficient prestige FAILED_PRECONDITION, unknown
+player NOT_FOUND, another player's data PERMISSION_DENIED, bad input INVALID_ARGUMENT.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duelmahjong.platform.auth import current_principal
+from duelmahjong.v1 import wallet_pb2, wallet_pb2_grpc
+from services.wallet import codec
+from services.wallet.core import Session, WalletCore
+
+SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
+# The only RPCs callable without a session token.
+PUBLIC_METHODS = frozenset({f"/{SERVICE_NAME}/GuestLogin", f"/{SERVICE_NAME}/RefreshToken"})
+
+
+def _session(session: Session) -> wallet_pb2.SessionToken:
+    return wallet_pb2.SessionToken(
+        token=session.token,
+        expires_at=codec.timestamp(session.expires_at),
+        refresh_token=session.refresh_token,
+        refresh_expires_at=codec.timestamp(session.refresh_expires_at),
+    )
+
+
+class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
+    def __init__(self, core: WalletCore) -> None:
+        self.core = core
+
+    async def GuestLogin(
+        self, request: wallet_pb2.GuestLoginRequest, context: Any
+    ) -> wallet_pb2.GuestLoginResponse:
+        session = await self.core.guest_login(request.display_name)
+        return wallet_pb2.GuestLoginResponse(player_id=session.player_id, session=_session(session))
+
+    async def RefreshToken(
+        self, request: wallet_pb2.RefreshTokenRequest, context: Any
+    ) -> wallet_pb2.RefreshTokenResponse:
+        session = await self.core.refresh(request.refresh_token)
+        return wallet_pb2.RefreshTokenResponse(player_id=session.player_id, session=_session(session))
+
+    async def GetBalance(
+        self, request: wallet_pb2.GetBalanceRequest, context: Any
+    ) -> wallet_pb2.GetBalanceResponse:
+        balance = await self.core.balance(current_principal(), request.player_id)
+        return wallet_pb2.GetBalanceResponse(
+            player_id=balance.player_id,
+            balance=balance.balance,
+            held=balance.held,
+            available=balance.available,
+            level=balance.level,
+            level_name=balance.level_name,
+        )
+
+    async def ListHistory(
+        self, request: wallet_pb2.ListHistoryRequest, context: Any
+    ) -> wallet_pb2.ListHistoryResponse:
+        rows, next_token = await self.core.history(
+            current_principal(), request.player_id, request.page_size, request.page_token
+        )
+        return wallet_pb2.ListHistoryResponse(
+            entries=[
+                wallet_pb2.HistoryEntry(
+                    transaction_id=str(row.transaction_id),
+                    reason=codec.POSTING_REASONS.get(row.purpose, 0),
+                    amount=row.amount,
+                    balance_after=row.balance_after,
+                    occurred_at=codec.timestamp(row.occurred_at),
+                    reference=row.reference,
+                )
+                for row in rows
+            ],
+            next_page_token=next_token,
+        )
+
+    async def GetLeaderboard(
+        self, request: wallet_pb2.GetLeaderboardRequest, context: Any
+    ) -> wallet_pb2.GetLeaderboardResponse:
+        around_me = request.scope == wallet_pb2.LEADERBOARD_SCOPE_AROUND_ME
+        ranked = await self.core.leaderboard(current_principal(), around_me, request.limit)
+        return wallet_pb2.GetLeaderboardResponse(
+            entries=[
+                wallet_pb2.LeaderboardEntry(
+                    rank=player.rank,
+                    player_id=player.player_id,
+                    display_name=player.display_name,
+                    prestige=player.prestige,
+                    level=self.core.level_of(player.prestige)[0],
+                )
+                for player in ranked
+            ]
+        )
+
+    async def GetInventory(
+        self, request: wallet_pb2.GetInventoryRequest, context: Any
+    ) -> wallet_pb2.GetInventoryResponse:
+        items = await self.core.inventory(current_principal(), request.player_id)
+        return wallet_pb2.GetInventoryResponse(
+            items=[
+                wallet_pb2.ItemStack(item=codec.item_kind(name), count=count) for name, count in items.items()
+            ]
+        )
+
+    async def AdminGrant(
+        self, request: wallet_pb2.AdminGrantRequest, context: Any
+    ) -> wallet_pb2.AdminGrantResponse:
+        items = tuple((codec.item_name(stack.item), stack.count) for stack in request.items)
+        outcome = await self.core.admin_grant(
+            current_principal(), request.player_id, request.amount, items, request.reason, request.request_id
+        )
+        balance = outcome.balances.get(request.player_id, (0, 0))[0]
+        return wallet_pb2.AdminGrantResponse(transaction_id=str(outcome.transaction_id), balance=balance)
+
+    async def PlaceHold(
+        self, request: wallet_pb2.PlaceHoldRequest, context: Any
+    ) -> wallet_pb2.PlaceHoldResponse:
+        principal = current_principal()
+        outcome = await self.core.place_hold(
+            principal, request.player_id, request.pairing_id, request.amount, request.fee
+        )
+        balance, held = next(iter(outcome.balances.values()))
+        return wallet_pb2.PlaceHoldResponse(hold_id=str(outcome.transaction_id), available=balance - held)
+
+    async def ReleaseHold(
+        self, request: wallet_pb2.ReleaseHoldRequest, context: Any
+    ) -> wallet_pb2.ReleaseHoldResponse:
+        outcome = await self.core.release_hold(current_principal(), request.player_id, request.pairing_id)
+        balance, held = next(iter(outcome.balances.values()))
+        return wallet_pb2.ReleaseHoldResponse(available=balance - held)

@@ -1,0 +1,45 @@
+"""Conversions between the contract (protobuf) and the wallet's domain values, in one place."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from duelmahjong.v1 import rules_pb2
+from services.wallet.errors import InvalidAmountError
+
+_ITEM_PREFIX = "ITEM_KIND_"
+
+# ledger posting purpose -> contract reason
+POSTING_REASONS: dict[str, int] = {
+    "hand": rules_pb2.POSTING_REASON_HAND_TRANSFER,
+    "fee": rules_pb2.POSTING_REASON_FEE,
+    "escape": rules_pb2.POSTING_REASON_ESCAPE_PENALTY,
+    "exchange": rules_pb2.POSTING_REASON_EXCHANGE,
+    "item": rules_pb2.POSTING_REASON_ITEM,
+    "guess": rules_pb2.POSTING_REASON_GUESS,
+    "grant": rules_pb2.POSTING_REASON_GRANT,
+}
+
+
+def item_name(kind: int) -> str:
+    """The inventory's name of an item kind: ``ITEM_KIND_GRAND_SHIFT`` -> ``grand_shift``."""
+    if kind == rules_pb2.ITEM_KIND_UNSPECIFIED or kind not in rules_pb2.ItemKind.values():
+        raise InvalidAmountError(f"unknown item kind {kind}")
+    return rules_pb2.ItemKind.Name(kind).removeprefix(_ITEM_PREFIX).lower()
+
+
+def item_kind(name: str) -> int:
+    return rules_pb2.ItemKind.Value(_ITEM_PREFIX + name.upper())
+
+
+def timestamp(moment: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(moment)
+    return stamp
+
+
+def player_account(player_id: str) -> str:
+    """The contract's account name of a player (``AccountBalance.account``)."""
+    return f"player:{player_id}"

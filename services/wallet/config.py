@@ -1,0 +1,61 @@
+"""The wallet's settings, read once from the environment (platform ``ServiceConfig``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from duelmahjong.platform.config import ServiceConfig, setting
+from services.wallet.levels import DEFAULT_LEVELS, LevelTable
+
+
+@dataclass(frozen=True, kw_only=True)
+class WalletConfig(ServiceConfig):
+    REQUIRES_DATABASE: ClassVar[bool] = True
+
+    service_name: str = setting("wallet", help="service name, used in logs and metric names")
+    starting_grant: int = setting(
+        1000,
+        env="WALLET_STARTING_GRANT",
+        help="prestige (威望) a new guest receives, minted from the grants house account",
+    )
+    levels: str = setting(
+        DEFAULT_LEVELS,
+        env="WALLET_LEVELS",
+        help="level (级别) table: comma-separated 'min_prestige:name', ascending from 0",
+    )
+    session_ttl_seconds: int = setting(
+        3600, env="WALLET_SESSION_TTL_SECONDS", help="lifetime of a session token"
+    )
+    refresh_ttl_seconds: int = setting(
+        30 * 24 * 3600, env="WALLET_REFRESH_TTL_SECONDS", help="lifetime of a refresh token (used once)"
+    )
+    consumer_workers: int = setting(
+        8, env="WALLET_CONSUMER_WORKERS", help="settlement workers sharing the hot consumer"
+    )
+    ack_wait_seconds: float = setting(
+        30.0, env="WALLET_ACK_WAIT_SECONDS", help="JetStream redelivers an event not acked within this"
+    )
+    event_namespace: str = setting(
+        "", env="WALLET_EVENT_NAMESPACE", help="tests only: private copies of the event subjects and streams"
+    )
+
+    def validate(self) -> list[str]:
+        problems = super().validate()
+        if self.starting_grant < 0:
+            problems.append("WALLET_STARTING_GRANT must not be negative")
+        try:
+            LevelTable.parse(self.levels)
+        except ValueError as err:
+            problems.append(f"WALLET_LEVELS: {err}")
+        if self.session_ttl_seconds <= 0 or self.refresh_ttl_seconds <= 0:
+            problems.append("WALLET_SESSION_TTL_SECONDS and WALLET_REFRESH_TTL_SECONDS must be positive")
+        if self.consumer_workers < 1:
+            problems.append("WALLET_CONSUMER_WORKERS must be at least 1")
+        if self.ack_wait_seconds <= 0:
+            problems.append("WALLET_ACK_WAIT_SECONDS must be positive")
+        return problems
+
+    @property
+    def level_table(self) -> LevelTable:
+        return LevelTable.parse(self.levels)

@@ -1,0 +1,43 @@
+"""Composition root of the wallet service: config → store → core → gRPC API and settlement consumer."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
+from duelmahjong.v1 import wallet_pb2_grpc
+from services.wallet.api import PUBLIC_METHODS, SERVICE_NAME, WalletApi
+from services.wallet.config import WalletConfig
+from services.wallet.core import WalletCore
+from services.wallet.events import Namespace, SettlementConsumer
+from services.wallet.store import WalletStore
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
+    config = runtime.config
+    store = WalletStore(runtime.require_db())
+    core = WalletCore(store, config)
+    runtime.server.add_service(
+        SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
+    )
+    consumer = SettlementConsumer(
+        runtime.require_bus(),
+        store,
+        runtime.metrics,
+        workers=config.consumer_workers,
+        ack_wait_seconds=config.ack_wait_seconds,
+        producer=f"wallet/{socket.gethostname()}",
+        namespace=Namespace(config.event_namespace),
+    )
+    await consumer.declare()  # streams and durables exist before the service reports SERVING
+    runtime.spawn(consumer.run(runtime.stopping), name="settlement-consumer")
+
+
+SPEC = ServiceSpec(wire=wire, migrations=MIGRATIONS, public_methods=PUBLIC_METHODS)
+
+
+def main() -> int:
+    return run(WalletConfig, SPEC)

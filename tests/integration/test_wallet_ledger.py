@@ -1,0 +1,250 @@
+"""The prestige ledger on real Postgres: caps (H1), escape (H3), fees, holds, items (T6), 猜大小 (T12).
+
+Every test ends with the store's audit: balances replay from their entries, every transaction sums
+to zero, the grand total is zero, held prestige equals the open holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+
+from duelmahjong.platform import db
+from services.wallet.commands import (
+    Charge,
+    EscapePenalty,
+    GuessSettlement,
+    HandSettlement,
+    ItemUse,
+    PlaceHold,
+    ReleaseHolds,
+    carried_transfer,
+)
+from services.wallet.commands import Grant as GrantCommand
+from services.wallet.errors import (
+    HoldError,
+    InsufficientPrestigeError,
+    InvalidAmountError,
+    UnknownPlayerError,
+)
+from services.wallet.ledger import Status
+from services.wallet.levels import DEFAULT_LEVELS, LevelTable
+from services.wallet.main import MIGRATIONS
+from services.wallet.store import WalletStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest_asyncio.fixture
+async def store(database_url: str) -> AsyncIterator[WalletStore]:
+    pool = await db.create_pool(database_url, max_size=4)
+    await db.apply_migrations(pool, MIGRATIONS, service="wallet")
+    wallet = WalletStore(pool)
+    yield wallet
+    assert await wallet.audit() == []
+    await pool.close()
+
+
+async def player(store: WalletStore, player_id: str, prestige: int) -> str:
+    await store.create_player(player_id, player_id.upper())
+    grant = GrantCommand(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
+    await store.execute(grant, record_rejection=False)
+    return player_id
+
+
+async def hold(store: WalletStore, pairing: str, player_id: str, carry: int, fee: int = 0) -> None:
+    command = PlaceHold(
+        f"hold:{pairing}:{player_id}", pairing_id=pairing, player=player_id, carry=carry, fee=fee
+    )
+    await store.execute(command, record_rejection=False)
+
+
+async def hand(store: WalletStore, hand_id: str, payer: str, payee: str, stake: int) -> None:
+    command = HandSettlement(
+        f"hand:{hand_id}", table_id="t1", hand_id=hand_id, payer=payer, payee=payee, stake=stake
+    )
+    outcome = await store.execute(command, record_rejection=True)
+    assert outcome.status is Status.APPLIED, outcome.reason
+
+
+@pytest.mark.asyncio
+async def test_h1_the_seeds_150_example(store: WalletStore) -> None:
+    # 002: a 1番=10威望 room, negotiated 5x, progressive 1x, 3 fan -> 3*5*1*10 = 150.
+    stake = 3 * 5 * 1 * 10
+    assert carried_transfer(stake, 1000, 1000) == 150
+    await player(store, "a", 2000)
+    await player(store, "b", 2000)
+    await hold(store, "p1", "a", 1000)
+    await hold(store, "p1", "b", 1000)
+    await hand(store, "h1", "b", "a", stake)
+    assert await store.balance("a") == (2150, 1150)  # the win stays at the table: carry 1150
+    assert await store.balance("b") == (1850, 850)
+
+
+@pytest.mark.asyncio
+async def test_h1_winner_carry_caps_the_transfer(store: WalletStore) -> None:
+    # 002: "玩家A身上携带1000威望进入游戏，则在本盘游戏中他所能赢取的威望不超过1000"
+    await player(store, "a", 5000)
+    await player(store, "b", 5000)
+    await hold(store, "p1", "a", 100)
+    await hold(store, "p1", "b", 1000)
+    await hand(store, "h1", "b", "a", 640)
+    assert (await store.balance("a"))[0] == 5100
+    assert (await store.balance("b"))[0] == 4900
+
+
+@pytest.mark.asyncio
+async def test_h1_loser_carry_caps_the_transfer_and_is_used_up(store: WalletStore) -> None:
+    # 002: the loser pays at most their carry, "直到扣到0为止"; the winner gets only that.
+    await player(store, "a", 5000)
+    await player(store, "b", 5000)
+    await hold(store, "p1", "a", 1000)
+    await hold(store, "p1", "b", 40, fee=10)
+    await hand(store, "h1", "b", "a", 640)
+    assert await store.balance("b") == (4960, 10)  # carry gone, the fee reserve is left
+    await hand(store, "h2", "b", "a", 640)  # nothing left to lose in this pairing
+    assert (await store.balance("b"))[0] == 4960
+    assert (await store.balance("a"))[0] == 5040
+
+
+@pytest.mark.asyncio
+async def test_h3_escape_penalty_is_capped_by_the_escapers_carry(store: WalletStore) -> None:
+    await player(store, "esc", 3000)
+    await player(store, "opp", 3000)
+    await hold(store, "p1", "esc", 1000)
+    await hold(store, "p1", "opp", 1000)
+    penalty = 64 * 5 * 2 * 10  # duel top fan x negotiated x progressive x N = 6400
+    command = EscapePenalty(
+        "escape:h9", table_id="t1", hand_id="h9", escaper="esc", opponent="opp", penalty=penalty
+    )
+    await store.execute(command, record_rejection=True)
+    assert (await store.balance("esc"))[0] == 2000
+    assert (await store.balance("opp"))[0] == 4000
+
+
+@pytest.mark.asyncio
+async def test_h3_uncapped_escape_penalty_paid_in_full(store: WalletStore) -> None:
+    await player(store, "esc", 3000)
+    await player(store, "opp", 3000)
+    await hold(store, "p1", "esc", 1000)
+    command = EscapePenalty(
+        "escape:h9", table_id="t1", hand_id="h9", escaper="esc", opponent="opp", penalty=640
+    )
+    await store.execute(command, record_rejection=True)
+    assert (await store.balance("esc"))[0] == 2360
+    assert (await store.balance("opp"))[0] == 3640
+
+
+@pytest.mark.asyncio
+async def test_h1_fee_on_a_drawn_hand(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hold(store, "p1", "a", 500, fee=10)
+    await hold(store, "p1", "b", 500, fee=10)
+    drawn = HandSettlement("hand:h1", table_id="t1", hand_id="h1")  # no payer: a drawn hand moves nothing
+    assert (await store.execute(drawn, record_rejection=True)).status is Status.APPLIED
+    for seat in ("a", "b"):
+        fee = Charge(f"fee:h1:{seat}", table_id="t1", hand_id="h1", player=seat, amount=10, purpose="fee")
+        await store.execute(fee, record_rejection=True)
+    assert await store.balance("a") == (990, 500)  # the fee came out of the reserve, the carry is whole
+    assert await store.balance("b") == (990, 500)
+    await store.execute(ReleaseHolds("close:t1", pairing_id="p1"), record_rejection=True)
+    assert await store.balance("a") == (990, 0)
+
+
+@pytest.mark.asyncio
+async def test_a_redelivered_command_is_applied_once(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    command = HandSettlement("hand:h1", table_id="t1", hand_id="h1", payer="a", payee="b", stake=300)
+    first = await store.execute(command, record_rejection=True)
+    again = await store.execute(command, record_rejection=True)
+    assert not first.duplicate and again.duplicate
+    assert again.transaction_id == first.transaction_id and again.balances == first.balances
+    assert (await store.balance("a"))[0] == 700
+
+
+@pytest.mark.asyncio
+async def test_holds_reserve_prestige_and_release_it(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    with pytest.raises(InsufficientPrestigeError):
+        await hold(store, "p1", "a", 995, fee=10)
+    await hold(store, "p1", "a", 900, fee=10)
+    with pytest.raises(HoldError, match="already holding"):
+        await hold(store, "p2", "a", 50)
+    burn = GrantCommand("burn:1", player="a", amount=-100, grant_reason="test burn")
+    with pytest.raises(InsufficientPrestigeError):  # only free prestige can be burnt
+        await store.execute(burn, record_rejection=False)
+    await store.execute(ReleaseHolds("close:p1", pairing_id="p1", seats=("a",)), record_rejection=False)
+    assert await store.balance("a") == (1000, 0)
+    again = PlaceHold("hold:p1:a", pairing_id="p1", player="a", carry=900, fee=10)
+    assert (await store.execute(again, record_rejection=False)).duplicate  # a retried request: no new hold
+    assert await store.balance("a") == (1000, 0)
+    other_key = PlaceHold("hold:p1:a:2", pairing_id="p1", player="a", carry=50)
+    with pytest.raises(HoldError, match="already had"):  # a closed pairing takes no new hold
+        await store.execute(other_key, record_rejection=False)
+
+
+@pytest.mark.asyncio
+async def test_t4_exchange_cost_needs_the_prestige(store: WalletStore) -> None:
+    await player(store, "a", 30)
+    ok = Charge("exchange:t1:5", table_id="t1", player="a", amount=20, purpose="exchange")
+    assert (await store.execute(ok, record_rejection=True)).status is Status.APPLIED
+    too_much = Charge("exchange:t1:6", table_id="t1", player="a", amount=20, purpose="exchange")
+    refused = await store.execute(too_much, record_rejection=True)
+    assert refused.status is Status.REJECTED and "available" in refused.reason
+    assert (await store.execute(too_much, record_rejection=True)).duplicate  # the refusal is recorded too
+    assert (await store.balance("a"))[0] == 10
+
+
+@pytest.mark.asyncio
+async def test_t6_items_are_granted_and_spent_once(store: WalletStore) -> None:
+    await player(store, "a", 100)
+    grant = GrantCommand("grant:items", player="a", items=(("grand_shift", 2),), grant_reason="reward")
+    await store.execute(grant, record_rejection=False)
+    for sequence in (1, 2, 3):
+        use = ItemUse(f"item:t1:{sequence}", table_id="t1", player="a", item="grand_shift")
+        outcome = await store.execute(use, record_rejection=True)
+        assert outcome.status is (Status.APPLIED if sequence < 3 else Status.REJECTED)
+    await store.execute(
+        ItemUse("item:t1:1", table_id="t1", player="a", item="grand_shift"), record_rejection=True
+    )
+    assert await store.inventory("a") == {}
+
+
+@pytest.mark.asyncio
+async def test_t12_guess_is_paid_by_the_house_bank_or_paid_to_it(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    won = GuessSettlement(
+        "guess:h1", table_id="t1", hand_id="h1", player="a", stake=150, won=True, multiplier=3
+    )
+    await store.execute(won, record_rejection=True)
+    assert (await store.balance("a"))[0] == 1450
+    lost = GuessSettlement("guess:h2", table_id="t1", hand_id="h2", player="a", stake=150, won=False)
+    await store.execute(lost, record_rejection=True)
+    assert (await store.balance("a"))[0] == 1300
+
+
+@pytest.mark.asyncio
+async def test_unknown_players_and_bad_amounts(store: WalletStore) -> None:
+    await player(store, "a", 100)
+    with pytest.raises(UnknownPlayerError):
+        await store.balance("nobody")
+    ghost = HandSettlement("hand:h1", table_id="t1", hand_id="h1", payer="a", payee="nobody", stake=10)
+    refused = await store.execute(ghost, record_rejection=True)
+    assert refused.status is Status.REJECTED and "nobody" in refused.reason
+    with pytest.raises(InvalidAmountError):
+        await store.execute(HandSettlement("hand:h2", payer="a", payee="a", stake=10), record_rejection=True)
+    with pytest.raises(InvalidAmountError):
+        await store.execute(GrantCommand("g", player="a", amount=5, grant_reason=" "), record_rejection=False)
+    assert (await store.balance("a"))[0] == 100
+
+
+def test_levels_table_from_config() -> None:
+    table = LevelTable.parse(DEFAULT_LEVELS)
+    assert table.level_of(0) == (1, "新手")
+    assert table.level_of(999)[0] == 1 and table.level_of(1000)[0] == 2
+    with pytest.raises(ValueError, match="ascend"):
+        LevelTable.parse("0:a,10:b,5:c")
