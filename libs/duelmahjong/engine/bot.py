@@ -1,0 +1,117 @@
+"""The baseline bot: shanten-based, deterministic, cheap. It plays auto-play seats (报听, timeouts,
+disconnects), load tests and the demo.
+
+Policy: always win when allowed (legality already includes the room's minimum fan); declare ready
+when a discard leaves the hand ready (the discard with the most live waits); otherwise discard the
+tile that leaves the lowest shanten, ties broken by the most live waits when ready and then by
+discarding the least connected tile; claim (pong, chi, kong) only when that lowers shanten, kong
+concealed when it does not raise it; keep the dealt hand, decline doubling, offers and 猜大小.
+"""
+
+from __future__ import annotations
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.state import TableState
+from duelmahjong.rules.analysis import shanten, waits
+
+_DECLINE_FIRST = (A.EXCHANGE, A.DECLINE_DOUBLING, A.COLLECT)
+
+
+def _isolation(counts: list[int], kind: int) -> int:
+    """How little a tile connects: honours and tiles with no neighbours score highest."""
+    if kind >= 27:
+        return 4 - counts[kind]
+    rank = kind % 9
+    near = counts[kind] - 1
+    for step in (-2, -1, 1, 2):
+        if 0 <= rank + step <= 8:
+            near += counts[kind + step]
+    return 3 - near + (1 if rank in (0, 8) else 0)
+
+
+def _live_waits(state: TableState, seat: int, counts: list[int], melded: list[int]) -> int:
+    """Copies of the waiting tiles this seat cannot see: in the wall, pool or the opponent's hand."""
+    profile = state.settings.profile
+    total = 0
+    for kind in waits(counts, profile=profile, melded_tiles=melded):
+        total += 4 - counts[kind] - state.visible[kind] - melded.count(kind)
+    return total
+
+
+def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
+    """The bot's action for ``seat`` among ``legal`` (which must hold more than leaving)."""
+    by_kind: dict[str, list[Action]] = {}
+    for action in legal:
+        by_kind.setdefault(action.kind, []).append(action)
+    for kind in (A.SELF_DRAW_WIN, A.WIN):
+        if kind in by_kind:
+            return by_kind[kind][0]
+    for kind in _DECLINE_FIRST:
+        if kind in by_kind:
+            return Action(seat, kind)
+    profile = state.settings.profile
+    counts = state.hands[seat]
+    melded = state.melded_tiles(seat)
+    if A.DISCARD in by_kind:
+        return _turn(state, seat, by_kind, counts, melded)
+    if any(kind in by_kind for kind in (A.PONG, A.CHI, A.KONG)):
+        before = shanten(counts, profile=profile, melded_tiles=melded)
+        best: tuple[int, Action] | None = None
+        for action in by_kind.get(A.KONG, []) + by_kind.get(A.PONG, []) + by_kind.get(A.CHI, []):
+            after = _after_claim(profile, counts, melded, action, state.last_discard)
+            if after < before and (best is None or after < best[0]):
+                best = (after, action)
+        if best is not None:
+            return best[1]
+    if A.PASS in by_kind:
+        return by_kind[A.PASS][0]
+    if A.GUESS_SMALL in by_kind:
+        return Action(seat, A.COLLECT)
+    return next(a for a in legal if a.kind != A.LEAVE)
+
+
+def _after_claim(profile: str, counts: list[int], melded: list[int], action: Action, discard: int) -> int:
+    work = list(counts)
+    if action.kind == A.CHI:
+        used = [t for t in (action.tile, action.tile + 1, action.tile + 2) if t != discard]
+        meld = [action.tile, action.tile + 1, action.tile + 2]
+    else:
+        used = [discard] * (3 if action.kind == A.KONG else 2)
+        meld = [discard] * (4 if action.kind == A.KONG else 3)
+    for tile in used:
+        work[tile] -= 1
+    # After a pong or chi the hand is 3k+2 (a discard follows); after a kong 3k+1 (a draw follows).
+    return shanten(work, profile=profile, melded_tiles=melded + meld)
+
+
+def _turn(
+    state: TableState, seat: int, by_kind: dict[str, list[Action]], counts: list[int], melded: list[int]
+) -> Action:
+    profile = state.settings.profile
+    if A.DECLARE_READY in by_kind:
+        best_ready = None
+        for action in by_kind[A.DECLARE_READY]:
+            counts[action.tile] -= 1
+            live = _live_waits(state, seat, counts, melded)
+            counts[action.tile] += 1
+            if best_ready is None or live > best_ready[0]:
+                best_ready = (live, action)
+        if best_ready is not None and best_ready[0] > 0:
+            return best_ready[1]
+    current = shanten(counts, profile=profile, melded_tiles=melded)
+    for action in by_kind.get(A.CONCEALED_KONG, []) + by_kind.get(A.ADDED_KONG, []):
+        work = list(counts)
+        work[action.tile] -= 4 if action.kind == A.CONCEALED_KONG else 1
+        if shanten(work, profile=profile, melded_tiles=melded) <= current:
+            return action
+
+    def discard_key(action: Action) -> tuple[int, int, int]:
+        tile = action.tile
+        counts[tile] -= 1
+        after = shanten(counts, profile=profile, melded_tiles=melded)
+        live = _live_waits(state, seat, counts, melded) if after == 0 else 0
+        counts[tile] += 1
+        return (after, -live, -_isolation(counts, tile))
+
+    return min(by_kind[A.DISCARD], key=discard_key)

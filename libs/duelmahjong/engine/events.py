@@ -1,0 +1,115 @@
+"""Events: the only way a table's state changes, each tagged with who may see which part.
+
+An event has three parts: ``public`` (both seats and spectators), ``private`` (only ``seat``) and
+``server`` (nobody but the table authority: the seed, the wall order, the unused pool). A service routes
+``event.for_seat(n)`` to seat ``n`` and stores ``event.to_json()`` in the log, without knowing any rule.
+
+Tile values are tile kinds (ints) in memory and tile notation (``"5m"``) in JSON, so golden logs read
+like mahjong. ``canonical()`` is the byte-exact serialisation used to check determinism.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from duelmahjong.engine.errors import ReplayError
+from duelmahjong.rules.tiles import Tile, tile_name
+
+PUBLIC = "public"
+SEAT = "seat"
+SERVER = "server"
+
+# Payload keys holding one tile kind / a sequence of tile kinds; everything else is plain JSON.
+TILE_KEYS = frozenset({"tile", "target", "discard"})
+TILE_LIST_KEYS = frozenset({"tiles", "wall", "pool", "bonus", "given", "received", "flowers"})
+
+NO_SEAT = -1
+
+
+def _encode(payload: dict[str, Any] | None) -> dict[str, Any] | None:
+    if payload is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key in TILE_KEYS and value is not None:
+            out[key] = tile_name(value)
+        elif key in TILE_LIST_KEYS:
+            out[key] = [tile_name(v) for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _decode(payload: dict[str, Any] | None) -> dict[str, Any] | None:
+    if payload is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if key in TILE_KEYS and value is not None:
+            out[key] = Tile.parse(value).kind
+        elif key in TILE_LIST_KEYS:
+            out[key] = tuple(Tile.parse(v).kind for v in value)
+        elif isinstance(value, list):
+            out[key] = tuple(value)
+        else:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One fact of the table. ``seat`` is the seat the event is about (``-1`` for none)."""
+
+    kind: str
+    seat: int = NO_SEAT
+    public: dict[str, Any] | None = None
+    private: dict[str, Any] | None = None
+    server: dict[str, Any] | None = None
+
+    @property
+    def audience(self) -> str:
+        """The narrowest visibility of any part: ``server`` if it has a server part, ``seat`` if private."""
+        if self.server:
+            return SERVER
+        if self.private:
+            return SEAT
+        return PUBLIC
+
+    def for_seat(self, seat: int) -> dict[str, Any]:
+        """The JSON this seat may see: the public part, plus the private part if it is about this seat."""
+        out: dict[str, Any] = {"kind": self.kind, "seat": self.seat}
+        out.update(_encode(self.public) or {})
+        if self.private and seat == self.seat:
+            out.update(_encode(self.private) or {})
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "seat": self.seat}
+        for part in ("public", "private", "server"):
+            value = getattr(self, part)
+            if value:
+                out[part] = _encode(value)
+        return out
+
+    def canonical(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Event:
+        try:
+            return cls(
+                kind=data["kind"],
+                seat=int(data.get("seat", NO_SEAT)),
+                public=_decode(data.get("public")),
+                private=_decode(data.get("private")),
+                server=_decode(data.get("server")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReplayError(f"malformed event {data!r}: {exc}") from exc
+
+
+def canonical_log(events: list[Event]) -> str:
+    """One canonical JSON line per event: equal logs are equal strings, byte for byte."""
+    return "\n".join(event.canonical() for event in events)

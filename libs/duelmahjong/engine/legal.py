@@ -1,0 +1,229 @@
+"""What each seat may do now: legal actions derived from the state, asking the rules library about shapes.
+
+Every answer about winning, waiting or scoring comes from ``duelmahjong.rules``; this module only knows
+the table rules (§5: who may act, which claims exist, what a declared-ready hand may still do).
+Combinatorial choices (which tiles to give back in an exchange or for a triplet offer) are checked by
+:func:`is_legal`; :func:`legal_actions` lists the representative ones (see docs/engine.md).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
+from duelmahjong.engine.state import (
+    CLAIM,
+    DOUBLING,
+    EXCHANGE,
+    EXTRA_DRAW,
+    GUESS,
+    HAND_PHASES,
+    OVER,
+    ROB_KONG,
+    TURN,
+    TableState,
+)
+from duelmahjong.engine.swaps import unseen_triplet_kinds
+from duelmahjong.rules.analysis import is_winning, shanten, waits
+
+
+def kinds_held(counts: list[int]) -> list[int]:
+    return [kind for kind in range(34) if counts[kind]]
+
+
+def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) -> list[int]:
+    """The tiles that would complete ``seat``'s 3k+1 hand (T9: 'ready means the hand waits on a tile')."""
+    return waits(
+        state.hands[seat] if counts is None else counts,
+        profile=state.settings.profile,
+        melded_tiles=state.melded_tiles(seat),
+    )
+
+
+def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, robbing: bool = False) -> bool:
+    """A win needs a winning shape and the room's minimum fan (E16); duel wins always score 推倒胡."""
+    counts = state.hands[seat]
+    if not self_drawn:
+        counts = list(counts)
+        counts[tile] += 1
+    profile = state.settings.profile
+    if not is_winning(counts, profile=profile, melded_tiles=state.melded_tiles(seat)):
+        return False
+    minimum = state.settings.effective_minimum_fan
+    if state.settings.is_duel and minimum <= 1:
+        return True
+    evaluation = evaluate_json(describe_win(state, seat, tile, self_drawn=self_drawn, robbing=robbing))
+    return meets_minimum(evaluation, profile, minimum)
+
+
+def ready_discards(state: TableState, seat: int) -> list[int]:
+    """Discards that leave the hand waiting on at least one tile (T3: 报听 needs a ready hand)."""
+    counts = state.hands[seat]
+    melded = state.melded_tiles(seat)
+    if shanten(counts, profile=state.settings.profile, melded_tiles=melded) > 0:
+        return []  # no discard can leave a hand ready that is two or more tiles away from winning
+    found = []
+    for kind in kinds_held(counts):
+        counts[kind] -= 1
+        try:
+            if hand_waits(state, seat, counts):
+                found.append(kind)
+        finally:
+            counts[kind] += 1
+    return found
+
+
+def unseen_kinds(state: TableState) -> list[int]:
+    """Kinds still in the live wall or the unused pool (T5/T6: neither discarded nor in a hand)."""
+    present = set(state.wall[state.head : state.tail])
+    present.update(state.pool)
+    return sorted(kind for kind in present if kind < 34)
+
+
+def _turn_actions(state: TableState, seat: int) -> list[Action]:
+    counts = state.hands[seat]
+    held = kinds_held(counts)
+    drawn = state.last_draw
+    out: list[Action] = []
+    initial = seat == state.dealer and state.discards[seat] == 0 and drawn < 0 and state.calls == 0
+    win_tile = drawn if drawn >= 0 else (held[-1] if initial else -1)
+    if win_tile >= 0 and win_allowed(state, seat, win_tile, self_drawn=True):
+        out.append(Action(seat, A.SELF_DRAW_WIN, win_tile))
+    can_kong = state.wall_remaining > 0
+    if state.ready[seat]:
+        # T3: the hand is locked; erren still chooses whether to kong with the drawn tile.
+        if can_kong and not state.settings.is_duel and drawn >= 0:
+            if counts[drawn] == 4 and _kong_keeps_waits(state, seat, drawn):
+                out.append(Action(seat, A.CONCEALED_KONG, drawn))
+            if ("pong", drawn) in state.melds[seat]:
+                out.append(Action(seat, A.ADDED_KONG, drawn))
+        out.append(Action(seat, A.DISCARD, drawn))
+        return out
+    out.extend(Action(seat, A.DISCARD, kind) for kind in held)
+    out.extend(Action(seat, A.DECLARE_READY, kind) for kind in ready_discards(state, seat))
+    if can_kong:
+        out.extend(Action(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
+        out.extend(
+            Action(seat, A.ADDED_KONG, tile)
+            for kind, tile in state.melds[seat]
+            if kind == "pong" and counts[tile]
+        )
+    if state.offer == "triplet":
+        out.extend(
+            Action(seat, A.TAKE_TRIPLET, tiles=give) for give in sorted(set(combinations(_tiles(counts), 3)))
+        )
+    elif state.offer == "rub":
+        out.extend(Action(seat, A.RUB, kind) for kind in unseen_kinds(state))
+    items = state.items[seat]
+    if state.settings.is_duel and state.settings.items_enabled:
+        if items.get("swap_item", 0) > 0:
+            unseen = unseen_kinds(state)
+            out.extend(
+                Action(seat, A.SWAP_ITEM, kind, target=target)
+                for kind in held
+                for target in unseen
+                if target != kind
+            )
+        if items.get("shuffle_item", 0) > 0 and unseen_triplet_kinds(state):
+            out.extend(
+                Action(seat, A.SHUFFLE_ITEM, tiles=give)
+                for give in sorted(set(combinations(_tiles(counts), 3)))
+            )
+    return out
+
+
+def _tiles(counts: list[int]) -> list[int]:
+    return [kind for kind in range(34) for _ in range(counts[kind])]
+
+
+def _kong_keeps_waits(state: TableState, seat: int, tile: int) -> bool:
+    counts = list(state.hands[seat])
+    counts[tile] -= 1
+    before = hand_waits(state, seat, counts)
+    counts[tile] -= 3
+    after = waits(
+        counts,
+        profile=state.settings.profile,
+        melded_tiles=[*state.melded_tiles(seat), tile, tile, tile, tile],
+    )
+    return before == after
+
+
+def claim_actions(state: TableState, seat: int) -> list[Action]:
+    """T2: the opponent's discard may be won, konged, ponged or chowed; ready hands only win (T3)."""
+    tile = state.last_discard
+    out: list[Action] = []
+    if win_allowed(state, seat, tile, self_drawn=False):
+        out.append(Action(seat, A.WIN, tile))
+    if state.ready[seat]:
+        if out:
+            out.append(Action(seat, A.PASS))
+        return out
+    if state.wall_remaining > 0:  # no claim but a win on the last discard: nothing would follow it
+        counts = state.hands[seat]
+        if counts[tile] == 3:
+            out.append(Action(seat, A.KONG, tile))
+        if counts[tile] >= 2:
+            out.append(Action(seat, A.PONG, tile))
+        if tile < 27:
+            rank = tile % 9
+            for low in (tile - 2, tile - 1, tile):
+                if low < tile - rank or low % 9 > 6:
+                    continue
+                if all(counts[t] for t in (low, low + 1, low + 2) if t != tile):
+                    out.append(Action(seat, A.CHI, low))
+    if out:
+        out.append(Action(seat, A.PASS))
+    return out
+
+
+def legal_actions(state: TableState, seat: int) -> list[Action]:
+    """Every legal action of ``seat`` now (for exchanges: keeping the hand and single-tile exchanges)."""
+    phase = state.phase
+    if phase == OVER:
+        return [Action(seat, A.LEAVE)]
+    if phase not in HAND_PHASES:
+        return []
+    out: list[Action] = []
+    if phase == DOUBLING:
+        if state.doubling[seat] is None:
+            out = [Action(seat, A.CHOOSE_DOUBLING), Action(seat, A.DECLINE_DOUBLING)]
+    elif phase == EXCHANGE:
+        if not state.exchanged[seat]:
+            out = [Action(seat, A.EXCHANGE)]
+            limit = state.settings.effective_exchange_limit
+            if limit is None or limit > 0:
+                out.extend(Action(seat, A.EXCHANGE, tiles=(k,)) for k in kinds_held(state.hands[seat]))
+    elif seat == state.current:
+        if phase == TURN:
+            out = _turn_actions(state, seat)
+        elif phase == CLAIM:
+            out = claim_actions(state, seat)
+        elif phase == ROB_KONG:
+            if win_allowed(state, seat, state.kong_tile, self_drawn=False, robbing=True):
+                out = [Action(seat, A.WIN, state.kong_tile), Action(seat, A.PASS)]
+        elif phase == EXTRA_DRAW:
+            if state.last_draw >= 0 and win_allowed(state, seat, state.last_draw, self_drawn=True):
+                out = [Action(seat, A.SELF_DRAW_WIN, state.last_draw), Action(seat, A.PASS)]
+        elif phase == GUESS:
+            out = [Action(seat, A.GUESS_BIG), Action(seat, A.GUESS_SMALL), Action(seat, A.COLLECT)]
+    if phase != GUESS:
+        out.append(Action(seat, A.LEAVE))
+    return out
+
+
+def exchange_reason(state: TableState, action: Action) -> str | None:
+    """Why an exchange (T4) is illegal, or None. Any sub-multiset of the hand within the limit is legal."""
+    limit = state.settings.effective_exchange_limit
+    if limit is not None and len(action.tiles) > limit:
+        return f"at most {limit} tiles may be exchanged in this room (T4)"
+    counts = list(state.hands[action.seat])
+    for tile in action.tiles:
+        counts[tile] -= 1
+        if counts[tile] < 0:
+            return "you can only give back tiles you hold"
+    if state.settings.is_duel and len(action.tiles) > len(state.pool):
+        return "the unused pool has too few tiles for that exchange"
+    return None

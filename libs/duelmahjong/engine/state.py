@@ -1,0 +1,372 @@
+"""The table's state and the fold that is its single source of truth.
+
+``TableState.fold(event)`` is the only code that changes a state. ``Table.apply`` validates an action,
+decides which events follow (drawing on the seed where the rules are random) and folds them one by one;
+``replay`` folds a stored log the same way, so a live table and a replayed one cannot drift apart.
+The fold does no rules reasoning and no randomness: every random outcome is written into an event.
+
+Hand state is kept as per-seat count vectors (34 kinds) updated incrementally, plus the live wall as a
+list with a head (next draw) and a tail (kong and flower replacements come from the end, T2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from duelmahjong.engine.errors import ReplayError
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.settings import RoomSettings
+
+# Phases of a table (docs/engine.md has the diagram).
+IDLE = "idle"  # no hand yet, or between hands
+DOUBLING = "doubling"  # erren 开始加倍 choices (T8)
+EXCHANGE = "exchange"  # 换牌 at start (T4)
+TURN = "turn"  # `current` holds 3k+2 tiles and must discard (or win, kong, declare ready…)
+CLAIM = "claim"  # `current` may claim the opponent's discard (T2)
+ROB_KONG = "rob_kong"  # `current` may rob the opponent's added kong (D13)
+EXTRA_DRAW = "extra_draw"  # duel T9: `current` drew from the unused pool after exhaustion
+GUESS = "guess"  # duel T12: the winner may guess big or small
+OVER = "over"  # the hand has ended; the next one may be dealt
+CLOSED = "closed"  # the pairing has ended (a player left between hands, T10)
+
+HAND_PHASES = frozenset({DOUBLING, EXCHANGE, TURN, CLAIM, ROB_KONG, EXTRA_DRAW, GUESS})
+
+# Draw sources
+FROM_WALL = "wall"
+FROM_KONG = "kong"  # replacement after a kong, from the end of the wall
+FROM_FLOWER = "flower"  # 补花 replacement, from the end of the wall
+FROM_POOL = "extra"  # duel T9 extra draws, from the unused pool
+
+
+class TableState:
+    """Everything a table knows. Mutated only by :meth:`fold`."""
+
+    def __init__(self) -> None:
+        self.settings = RoomSettings()
+        self.events_folded = 0
+        # Pairing (T1, T7, E17)
+        self.hand_number = 0
+        self.dealer = -1
+        self.round_wind = 0  # 0 east … 3 north
+        self.progressive = 1
+        self.results: list[dict[str, Any]] = []
+        self.left_seat = -1
+        self.phase = IDLE
+        self._reset_hand()
+
+    def _reset_hand(self) -> None:
+        self.seed = 0
+        self.wall: list[int] = []
+        self.head = 0
+        self.tail = 0
+        self.pool: list[int] = []
+        self.bonus: tuple[int, ...] = ()
+        self.hands: list[list[int]] = [[0] * 34, [0] * 34]
+        self.flowers: list[list[int]] = [[], []]
+        self.melds: list[list[tuple[str, int]]] = [[], []]  # (meld kind, tile: lowest tile of a chow)
+        self.rivers: list[list[int]] = [[], []]
+        self.thrown: list[int] = []  # duel T9 extra draws thrown away
+        self.visible = [0] * 34  # discards + exposed meld tiles (和绝张, E13)
+        self.current = -1
+        self.last_draw = -1  # the tile drawn this turn, -1 if the turn did not start with a draw
+        self.draw_source = ""
+        self.last_discard = -1
+        self.draws = [0, 0]  # wall draws per seat (first-draw wins and 天听, D10/T3)
+        self.discards = [0, 0]
+        self.calls = 0  # claims and kongs so far (they spoil first-turn wins)
+        self.dealer_konged = False
+        self.ready = [False, False]  # 报听 declared (T3)
+        self.ready_first_turn = [False, False]  # 天听
+        # (opponent's discards, calls) when 报听 was declared: 一发 is a win on the opponent's next discard
+        # with no call in between (E8).
+        self.ready_mark: list[tuple[int, int]] = [(-1, -1), (-1, -1)]
+        self.tenpai_since = [-1, -1]  # event index since which the hand waits (T9 "ready first")
+        self.doubling: list[bool | None] = [None, None]  # 开始加倍 (T8)
+        self.win_doublings = [0, 0]  # 胡加倍 k (T8)
+        self.task: dict[str, Any] | None = None
+        self.exchanged = [False, False]
+        self.exchange_counts = [0, 0]
+        self.items: list[dict[str, int]] = [{}, {}]
+        self.offer = ""  # pending T5 offer: "", "triplet" or "rub"
+        self.offer_tile = -1  # the offered triplet's kind
+        self.kong_tile = -1  # the added kong that may be robbed
+        self.extra_draws_left = 0
+        self.winner = -1
+        self.win: dict[str, Any] | None = None  # the `won` event's public part
+        self.rng_counter = 0
+
+    # --- helpers used by the engine and views --------------------------------------------------------
+    @property
+    def wall_remaining(self) -> int:
+        return self.tail - self.head
+
+    def live_wall(self) -> list[int]:
+        return self.wall[self.head : self.tail]
+
+    def hand_size(self, seat: int) -> int:
+        return sum(self.hands[seat])
+
+    def melded_tiles(self, seat: int) -> list[int]:
+        tiles: list[int] = []
+        for kind, tile in self.melds[seat]:
+            if kind == "chi":
+                tiles.extend((tile, tile + 1, tile + 2))
+            else:
+                tiles.extend([tile] * (3 if kind == "pong" else 4))
+        return tiles
+
+    def first_discard_since_ready(self, seat: int) -> bool:
+        """Whether the opponent's last discard is its first since ``seat`` declared, with no call (E8)."""
+        discards, calls = self.ready_mark[seat]
+        return self.ready[seat] and self.discards[1 - seat] == discards + 1 and self.calls == calls
+
+    def is_concealed(self, seat: int) -> bool:
+        return all(kind == "concealed_kong" for kind, _ in self.melds[seat])
+
+    # --- the fold ----------------------------------------------------------------------------------------
+    def fold(self, event: Event) -> None:
+        handler = _HANDLERS.get(event.kind)
+        if handler is None:
+            raise ReplayError(f"unknown event kind {event.kind!r}")
+        handler(self, event)
+        self.events_folded += 1
+
+    def _table_opened(self, event: Event) -> None:
+        self.settings = RoomSettings.from_json(dict((event.public or {})["settings"]))
+
+    def _hand_started(self, event: Event) -> None:
+        public, server = event.public or {}, event.server or {}
+        self._reset_hand()
+        self.hand_number = public["hand_number"]
+        self.dealer = public["dealer"]
+        self.round_wind = public["round_wind"]
+        self.progressive = public["progressive"]
+        self.bonus = tuple(public.get("bonus", ()))
+        self.task = public.get("task")
+        self.items = [dict(x) for x in public.get("items", ({}, {}))]
+        self.seed = server["seed"]
+        self.wall = list(server["wall"])
+        self.head, self.tail = 0, len(self.wall)
+        self.pool = list(server.get("pool", ()))
+        self.phase = DOUBLING if self.settings.profile == "erren" else EXCHANGE
+
+    def _doubling_chosen(self, event: Event) -> None:
+        self.doubling[event.seat] = bool((event.private or {})["double"])
+
+    def _doubling_revealed(self, event: Event) -> None:
+        self.doubling = list((event.public or {})["choices"])
+        self.phase = EXCHANGE
+
+    def _dealt(self, event: Event) -> None:
+        hand = self.hands[event.seat]
+        tiles = (event.private or {})["tiles"]
+        flowers = (event.public or {}).get("flowers", ())
+        for tile in tiles:
+            hand[tile] += 1
+        self.flowers[event.seat].extend(flowers)
+        self.head += len(tiles) + len(flowers)
+
+    def _drew(self, event: Event) -> None:
+        seat = event.seat
+        public = event.public or {}
+        source = public["source"]
+        tile = public["tile"] if "tile" in public else (event.private or {})["tile"]
+        if source == FROM_WALL:
+            self.head += 1
+            self.draws[seat] += 1
+        elif source == FROM_POOL:
+            self.pool.pop(0)
+            self.extra_draws_left -= 1
+        else:
+            self.tail -= 1
+        if tile >= 34:  # a flower: set aside at once, its replacement follows (补花)
+            self.flowers[seat].append(tile)
+            return
+        self.hands[seat][tile] += 1
+        if self.phase in (DOUBLING, EXCHANGE):  # 补花 during the deal is not a turn's draw
+            return
+        self.last_draw = tile
+        self.draw_source = source
+        self.phase = EXTRA_DRAW if source == FROM_POOL else TURN
+        self.current = seat
+        self.offer = ""
+
+    def _exchanged(self, event: Event) -> None:
+        seat = event.seat
+        private, server = event.private or {}, event.server or {}
+        hand = self.hands[seat]
+        for tile in private.get("given", ()):
+            hand[tile] -= 1
+        for tile in private.get("received", ()):
+            hand[tile] += 1
+        self.exchanged[seat] = True
+        self.exchange_counts[seat] = len(private.get("given", ()))
+        self._set_unseen(server)
+
+    def _set_unseen(self, server: dict[str, Any]) -> None:
+        if "wall" in server:
+            self.wall = list(server["wall"])
+            self.head, self.tail = 0, len(self.wall)
+        if "pool" in server:
+            self.pool = list(server["pool"])
+
+    def _play_started(self, event: Event) -> None:
+        self.phase = TURN
+        self.current = self.dealer
+
+    def _discarded(self, event: Event) -> None:
+        seat, public = event.seat, event.public or {}
+        tile = public["tile"]
+        self.hands[seat][tile] -= 1
+        self.rivers[seat].append(tile)
+        self.visible[tile] += 1
+        self.discards[seat] += 1
+        self.last_discard = tile
+        self.last_draw = -1
+        self.offer = ""
+        other = 1 - seat
+        if public.get("ready"):
+            self.ready[seat] = True
+            self.ready_first_turn[seat] = bool(public.get("first_turn"))
+            self.ready_mark[seat] = (self.discards[other], self.calls)
+        server = event.server or {}
+        if "tenpai" in server:
+            if not server["tenpai"]:
+                self.tenpai_since[seat] = -1
+            elif self.tenpai_since[seat] < 0:
+                self.tenpai_since[seat] = self.events_folded
+        self.phase = CLAIM
+        self.current = other
+
+    def _passed(self, event: Event) -> None:
+        if (event.public or {}).get("declined_win"):
+            self.win_doublings[event.seat] += 1
+
+    def _claimed(self, event: Event) -> None:
+        seat, public = event.seat, event.public or {}
+        kind, tile = public["meld"], public["tile"]
+        hand = self.hands[seat]
+        discard = self.last_discard
+        if kind == "chi":
+            for t in (tile, tile + 1, tile + 2):
+                if t != discard:
+                    hand[t] -= 1
+                    self.visible[t] += 1
+        else:
+            used = 2 if kind == "pong" else 3
+            hand[tile] -= used
+            self.visible[tile] += used
+        self.melds[seat].append((kind, tile))
+        self.rivers[1 - seat].pop()  # the claimed discard now lies in the meld
+        self.calls += 1
+        self.phase = TURN
+        self.current = seat
+        self.last_draw = -1
+
+    def _konged(self, event: Event) -> None:
+        seat, public = event.seat, event.public or {}
+        kind = public["meld"]
+        tile = public["tile"] if "tile" in public else (event.private or {})["tile"]
+        hand = self.hands[seat]
+        if kind == "concealed_kong":
+            hand[tile] -= 4
+            self.melds[seat].append((kind, tile))
+        else:  # added kong: the pong becomes a kong
+            hand[tile] -= 1
+            self.visible[tile] += 1
+            melds = self.melds[seat]
+            melds[melds.index(("pong", tile))] = ("added_kong", tile)
+            self.kong_tile = tile
+            self.phase = ROB_KONG
+            self.current = 1 - seat
+        self.calls += 1
+        if seat == self.dealer:
+            self.dealer_konged = True
+        self.last_draw = -1
+
+    def _offered(self, event: Event) -> None:
+        public, private = event.public or {}, event.private or {}
+        self.offer = public["offer"]
+        self.offer_tile = private.get("tile", -1)
+        self.rng_counter += 1
+
+    def _swapped(self, event: Event) -> None:
+        """Tiles of a hand traded with unseen tiles (T5 offers, T6 items): the unseen ones move."""
+        seat, public, private = event.seat, event.public or {}, event.private or {}
+        hand = self.hands[seat]
+        for tile in private["given"]:
+            hand[tile] -= 1
+        for tile in private["received"]:
+            hand[tile] += 1
+        reason = public["reason"]
+        if reason == "rub":
+            self.last_draw = private["received"][0]
+        if reason in ("swap_item", "shuffle_item"):
+            self.items[seat][reason] = self.items[seat].get(reason, 0) - 1
+        if reason in ("triplet", "shuffle_item"):
+            self.rng_counter += 1
+        self.offer = ""
+        self._set_unseen(event.server or {})
+
+    def _thrown_away(self, event: Event) -> None:
+        tile = (event.public or {})["tile"]
+        self.hands[event.seat][tile] -= 1
+        self.thrown.append(tile)
+        self.last_draw = -1
+
+    def _exhausted(self, event: Event) -> None:
+        public = event.public or {}
+        extra = public.get("extra_seat", -1)
+        self.last_draw = -1
+        if extra >= 0:
+            self.extra_draws_left = public["extra_draws"]
+            self.current = extra
+            self.phase = EXTRA_DRAW
+
+    def _won(self, event: Event) -> None:
+        self.winner = event.seat
+        self.win = dict(event.public or {})
+        self.current = event.seat
+        self.phase = GUESS
+
+    def _guessed(self, event: Event) -> None:
+        self.rng_counter += 1
+
+    def _escaped(self, event: Event) -> None:
+        self.current = -1
+
+    def _hand_ended(self, event: Event) -> None:
+        self.results.append(dict((event.public or {})["result"]))
+        self.phase = OVER
+        self.current = -1
+
+    def _pairing_ended(self, event: Event) -> None:
+        self.left_seat = event.seat
+        self.phase = CLOSED
+        self.current = -1
+
+
+_HANDLERS: dict[str, Callable[[TableState, Event], None]] = {
+    "table_opened": TableState._table_opened,
+    "hand_started": TableState._hand_started,
+    "doubling_chosen": TableState._doubling_chosen,
+    "doubling_revealed": TableState._doubling_revealed,
+    "dealt": TableState._dealt,
+    "drew": TableState._drew,
+    "exchanged": TableState._exchanged,
+    "play_started": TableState._play_started,
+    "discarded": TableState._discarded,
+    "passed": TableState._passed,
+    "claimed": TableState._claimed,
+    "konged": TableState._konged,
+    "offered": TableState._offered,
+    "swapped": TableState._swapped,
+    "thrown_away": TableState._thrown_away,
+    "exhausted": TableState._exhausted,
+    "won": TableState._won,
+    "guessed": TableState._guessed,
+    "escaped": TableState._escaped,
+    "hand_ended": TableState._hand_ended,
+    "pairing_ended": TableState._pairing_ended,
+}

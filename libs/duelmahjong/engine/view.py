@@ -1,0 +1,75 @@
+"""What one seat may know (the mjx split: public / this seat's private / hidden).
+
+A view never holds the opponent's concealed tiles, the wall order, the unused pool's tiles, the seed,
+the opponent's secret 开始加倍 choice before both are revealed, or what an opponent's concealed kong is.
+The opponent's draws appear only as counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.result import meld_tiles, seat_wind
+from duelmahjong.engine.state import OVER, TableState
+from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, tile_name, tiles_of
+
+
+def _melds(state: TableState, seat: int, viewer: int) -> list[dict[str, str]]:
+    out = []
+    for kind, tile in state.melds[seat]:
+        hidden = kind == "concealed_kong" and seat != viewer and state.phase != OVER
+        out.append({"kind": kind, "tiles": "" if hidden else format_tiles(meld_tiles(kind, tile))})
+    return out
+
+
+def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, Any]:
+    other = 1 - viewer
+    doubling_public = None not in state.doubling
+    seats = []
+    for seat in (0, 1):
+        mine = seat == viewer
+        entry: dict[str, Any] = {
+            "seat": seat,
+            "wind": seat_wind(state, seat) if state.dealer >= 0 else None,
+            "dealer": seat == state.dealer,
+            "hand_size": sum(state.hands[seat]),
+            "melds": _melds(state, seat, viewer),
+            "discards": [tile_name(t) for t in state.rivers[seat]],
+            "flowers": [tile_name(t) for t in state.flowers[seat]],
+            "declared_ready": state.ready[seat],
+            "win_doublings": state.win_doublings[seat],
+        }
+        if mine:
+            entry["hand"] = format_tiles(tiles_of(state.hands[seat]))
+            entry["items"] = dict(state.items[seat])
+        if mine or doubling_public:
+            entry["doubling"] = state.doubling[seat]
+        seats.append(entry)
+    view: dict[str, Any] = {
+        "profile": state.settings.profile,
+        "seat": viewer,
+        "phase": state.phase,
+        "hand_number": state.hand_number,
+        "dealer": state.dealer,
+        "round_wind": WIND_NAMES[state.round_wind],
+        "progressive": state.progressive,
+        "to_move": state.current,
+        "wall_remaining": state.wall_remaining,
+        "pool_remaining": len(state.pool),
+        "bonus_tiles": [tile_name(t) for t in state.bonus],
+        "task": state.task,
+        "last_discard": tile_name(state.last_discard) if state.last_discard >= 0 else None,
+        "seats": seats,
+        "legal_actions": [str(a) for a in legal],
+    }
+    if state.current == viewer and state.last_draw >= 0:
+        view["drawn"] = tile_name(state.last_draw)
+    if state.offer and state.current == viewer:
+        view["offer"] = {"kind": state.offer}
+        if state.offer_tile >= 0:
+            view["offer"]["tile"] = tile_name(state.offer_tile)
+    if state.results and state.phase == OVER:
+        view["result"] = state.results[-1]
+    del other
+    return view
