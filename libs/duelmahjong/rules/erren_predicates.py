@@ -1,0 +1,555 @@
+"""Detect predicates of the erren (二人麻将) catalogue, one per pattern of seed 000.
+
+Each predicate takes one :class:`~duelmahjong.rules.arrangement.Arrangement` (one reading of the
+whole winning hand) and returns how many times its pattern occurs there (0 = absent). They only
+detect; exclusions (不记番, RULES.md E1) are data in ``catalogue_erren`` and applied by ``evaluate``.
+
+Erren tiles are 万 and honours only (RULES.md §1), so "one suit" always means 万, and a hand with no
+honour is always 清一色 as well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from duelmahjong.rules.tiles import (
+    DRAGONS,
+    FLOWERS,
+    HONORS,
+    NUM_KINDS,
+    PLANTS,
+    SEASONS,
+    WINDS,
+    counts_of,
+    is_honor,
+    is_suited,
+    is_terminal_or_honor,
+    rank_of,
+    suit_of,
+)
+
+if TYPE_CHECKING:
+    from duelmahjong.rules.arrangement import Arrangement
+
+Detect = Callable[["Arrangement"], int]
+
+_OPEN_MELDS = frozenset({"chi", "pong", "exposed_kong", "added_kong"})  # 吃、碰、明杠: not 门前清
+_EXPOSED_KONGS = frozenset({"exposed_kong", "added_kong"})
+_NINE_GATES_RANKS = (3, 1, 1, 1, 1, 1, 1, 1, 3)  # 1112345678999 (E10)
+
+
+# --- small readings of one arrangement ---------------------------------------------------------------
+def _wind_pungs(a: Arrangement) -> int:
+    return sum(1 for s in a.sets if s.kind != "chow" and s.tile in WINDS)
+
+
+def _dragon_pungs(a: Arrangement) -> int:
+    return sum(1 for s in a.sets if s.kind != "chow" and s.tile in DRAGONS)
+
+
+def _kongs(a: Arrangement, *, concealed: bool) -> int:
+    return sum(1 for s in a.sets if s.kind == "kong" and (s.declared == "concealed_kong") == concealed)
+
+
+def _tiles_present(a: Arrangement) -> list[int]:
+    return [kind for kind in range(NUM_KINDS) if a.counts[kind]]
+
+
+def _is_concealed_hand(a: Arrangement) -> bool:
+    """No 吃、碰、明杠 (a concealed kong keeps the hand concealed)."""
+    return not any(meld.kind in _OPEN_MELDS for meld in a.desc.melds)
+
+
+def _self_drawn(a: Arrangement) -> bool:
+    # E14: a win on a flower-replacement draw is a self-draw.
+    return a.desc.self_drawn or a.desc.context.after_flower_replacement
+
+
+def _flag(name: str) -> Detect:
+    def detect(a: Arrangement) -> int:
+        return int(bool(getattr(a.desc.context, name)))
+
+    detect.__name__ = f"context_{name}"
+    return detect
+
+
+# --- first-turn wins and ready declarations (E7, E8) ------------------------------------------------
+def heavenly_hand(a: Arrangement) -> int:
+    """天胡: the dealer wins on the dealt (and 补花-completed) hand."""
+    return int(a.desc.context.first_turn_win == "dealer_initial_hand")
+
+
+def earthly_hand(a: Arrangement) -> int:
+    """地胡 (erren's reading, the reverse of duel's D10): the non-dealer wins on the first draw."""
+    return int(a.desc.context.first_turn_win == "nondealer_first_draw")
+
+
+def human_hand(a: Arrangement) -> int:
+    """人胡: the non-dealer wins on the dealer's first discard."""
+    return int(a.desc.context.first_turn_win == "dealer_first_discard")
+
+
+heavenly_ready = _flag("declared_first_turn")  # 天听 (T3)
+
+
+def ready_declared(a: Arrangement) -> int:
+    """报听, open hands too (E8); a 天听 declaration is also one (天听 then excludes it)."""
+    ctx = a.desc.context
+    return int(ctx.declared_ready or ctx.declared_first_turn)
+
+
+def ready_first_discard(a: Arrangement) -> int:
+    """报听一发 (E8): won on the opponent's first discard after declaring."""
+    ctx = a.desc.context
+    declared = ctx.declared_ready or ctx.declared_first_turn
+    return int(declared and ctx.first_turn_after_declare and not _self_drawn(a))
+
+
+# --- winds and dragons (E11) -------------------------------------------------------------------------
+def big_four_winds(a: Arrangement) -> int:
+    return int(_wind_pungs(a) == 4)
+
+
+def little_four_winds(a: Arrangement) -> int:
+    return int(_wind_pungs(a) == 3 and a.pair in WINDS)
+
+
+def big_three_winds(a: Arrangement) -> int:
+    """大三风: three wind pungs (four is 大四喜, which excludes it)."""
+    return int(_wind_pungs(a) >= 3)
+
+
+def little_three_winds(a: Arrangement) -> int:
+    """小三风: two wind pungs and a wind pair (three is 小四喜, which excludes it — E11)."""
+    return int(_wind_pungs(a) >= 2 and a.pair in WINDS)
+
+
+def big_three_dragons(a: Arrangement) -> int:
+    return int(_dragon_pungs(a) == 3)
+
+
+def little_three_dragons(a: Arrangement) -> int:
+    return int(_dragon_pungs(a) == 2 and a.pair in DRAGONS)
+
+
+def two_dragon_pungs(a: Arrangement) -> int:
+    return int(_dragon_pungs(a) >= 2)
+
+
+def dragon_pung(a: Arrangement) -> int:
+    """箭刻, once per dragon pung or kong."""
+    return _dragon_pungs(a)
+
+
+def _seat_wind(a: Arrangement) -> int | None:
+    ctx = a.desc.context
+    if ctx.seat_wind_tile is not None:
+        return ctx.seat_wind_tile
+    # E17: the dealer sits East, the non-dealer West (对家).
+    return min(WINDS) if ctx.dealer else min(WINDS) + 2
+
+
+def prevalent_wind(a: Arrangement) -> int:
+    wind = a.desc.context.round_wind_tile
+    return int(wind is not None and wind in a.pungs_and_kongs)
+
+
+def seat_wind(a: Arrangement) -> int:
+    return int(_seat_wind(a) in a.pungs_and_kongs)
+
+
+def terminal_honor_pung(a: Arrangement) -> int:
+    """幺九刻: pungs and kongs of 1m, 9m and winds — but never a pung that scores otherwise (E11):
+    dragon pungs are 箭刻; the round and seat wind pungs are 圈风刻/门风刻; wind pungs forming
+    大三风/小三风/小四喜/大四喜 are counted by those patterns."""
+    winds_scored_as_group = _wind_pungs(a) >= 3 or (_wind_pungs(a) == 2 and a.pair in WINDS)
+    special = {a.desc.context.round_wind_tile, _seat_wind(a)}
+    count = 0
+    for tile in a.pungs_and_kongs:
+        if tile in WINDS:
+            count += not winds_scored_as_group and tile not in special
+        elif not is_honor(tile):
+            count += rank_of(tile) in (1, 9)
+    return count
+
+
+# --- pung shapes ---------------------------------------------------------------------------------------
+def all_pungs(a: Arrangement) -> int:
+    return int(a.form == "standard" and len(a.pungs_and_kongs) == 4)
+
+
+def _shifted_pung_run(a: Arrangement) -> int:
+    """The longest run of suited pungs whose ranks rise by one (一色…节高)."""
+    suited = {t for t in a.pungs_and_kongs if is_suited(t)}
+    best = 0
+    for tile in suited:
+        if tile - 1 in suited and suit_of(tile - 1) == suit_of(tile):
+            continue
+        run = 1
+        while tile + run in suited and suit_of(tile + run) == suit_of(tile):
+            run += 1
+        best = max(best, run)
+    return best
+
+
+def four_pure_shifted_pungs(a: Arrangement) -> int:
+    return int(_shifted_pung_run(a) >= 4)
+
+
+def pure_shifted_pungs(a: Arrangement) -> int:
+    return int(_shifted_pung_run(a) >= 3)
+
+
+def _concealed_pung_count_is(minimum: int) -> Detect:
+    # 暗刻 counts concealed kongs (四暗刻 "4个暗刻（暗杠）"); a pung completed by the winning
+    # discard is not concealed (the arrangement marks it so).
+    def detect(a: Arrangement) -> int:
+        return int(a.concealed_pung_count >= minimum)
+
+    detect.__name__ = f"concealed_pungs_at_least_{minimum}"
+    return detect
+
+
+four_concealed_pungs = _concealed_pung_count_is(4)
+three_concealed_pungs = _concealed_pung_count_is(3)
+two_concealed_pungs = _concealed_pung_count_is(2)
+
+
+# --- kongs (E12) -------------------------------------------------------------------------------------
+def four_kongs(a: Arrangement) -> int:
+    return int(_kongs(a, concealed=True) + _kongs(a, concealed=False) == 4)
+
+
+def three_kongs(a: Arrangement) -> int:
+    return int(_kongs(a, concealed=True) + _kongs(a, concealed=False) >= 3)
+
+
+def two_concealed_kongs(a: Arrangement) -> int:
+    return int(_kongs(a, concealed=True) >= 2)
+
+
+def two_melded_kongs(a: Arrangement) -> int:
+    return int(_kongs(a, concealed=False) >= 2)
+
+
+def concealed_kong(a: Arrangement) -> int:
+    """暗杠 2 per concealed kong; one exposed and one concealed kong score 明杠 + 暗杠 (E12)."""
+    return _kongs(a, concealed=True)
+
+
+def melded_kong(a: Arrangement) -> int:
+    return _kongs(a, concealed=False)
+
+
+# --- chow shapes ---------------------------------------------------------------------------------------
+def _same_suit(*tiles: int) -> bool:
+    return len({suit_of(t) for t in tiles}) == 1
+
+
+def _four_chow_pattern(chows: tuple[int, ...]) -> str | None:
+    if len(chows) != 4 or not _same_suit(*chows):
+        return None
+    a, b, c, d = chows
+    if a == b == c == d:
+        return "quadruple_chow"
+    for step in (1, 2):
+        if b - a == c - b == d - c == step:
+            return "four_pure_shifted_chows"
+    return None
+
+
+def _three_chow_pattern(chows: tuple[int, ...]) -> str | None:
+    """一色三同顺 / 清龙 / 一色三步高 for three ascending chows, or None."""
+    a, b, c = chows
+    if not _same_suit(a, b, c):
+        return None
+    if a == b == c:
+        return "pure_triple_chow"
+    if rank_of(a) == 1 and b == a + 3 and c == a + 6:
+        return "pure_straight"
+    if b - a == c - b and b - a in (1, 2):
+        return "pure_shifted_chows"
+    return None
+
+
+def _two_chow_pattern(low: int, high: int) -> str | None:
+    if not _same_suit(low, high):
+        return None
+    if low == high:
+        return "pure_double_chow"
+    if high - low == 3:
+        return "short_straight"
+    if rank_of(low) == 1 and high - low == 6:
+        return "two_terminal_chows"
+    return None
+
+
+# 一般高 > 连六 > 老少副: the order in which a chow pair is read when only one reading may count.
+_TWO_CHOW_ORDER = ("pure_double_chow", "short_straight", "two_terminal_chows")
+
+
+@lru_cache(maxsize=4096)
+def chow_patterns(chows: tuple[int, ...]) -> dict[str, int]:
+    """Chow-group patterns of ascending chows, counted once each as 国标 does (套算一次原则).
+
+    A chow takes part in at most one three- or four-chow pattern; the chows of such a pattern are
+    not paired again among themselves, and the remaining chow pairs once with one of them. Without
+    one, every pair of related chows counts, but no more pairs than the chows can link (n - 1 for a
+    connected group), dropping repeats of 老少副, then 连六, then 一般高 first.
+
+    >>> chow_patterns((0, 3, 6))
+    {'pure_straight': 1}
+    >>> chow_patterns((0, 0, 3, 3))
+    {'pure_double_chow': 2, 'short_straight': 1}
+    """
+    four = _four_chow_pattern(chows)
+    if four is not None:
+        return {four: 1}
+    for skip in (3, 2, 1, 0) if len(chows) == 4 else (None,):
+        three = tuple(c for i, c in enumerate(chows) if i != skip)
+        found = _three_chow_pattern(three) if len(three) == 3 else None
+        if found is not None:
+            result = {found: 1}
+            if skip is not None:
+                extra = chows[skip]
+                links = {_two_chow_pattern(*sorted((extra, other))) for other in three}
+                for name in _TWO_CHOW_ORDER:
+                    if name in links:
+                        result[name] = 1
+                        break
+            return result
+    n = len(chows)
+    pairs = {(i, j): _two_chow_pattern(chows[i], chows[j]) for i in range(n) for j in range(i + 1, n)}
+    counts = {name: list(pairs.values()).count(name) for name in _TWO_CHOW_ORDER}
+    isolated = sum(1 for i in range(n) if not any(v for pair, v in pairs.items() if i in pair))
+    allowed = max(n - 1 - isolated, 0)
+    total = sum(counts.values())
+    for keep in (1, 0):  # first drop repeats, then whole readings, cheapest-looking first
+        for name in reversed(_TWO_CHOW_ORDER):
+            while total > allowed and counts.get(name, 0) > keep:
+                counts[name] -= 1
+                total -= 1
+    return {name: n for name, n in counts.items() if n}
+
+
+def _chow_pattern(name: str) -> Detect:
+    def detect(a: Arrangement) -> int:
+        return chow_patterns(a.chows).get(name, 0)
+
+    detect.__name__ = name
+    return detect
+
+
+quadruple_chow = _chow_pattern("quadruple_chow")
+four_pure_shifted_chows = _chow_pattern("four_pure_shifted_chows")
+pure_triple_chow = _chow_pattern("pure_triple_chow")
+pure_straight = _chow_pattern("pure_straight")  # E9: only the three chows; 清一色 still scores
+pure_shifted_chows = _chow_pattern("pure_shifted_chows")
+pure_double_chow = _chow_pattern("pure_double_chow")
+short_straight = _chow_pattern("short_straight")
+two_terminal_chows = _chow_pattern("two_terminal_chows")
+
+
+def twin_edge_sequences(a: Arrangement) -> int:
+    """双龙会: 123 123 789 789 of one suit with a pair of its 5."""
+    chows = a.chows
+    if len(chows) != 4 or a.pair is None or not _same_suit(*chows, a.pair):
+        return 0
+    low = chows[0]
+    return int(rank_of(low) == 1 and chows == (low, low, low + 6, low + 6) and a.pair == low + 4)
+
+
+def all_chows(a: Arrangement) -> int:
+    """平和: four chows and a suited pair; the wait does not matter in erren (seed 000)."""
+    return int(len(a.chows) == 4 and a.pair is not None and is_suited(a.pair))
+
+
+# --- the tiles of the whole hand ---------------------------------------------------------------------
+def full_flush(a: Arrangement) -> int:
+    present = _tiles_present(a)
+    return int(len({suit_of(t) for t in present}) == 1 and not is_honor(present[0]))
+
+
+def half_flush(a: Arrangement) -> int:
+    suits = {suit_of(t) for t in _tiles_present(a)}
+    return int(len(suits) == 2 and "z" in suits)
+
+
+def all_honors(a: Arrangement) -> int:
+    return int(all(is_honor(t) for t in _tiles_present(a)))
+
+
+def all_terminals_and_honors(a: Arrangement) -> int:
+    """混幺九: only 1, 9 and honours (may be seven pairs — E6)."""
+    return int(all(is_terminal_or_honor(t) for t in _tiles_present(a)))
+
+
+def all_simples(a: Arrangement) -> int:
+    return int(not any(is_terminal_or_honor(t) for t in _tiles_present(a)))
+
+
+def no_honors(a: Arrangement) -> int:
+    """无字 (E5): scores on every hand without honours and is never excluded."""
+    return int(not any(a.counts[t] for t in HONORS))
+
+
+def _ranks_within(a: Arrangement, low: int, high: int) -> bool:
+    return all(is_suited(t) and low <= rank_of(t) <= high for t in _tiles_present(a))
+
+
+def upper_four(a: Arrangement) -> int:
+    """大于五: every tile a suited 6–9."""
+    return int(_ranks_within(a, 6, 9))
+
+
+def lower_four(a: Arrangement) -> int:
+    """小于五: every tile a suited 1–4."""
+    return int(_ranks_within(a, 1, 4))
+
+
+def outside_hand(a: Arrangement) -> int:
+    """全带幺: every set and the pair hold a 1, 9 or honour."""
+    if a.form != "standard" or a.pair is None:
+        return 0
+    for s in a.sets:
+        tiles = (s.tile, s.tile + 2) if s.kind == "chow" else (s.tile,)
+        if not any(is_terminal_or_honor(t) for t in tiles):
+            return 0
+    return int(is_terminal_or_honor(a.pair))
+
+
+def tile_hog(a: Arrangement) -> int:
+    """四归一: all four copies of a kind in the hand, not as a kong; once per kind (E6: seven pairs
+    with two identical pairs too)."""
+    kong_tiles = {s.tile for s in a.sets if s.kind == "kong"}
+    return sum(1 for kind in range(NUM_KINDS) if a.counts[kind] == 4 and kind not in kong_tiles)
+
+
+def nine_gates(a: Arrangement) -> int:
+    """九莲宝灯 (E10): no melds, the 13 concealed tiles are exactly 1112345678999 of one suit."""
+    desc = a.desc
+    if desc.melds or len(desc.concealed) != 13:
+        return 0
+    first = desc.concealed[0]
+    if not is_suited(first) or rank_of(first) != 1 or not is_suited(desc.win_tile):
+        return 0
+    counts = counts_of(desc.concealed)
+    ranks = tuple(counts[first : first + 9])
+    return int(ranks == _NINE_GATES_RANKS and sum(ranks) == 13 and _same_suit(first, desc.win_tile))
+
+
+# --- seven pairs (E6) ----------------------------------------------------------------------------------
+def seven_pairs(a: Arrangement) -> int:
+    return int(a.form == "seven_pairs")
+
+
+def _pair_kinds(a: Arrangement) -> set[int]:
+    return set(a.pairs) if a.form == "seven_pairs" else set()
+
+
+def seven_shifted_pairs(a: Arrangement) -> int:
+    """连七对: seven distinct consecutive pairs of one suit."""
+    kinds = sorted(_pair_kinds(a))
+    consecutive = len(kinds) == 7 and kinds[-1] - kinds[0] == 6
+    return int(consecutive and all(is_suited(k) for k in kinds) and _same_suit(*kinds))
+
+
+def great_seven_stars(a: Arrangement) -> int:
+    return int(_pair_kinds(a) == set(HONORS))
+
+
+def four_winds_seven_pairs(a: Arrangement) -> int:
+    return int(WINDS <= _pair_kinds(a))
+
+
+def three_dragons_seven_pairs(a: Arrangement) -> int:
+    return int(DRAGONS <= _pair_kinds(a))
+
+
+# --- how the hand was completed ----------------------------------------------------------------------
+def concealed_hand(a: Arrangement) -> int:
+    """门前清: no 吃/碰/明杠 and won on the opponent's discard (self-drawn is 不求人)."""
+    return int(_is_concealed_hand(a) and not _self_drawn(a))
+
+
+def fully_concealed_hand(a: Arrangement) -> int:
+    """不求人: no 吃/碰/明杠 and self-drawn."""
+    return int(_is_concealed_hand(a) and _self_drawn(a))
+
+
+def melded_hand(a: Arrangement) -> int:
+    """全求人: four sets claimed from the opponent (吃/碰/明杠) and won on a discard."""
+    claimed = sum(1 for meld in a.desc.melds if meld.kind in _OPEN_MELDS)
+    return int(claimed == 4 and not _self_drawn(a))
+
+
+def self_drawn(a: Arrangement) -> int:
+    return int(_self_drawn(a))
+
+
+def last_tile_draw(a: Arrangement) -> int:
+    """妙手回春 (E2): self-drawn last tile of the wall."""
+    return int(a.desc.context.last_wall_tile and _self_drawn(a))
+
+
+def last_tile_claim(a: Arrangement) -> int:
+    """海底捞月 (E2): won on the last discard."""
+    return int(a.desc.context.last_discard and not _self_drawn(a))
+
+
+def out_with_replacement_tile(a: Arrangement) -> int:
+    """杠上开花: the kong replacement draw wins; a flower replacement never counts (E14)."""
+    ctx = a.desc.context
+    return int(ctx.after_kong and a.desc.self_drawn and not ctx.after_flower_replacement)
+
+
+robbing_the_kong = _flag("robbing_kong")
+
+
+def last_tile(a: Arrangement) -> int:
+    """和绝张 (E13): the other three copies are visible — including in the winner's own exposed melds,
+    which the hand itself shows, so they are recognised even when the context does not say so."""
+    if a.desc.context.fourth_tile_visible:
+        return 1
+    own = sum(m.tiles.count(a.win_tile) for m in a.desc.melds if m.kind in _OPEN_MELDS)
+    return int(own == 3)
+
+
+def _unique_wait(a: Arrangement) -> bool:
+    """E15: the 13 tiles wait on exactly one kind."""
+    # A kind whose four copies the hand already held (melds included) was no wait.
+    held = a.counts
+    win = a.win_tile
+    return sum(1 for kind in a.hand_waits if held[kind] - (kind == win) < 4) == 1
+
+
+def _wait_is(kind: str) -> Detect:
+    def detect(a: Arrangement) -> int:
+        return int(a.wait == kind and _unique_wait(a))
+
+    detect.__name__ = f"{kind}_wait"
+    return detect
+
+
+edge_wait = _wait_is("edge")  # 边张: 12 waiting 3, 89 waiting 7
+closed_wait = _wait_is("closed")  # 坎张: 46 waiting 5
+single_wait = _wait_is("single")  # 单钓: the winning tile pairs a single tile
+
+
+# --- flowers (E14; never toward the 8-fan minimum, E16) -----------------------------------------------
+def flower_tiles(a: Arrangement) -> int:
+    return sum(1 for kind in a.desc.context.flowers if kind in FLOWERS)
+
+
+def four_seasons(a: Arrangement) -> int:
+    return int(SEASONS <= set(a.desc.context.flowers))
+
+
+def four_plants(a: Arrangement) -> int:
+    return int(PLANTS <= set(a.desc.context.flowers))
+
+
+def no_flowers(a: Arrangement) -> int:
+    return int(not a.desc.context.flowers)
