@@ -1,0 +1,374 @@
+"""The evaluation framework and the duel catalogue: descriptions, arrangements, E1/D9 mechanics, properties.
+
+Exact breakdowns of whole hands live in data/duel_hands.jsonl (test_evaluate_duel_data.py).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from duelmahjong.rules.analysis import is_winning
+from duelmahjong.rules.arrangement import FACT_NAMES, arrangements
+from duelmahjong.rules.catalogue_duel import DUEL
+from duelmahjong.rules.description import Context, HandDescription
+from duelmahjong.rules.errors import InvalidHandError, NotationError, UnknownProfileError
+from duelmahjong.rules.evaluate import evaluate
+from duelmahjong.rules.patterns import Catalogue, CatalogueError, Pattern
+from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.tiles import EAST, NORTH, format_tiles
+
+# RULES.md §2, duel, in order.
+DUEL_IDS = """basic_win concealed_hand concealed_ready heavenly_ready all_chows all_simples
+concealed_self_draw
+bonus_tiles pure_double_chow twice_pure_double_chow seven_pairs dragon_seven_pairs all_pungs mixed_triple_chow
+three_concealed_pungs pure_shifted_pungs triple_pung outside_hand pure_outside_hand all_terminals_and_honors
+half_flush full_flush little_three_dragons pure_straight out_on_replacement_tile win_on_last_wall_tile
+win_on_last_discard win_on_extra_draw little_four_winds earthly_hand human_hand four_concealed_pungs
+heavenly_hand big_wheels million_stones four_shifted_pungs all_honors big_three_dragons all_terminals
+four_kongs all_green red_peacock big_four_winds nine_gates thirteen_orphans northeast_express""".split()
+
+
+def hand(
+    concealed: str, win: str, *, melds: tuple[tuple[str, str], ...] = (), **extra: Any
+) -> HandDescription:
+    data: dict[str, Any] = {"profile": extra.pop("profile", "duel"), "concealed": concealed, "win_tile": win}
+    data["melds"] = [{"kind": kind, "tiles": tiles} for kind, tiles in melds]
+    data["self_drawn"] = extra.pop("self_drawn", False)
+    if extra:
+        data["context"] = extra
+    return HandDescription.from_json(data)
+
+
+def breakdown(desc: HandDescription) -> dict[str, int]:
+    return {p.id: p.fan for p in evaluate(desc).patterns}
+
+
+# --- the catalogue -------------------------------------------------------------------------------------
+def test_duel_catalogue_has_exactly_the_rules_ids_in_order() -> None:
+    assert list(DUEL.ids) == DUEL_IDS
+
+
+def test_duel_values_are_seed_002s() -> None:
+    values = {p.id: p.value for p in DUEL}
+    assert values["twice_pure_double_chow"] == 4 and values["dragon_seven_pairs"] == 6
+    assert values["full_flush"] == 5 and values["little_three_dragons"] == 4 and values["heavenly_ready"] == 2
+    tiers = {tier: sorted(p.id for p in DUEL if p.limit_tier == tier) for tier in (13, 32, 64)}
+    assert tiers[13] == ["earthly_hand", "four_concealed_pungs", "human_hand", "little_four_winds"]
+    assert len(tiers[32]) == 7 and len(tiers[64]) == 7
+    assert DUEL.highest_fan == 64 and get_profile("duel").escape_fan == 64
+
+
+def test_d3_replacements_are_the_only_duel_exclusions() -> None:
+    exclusions = {p.id: set(p.excludes) for p in DUEL if p.excludes}
+    assert exclusions == {
+        "heavenly_ready": {"concealed_ready"},
+        "twice_pure_double_chow": {"pure_double_chow"},
+        "dragon_seven_pairs": {"seven_pairs"},
+        "pure_outside_hand": {"outside_hand"},
+        "full_flush": {"half_flush"},
+    }
+
+
+def test_catalogue_rejects_contradictions() -> None:
+    row = Pattern(id="a", name_zh="甲", fan=1, detect=lambda a: 1)
+    with pytest.raises(CatalogueError, match="appears twice"):
+        Catalogue("toy", [row, row])
+    with pytest.raises(CatalogueError, match="unknown ids"):
+        Catalogue(
+            "toy", [Pattern(id="a", name_zh="甲", fan=1, detect=lambda a: 1, excludes=frozenset({"b"}))]
+        )
+    with pytest.raises(CatalogueError, match="unknown facts"):
+        Catalogue(
+            "toy", [Pattern(id="a", name_zh="甲", fan=1, detect=lambda a: 1, requires=frozenset({"x"}))]
+        )
+
+
+# --- generic evaluation mechanics (what the erren catalogue relies on) -----------------------------------
+def _toy(*rows: Pattern, **options: Any) -> Catalogue:
+    return Catalogue("duel", rows, **options)
+
+
+def test_e1_excluded_pattern_excludes_nothing() -> None:
+    # big (8) excludes mid (4); mid would exclude small (2) but is itself excluded, so small scores.
+    big = Pattern(id="big", name_zh="大", fan=8, detect=lambda a: 1, excludes=frozenset({"mid"}))
+    mid = Pattern(id="mid", name_zh="中", fan=4, detect=lambda a: 1, excludes=frozenset({"small"}))
+    small = Pattern(id="small", name_zh="小", fan=2, detect=lambda a: 1)
+    result = evaluate(hand("234567m234p678s5z", "5z"), _toy(small, mid, big))
+    assert [(p.id, p.fan) for p in result.patterns] == [("small", 2), ("big", 8)]  # catalogue order
+    assert result.total_fan == 10
+
+
+def test_repeated_pattern_is_one_row_with_summed_fan_and_minimum_excludes_flagged_rows() -> None:
+    twice = Pattern(id="twice", name_zh="二", fan=3, detect=lambda a: 2)
+    flower = Pattern(id="flower", name_zh="花", fan=1, detect=lambda a: 3, counts_toward_minimum=False)
+    catalogue = _toy(twice, flower, minimum=8)
+    result = evaluate(hand("234567m234p678s5z", "5z"), catalogue)
+    assert [(p.id, p.fan) for p in result.patterns] == [("twice", 6), ("flower", 3)]
+    assert result.total_fan == 9 and not result.meets_minimum  # 6 toward the minimum of 8 (E16)
+
+
+def test_best_arrangement_is_chosen_by_total() -> None:
+    # 111222333m: three pungs (三暗刻 2 + 三连刻 3) beats three identical chows (一杯口 2).
+    result = evaluate(hand("111222333m456p7z", "7z"))
+    assert result.arrangement is not None and result.arrangement.pungs_and_kongs == (0, 1, 2)
+
+
+def test_d9_limit_hides_non_limit_patterns_and_total_is_highest_tier() -> None:
+    result = evaluate(hand("111222333444z5z", "5z", self_drawn=True, revealed_bonus_tiles=["5z"]))
+    assert result.limit and not result.capped
+    assert {p.id for p in result.patterns} == {"big_four_winds", "all_honors", "four_concealed_pungs"}
+    assert result.total_fan == 64
+    assert result.to_json()["total_fan"] == 64
+
+
+def test_d9_cap_is_13() -> None:
+    result = evaluate(
+        hand("12345678923m55m", "4m", self_drawn=True, declared_ready=True, revealed_bonus_tiles=["5m", "9m"])
+    )
+    assert (result.total_fan, result.capped, result.limit) == (13, True, False)
+    assert sum(p.fan for p in result.patterns) == 15
+
+
+def test_d1_bonus_tiles_count_the_winning_tile_and_every_revealed_copy() -> None:
+    fans = breakdown(
+        hand("234567m234p5z", "5z", melds=(("pong", "777s"),), revealed_bonus_tiles=["5z", "5z"])
+    )
+    assert fans == {"basic_win": 1, "bonus_tiles": 4}
+
+
+def test_d13_robbing_a_kong_is_scored_as_a_self_draw() -> None:
+    robbed = breakdown(hand("234567m234p678s5z", "5z", robbing_kong=True))
+    assert robbed == {"concealed_hand": 1, "concealed_self_draw": 1}
+
+
+def test_d8_last_tile_patterns_need_the_right_kind_of_win() -> None:
+    open_hand = {"melds": (("pong", "777s"),)}
+    assert breakdown(hand("234567m234p5z", "5z", last_wall_tile=True, **open_hand)) == {"basic_win": 1}
+    assert breakdown(hand("234567m234p5z", "5z", self_drawn=True, last_discard=True, **open_hand)) == {
+        "basic_win": 1
+    }
+    assert breakdown(hand("234567m234p5z", "5z", after_kong=True, **open_hand)) == {"basic_win": 1}
+
+
+def test_d10_first_turn_events_name_the_event_not_the_pattern() -> None:
+    events = {"dealer_initial_hand": "heavenly_hand", "nondealer_first_draw": "human_hand"}
+    events["dealer_first_discard"] = "earthly_hand"
+    for event, pattern in events.items():
+        assert set(breakdown(hand("234567m234p678s5z", "5z", first_turn_win=event))) == {pattern}
+
+
+def test_d12_northeast_express_is_east_with_north_or_north_with_east_only() -> None:
+    straight = "456p789p"
+    assert "northeast_express" in breakdown(
+        hand(straight + "4z", "4z", melds=(("chi", "123p"), ("pong", "111z")))
+    )
+    assert "northeast_express" not in breakdown(
+        hand(straight + "4z", "4z", melds=(("chi", "123p"), ("pong", "222z")))
+    )
+
+
+# --- descriptions -------------------------------------------------------------------------------------
+def test_description_round_trips_and_is_canonical() -> None:
+    desc = hand(
+        "5z 234p 765m 432m",
+        "5z",
+        melds=(("exposed_kong", "9999p"),),
+        self_drawn=True,
+        seat_wind="north",
+        round_wind="east",
+        revealed_bonus_tiles="9p1z",
+        after_kong=True,
+    )
+    data = desc.to_json()
+    assert data["concealed"] == "234567m234p5z"
+    assert data["context"] == {
+        "seat_wind": "north",
+        "round_wind": "east",
+        "revealed_bonus_tiles": ["9p", "1z"],
+        "after_kong": True,
+    }
+    assert HandDescription.from_json(data) == desc
+    assert desc.context.seat_wind_tile == NORTH and desc.context.round_wind_tile == EAST
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        ({"concealed": "234567m234p678s"}, InvalidHandError, "must make 13 tiles, got 12"),
+        ({"concealed": "234567m234p678s5q"}, NotationError, "unexpected character 'q'"),
+        (
+            {"melds": [{"kind": "pong", "tiles": "123m"}], "concealed": "234567m234p5z"},
+            InvalidHandError,
+            "pong",
+        ),
+        (
+            {"melds": [{"kind": "kong", "tiles": "1111m"}], "concealed": "234567m234p5z"},
+            InvalidHandError,
+            "kind",
+        ),
+        ({"context": {"seat_wind": "up"}}, InvalidHandError, "seat_wind must be one of east"),
+        ({"context": {"declared_ready": "yes"}}, InvalidHandError, "declared_ready must be true or false"),
+        ({"context": {"first_turn_win": "tenhou"}}, InvalidHandError, "first_turn_win must be one of"),
+        ({"context": {"revealed_bonus_tiles": ["1f"]}}, InvalidHandError, "must not be a flower"),
+        ({"context": {"revealed_bonus_tiles": "12345m"}}, InvalidHandError, "at most 4"),
+        ({"win_tile": "1f"}, InvalidHandError, "flower 1f cannot be part of a hand"),
+        ({"profile": "riichi"}, UnknownProfileError, "unknown profile"),
+        ({"profile": "erren"}, InvalidHandError, "not in the erren tile set"),
+        ({"extra": 1}, InvalidHandError, "unknown key"),
+    ],
+)
+def test_description_errors_say_what_is_wrong(
+    data: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    base = {"profile": "duel", "concealed": "234567m234p678s5z", "win_tile": "5z"}
+    with pytest.raises(error, match=message):
+        HandDescription.from_json({**base, **data})
+
+
+def test_erren_descriptions_take_flowers_but_not_bonus_tiles() -> None:
+    erren = {"profile": "erren", "concealed": "2345678m111222z", "win_tile": "5z"}
+    desc = HandDescription.from_json({**erren, "context": {"flowers": ["2f", "1f"]}})
+    assert desc.context.flowers == (34, 35)
+    with pytest.raises(InvalidHandError, match="no revealed bonus tiles"):
+        HandDescription.from_json({**erren, "context": {"revealed_bonus_tiles": ["1m"]}})
+    with pytest.raises(InvalidHandError, match="a flower twice"):
+        HandDescription.from_json({**erren, "context": {"flowers": "11f"}})
+
+
+def test_context_defaults_are_false_and_none() -> None:
+    assert Context() == Context.from_json({}) == Context.from_json(None)
+    assert Context().to_json() == {}
+
+
+# --- arrangements ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("concealed", "win", "waits"),
+    [
+        ("12m567m234p678s55p", "3m", {"edge"}),
+        ("89m345m234p678s55p", "7m", {"edge"}),
+        ("89m567m234p678s55p", "7m", {"edge", "two_sided"}),  # 789m or 567m
+        ("24m567m234p678s55p", "3m", {"closed"}),
+        ("23m567m234p678s55p", "1m", {"two_sided"}),
+        ("23m567m234p678s55p", "4m", {"two_sided"}),
+        ("234567m234p678s5z", "5z", {"single"}),
+        ("234567m234p55s11z", "1z", {"pung"}),
+        ("11123m456p789s55z", "1m", {"pung", "two_sided"}),
+    ],
+)
+def test_waits_are_what_the_winning_tile_completed(concealed: str, win: str, waits: set[str]) -> None:
+    assert {arr.wait for arr in arrangements(hand(concealed, win))} == waits
+
+
+def test_d13_discard_completed_pung_is_not_concealed_but_a_self_drawn_one_is() -> None:
+    on_discard = arrangements(hand("234567m234p55s11z", "1z"))
+    assert [arr.concealed_pung_count for arr in on_discard] == [0]
+    drawn = arrangements(hand("234567m234p55s11z", "1z", self_drawn=True))
+    assert [arr.concealed_pung_count for arr in drawn] == [1]
+
+
+def test_seven_pairs_reading_lists_four_identical_tiles_as_two_pairs() -> None:
+    (arr,) = [a for a in arrangements(hand("111m33p5599s1122z", "1m")) if a.form == "seven_pairs"]
+    assert format_tiles(arr.pairs) == "11m3p59s12z"
+
+
+def test_free_form_is_only_for_all_green_duel_hands() -> None:
+    (arr,) = arrangements(hand("22234466888s66z", "6z"))
+    assert arr.form == "free" and arr.has("free") and not arr.has("standard")
+    with pytest.raises(InvalidHandError, match="not a winning hand"):
+        evaluate(hand("22234466888s77z", "7z"))  # 中 is not green
+
+
+def test_facts_cover_what_patterns_require() -> None:
+    required = {fact for pattern in DUEL for fact in pattern.requires}
+    assert required <= set(FACT_NAMES)
+
+
+# --- properties -----------------------------------------------------------------------------------------
+MELD_KINDS_OF = {"chow": ("chi",), "pung": ("pong", "exposed_kong", "concealed_kong", "added_kong")}
+FLAGS = ("declared_ready", "last_wall_tile", "last_discard", "after_kong", "robbing_kong")
+
+
+def random_winning_hand(rng: random.Random) -> dict[str, Any]:
+    """Four sets and a pair (copies respected), some sets declared, a random winning tile and context."""
+    counts = [0] * 34
+    sets: list[tuple[str, int]] = []
+    while len(sets) < 4:
+        if rng.random() < 0.5:
+            low = rng.choice([suit * 9 + rank for suit in range(3) for rank in range(7)])
+            if all(counts[low + i] < 4 for i in range(3)):
+                sets.append(("chow", low))
+                for i in range(3):
+                    counts[low + i] += 1
+        else:
+            tile = rng.randrange(34)
+            if counts[tile] <= 1:
+                sets.append(("pung", tile))
+                counts[tile] += 3
+    pair = rng.choice([tile for tile in range(34) if counts[tile] <= 2])
+    concealed = [pair, pair]
+    melds = []
+    for kind, tile in sets:
+        tiles = [tile, tile + 1, tile + 2] if kind == "chow" else [tile] * 3
+        if rng.random() < 0.3:
+            meld_kind = rng.choice(MELD_KINDS_OF[kind])
+            if meld_kind.endswith("kong"):
+                if counts[tile] + counts[pair] * (pair == tile) >= 4:
+                    meld_kind = "pong"
+                else:
+                    tiles.append(tile)
+                    counts[tile] += 1
+            melds.append({"kind": meld_kind, "tiles": format_tiles(tiles)})
+        else:
+            concealed.extend(tiles)
+    win = concealed.pop(rng.randrange(len(concealed)))
+    context = {flag: True for flag in FLAGS if rng.random() < 0.15}
+    if rng.random() < 0.5:
+        context["revealed_bonus_tiles"] = [format_tiles([rng.randrange(34)]) for _ in range(2)]
+    return {
+        "profile": "duel",
+        "concealed": format_tiles(concealed),
+        "melds": melds,
+        "win_tile": format_tiles([win]),
+        "self_drawn": rng.random() < 0.5,
+        "context": context,
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_random_winning_hands_always_score_within_the_d9_bounds(rng: random.Random) -> None:
+    desc = HandDescription.from_json(random_winning_hand(rng))
+    assert HandDescription.from_json(desc.to_json()) == desc
+    result = evaluate(desc)
+    assert result.patterns and result.meets_minimum
+    if result.limit:
+        assert result.total_fan in (13, 32, 64)
+        assert all(DUEL[p.id].limit_tier is not None for p in result.patterns)
+    else:
+        assert 1 <= result.total_fan <= 13
+        assert result.capped == (sum(p.fan for p in result.patterns) > 13)
+        assert ("basic_win" in {p.id for p in result.patterns}) == all(
+            p.id in ("basic_win", "bonus_tiles") for p in result.patterns
+        )
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 33), min_size=14, max_size=14))
+def test_evaluate_raises_exactly_when_the_tiles_do_not_win(kinds: list[int]) -> None:
+    if max(kinds.count(kind) for kind in kinds) > 4:
+        return
+    text = format_tiles(kinds[:13])
+    desc = HandDescription.from_json(
+        {"profile": "duel", "concealed": text, "win_tile": format_tiles(kinds[13:])}
+    )
+    counts = [kinds.count(kind) for kind in range(34)]
+    if is_winning(counts, profile="duel"):
+        assert evaluate(desc).total_fan >= 1
+    else:
+        with pytest.raises(InvalidHandError, match="not a winning hand"):
+            evaluate(desc)
