@@ -22,40 +22,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from duelmahjong.rules.errors import InvalidHandError, NotationError
+from duelmahjong.rules.hand import MELD_KINDS, Meld
 from duelmahjong.rules.tiles import EAST, WIND_NAMES, format_tiles, parse_tiles
 
 FIRST_TURN_WINS: tuple[str, ...] = ("dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard")
-MELD_KINDS: tuple[str, ...] = ("chi", "pong", "exposed_kong", "concealed_kong", "added_kong")
 FLOWER_FIRST = 34  # tile kinds 34..41 are the flowers 1f..8f
 HAND_SIZE = 13  # concealed tiles + 3 per meld, before the winning tile
-
-
-@dataclass(frozen=True, slots=True)
-class Meld:
-    """A declared meld of a hand description: ``kind`` (chi, pong, exposed/concealed/added kong) and
-    its sorted ``tiles``; the shape is checked on construction."""
-
-    kind: str
-    tiles: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        if self.kind not in MELD_KINDS:
-            raise InvalidHandError(f"meld kind must be one of {', '.join(MELD_KINDS)}; got {self.kind!r}")
-        tiles = self.tiles
-        text = format_tiles(tiles) if all(type(t) is int and 0 <= t < 42 for t in tiles) else repr(tiles)
-        first = tiles[0] if tiles else -1
-        if self.kind == "chi":
-            shaped = (
-                len(tiles) == 3 and first < 27 and first % 9 <= 6 and tiles == (first, first + 1, first + 2)
-            )
-        else:
-            size = 3 if self.kind == "pong" else 4
-            shaped = len(tiles) == size and 0 <= first < 34 and all(tile == first for tile in tiles)
-        if not shaped:
-            expected = {"chi": "three consecutive tiles of one suit", "pong": "three identical tiles"}
-            raise InvalidHandError(
-                f"a {self.kind} must be {expected.get(self.kind, 'four identical tiles')}, got {text!r}"
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,4 +245,7 @@ def _meld(index: int, raw: Any) -> Meld:
     kind = raw["kind"]
     if kind not in MELD_KINDS:
         raise InvalidHandError(f"{where}.kind must be one of {', '.join(MELD_KINDS)}; got {kind!r}")
-    return Meld(kind, tuple(sorted(_tiles(f"{where}.tiles", raw["tiles"]))))
+    try:
+        return Meld(kind, tuple(_tiles(f"{where}.tiles", raw["tiles"])))
+    except InvalidHandError as error:
+        raise InvalidHandError(f"{where}: {error}") from None
