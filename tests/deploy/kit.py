@@ -340,3 +340,20 @@ def load_dashboard_generator() -> ModuleType:
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def requires_database(service: str) -> bool:
+    """Whether the service's own config class says it keeps data in Postgres."""
+    import importlib
+
+    from duelmahjong.platform.config import ServiceConfig
+
+    module = importlib.import_module(f"services.{service}.config")
+    (config,) = [
+        value
+        for value in vars(module).values()
+        if isinstance(value, type)
+        and issubclass(value, ServiceConfig)
+        and value.__module__ == module.__name__
+    ]
+    return bool(config.REQUIRES_DATABASE)

@@ -84,6 +84,14 @@ def test_every_file_the_image_copies_exists_and_is_not_ignored(kit: ModuleType) 
                 assert not _dockerignored(kit, source.rstrip("/")), f"{stage}: {source} is dockerignored"
 
 
+def test_services_run_the_make_run_entry_point(kit: ModuleType, compose: Doc) -> None:
+    entrypoint = kit.image_entrypoint("runtime")
+    for name in kit.SERVICES:
+        service = compose["services"][name]
+        assert service["build"]["target"] == "runtime"
+        assert entrypoint + service["command"] == kit.make_run_command(name), name
+
+
 def test_images_are_built_here_or_pinned_and_match_the_dev_cluster(
     kit: ModuleType, compose: Doc, rendered: dict[str, list[Doc]]
 ) -> None:
@@ -125,6 +133,8 @@ def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleTy
             host_ports.append(host)
         assert service["healthcheck"]["test"][-1] == "grpc-health-probe"
         assert len(env["TOKEN_SECRET"].encode()) >= 32, "the platform refuses shorter token keys"
+        assert ("DATABASE_URL" in env) == kit.requires_database(name), name
+        assert ("postgres" in service.get("depends_on", {})) == kit.requires_database(name), name
     assert len(host_ports) == len(set(host_ports)), "two services publish the same host port"
 
 

@@ -184,13 +184,15 @@ def test_network_policies_deny_by_default_and_let_every_service_port_through(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_only_database_services_reach_postgres(
+def test_only_services_that_keep_data_get_and_reach_postgres(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     docs = rendered[overlay]
     policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
     for workload in kit.duel_workloads(docs):
         template = workload["spec"]["template"]
-        wants_db = any(e["name"] == "DATABASE_URL" for e in template["spec"]["containers"][0].get("env", []))
+        wants_db = kit.requires_database(workload["metadata"]["name"])
+        env = {e["name"] for e in template["spec"]["containers"][0].get("env", [])}
+        assert ("DATABASE_URL" in env) == wants_db, workload["metadata"]["name"]
         assert kit.egress_allowed(policies, template, 5432) == wants_db, workload["metadata"]["name"]
         assert kit.egress_allowed(policies, template, 4222), workload["metadata"]["name"]
