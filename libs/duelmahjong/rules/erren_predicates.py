@@ -11,9 +11,10 @@ honour is always 清一色 as well.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from duelmahjong.rules.arrangement import FACTS
+from duelmahjong.rules.erren_chows import chow_patterns, same_suit
 from duelmahjong.rules.tiles import (
     DRAGONS,
     FLOWERS,
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 Detect = Callable[["Arrangement"], int]
 
 _OPEN_MELDS = frozenset({"chi", "pong", "exposed_kong", "added_kong"})  # 吃、碰、明杠: not 门前清
-_EXPOSED_KONGS = frozenset({"exposed_kong", "added_kong"})
 _NINE_GATES_RANKS = (3, 1, 1, 1, 1, 1, 1, 1, 3)  # 1112345678999 (E10)
 
 
@@ -51,15 +51,6 @@ def _dragon_pungs(a: Arrangement) -> int:
 
 def _kongs(a: Arrangement, *, concealed: bool) -> int:
     return sum(1 for s in a.sets if s.kind == "kong" and (s.declared == "concealed_kong") == concealed)
-
-
-def _tiles_present(a: Arrangement) -> list[int]:
-    return [kind for kind in range(NUM_KINDS) if a.counts[kind]]
-
-
-def _is_concealed_hand(a: Arrangement) -> bool:
-    """No 吃、碰、明杠 (a concealed kong keeps the hand concealed)."""
-    return not any(meld.kind in _OPEN_MELDS for meld in a.desc.melds)
 
 
 def _self_drawn(a: Arrangement) -> bool:
@@ -243,97 +234,7 @@ def melded_kong(a: Arrangement) -> int:
     return _kongs(a, concealed=False)
 
 
-# --- chow shapes ---------------------------------------------------------------------------------------
-def _same_suit(*tiles: int) -> bool:
-    return len({suit_of(t) for t in tiles}) == 1
-
-
-def _four_chow_pattern(chows: tuple[int, ...]) -> str | None:
-    if len(chows) != 4 or not _same_suit(*chows):
-        return None
-    a, b, c, d = chows
-    if a == b == c == d:
-        return "quadruple_chow"
-    for step in (1, 2):
-        if b - a == c - b == d - c == step:
-            return "four_pure_shifted_chows"
-    return None
-
-
-def _three_chow_pattern(chows: tuple[int, ...]) -> str | None:
-    """一色三同顺 / 清龙 / 一色三步高 for three ascending chows, or None."""
-    a, b, c = chows
-    if not _same_suit(a, b, c):
-        return None
-    if a == b == c:
-        return "pure_triple_chow"
-    if rank_of(a) == 1 and b == a + 3 and c == a + 6:
-        return "pure_straight"
-    if b - a == c - b and b - a in (1, 2):
-        return "pure_shifted_chows"
-    return None
-
-
-def _two_chow_pattern(low: int, high: int) -> str | None:
-    if not _same_suit(low, high):
-        return None
-    if low == high:
-        return "pure_double_chow"
-    if high - low == 3:
-        return "short_straight"
-    if rank_of(low) == 1 and high - low == 6:
-        return "two_terminal_chows"
-    return None
-
-
-# 一般高 > 连六 > 老少副: the order in which a chow pair is read when only one reading may count.
-_TWO_CHOW_ORDER = ("pure_double_chow", "short_straight", "two_terminal_chows")
-
-
-@lru_cache(maxsize=4096)
-def chow_patterns(chows: tuple[int, ...]) -> dict[str, int]:
-    """Chow-group patterns of ascending chows, counted once each as 国标 does (套算一次原则).
-
-    A chow takes part in at most one three- or four-chow pattern; the chows of such a pattern are
-    not paired again among themselves, and the remaining chow pairs once with one of them. Without
-    one, every pair of related chows counts, but no more pairs than the chows can link (n - 1 for a
-    connected group), dropping repeats of 老少副, then 连六, then 一般高 first.
-
-    >>> chow_patterns((0, 3, 6))
-    {'pure_straight': 1}
-    >>> chow_patterns((0, 0, 3, 3))
-    {'pure_double_chow': 2, 'short_straight': 1}
-    """
-    four = _four_chow_pattern(chows)
-    if four is not None:
-        return {four: 1}
-    for skip in (3, 2, 1, 0) if len(chows) == 4 else (None,):
-        three = tuple(c for i, c in enumerate(chows) if i != skip)
-        found = _three_chow_pattern(three) if len(three) == 3 else None
-        if found is not None:
-            result = {found: 1}
-            if skip is not None:
-                extra = chows[skip]
-                links = {_two_chow_pattern(*sorted((extra, other))) for other in three}
-                for name in _TWO_CHOW_ORDER:
-                    if name in links:
-                        result[name] = 1
-                        break
-            return result
-    n = len(chows)
-    pairs = {(i, j): _two_chow_pattern(chows[i], chows[j]) for i in range(n) for j in range(i + 1, n)}
-    counts = {name: list(pairs.values()).count(name) for name in _TWO_CHOW_ORDER}
-    isolated = sum(1 for i in range(n) if not any(v for pair, v in pairs.items() if i in pair))
-    allowed = max(n - 1 - isolated, 0)
-    total = sum(counts.values())
-    for keep in (1, 0):  # first drop repeats, then whole readings, cheapest-looking first
-        for name in reversed(_TWO_CHOW_ORDER):
-            while total > allowed and counts.get(name, 0) > keep:
-                counts[name] -= 1
-                total -= 1
-    return {name: n for name, n in counts.items() if n}
-
-
+# --- chow shapes (counted in erren_chows) ------------------------------------------------------------
 def _chow_pattern(name: str) -> Detect:
     def detect(a: Arrangement) -> int:
         return chow_patterns(a.chows).get(name, 0)
@@ -355,7 +256,7 @@ two_terminal_chows = _chow_pattern("two_terminal_chows")
 def twin_edge_sequences(a: Arrangement) -> int:
     """双龙会: 123 123 789 789 of one suit with a pair of its 5."""
     chows = a.chows
-    if len(chows) != 4 or a.pair is None or not _same_suit(*chows, a.pair):
+    if len(chows) != 4 or a.pair is None or not same_suit(*chows, a.pair):
         return 0
     low = chows[0]
     return int(rank_of(low) == 1 and chows == (low, low, low + 6, low + 6) and a.pair == low + 4)
@@ -367,36 +268,47 @@ def all_chows(a: Arrangement) -> int:
 
 
 # --- the tiles of the whole hand ---------------------------------------------------------------------
+# These read the arrangement's facts (computed once per hand by the arrangement) rather than the tiles.
+_ONE_SUIT_NO_HONORS = FACTS["one_suit"] | FACTS["no_honors"]
+_ONE_SUIT_HONORS = FACTS["one_suit"] | FACTS["honors"]
+
+
+def _has_suited(a: Arrangement) -> bool:
+    return any(a.counts[:27])
+
+
 def full_flush(a: Arrangement) -> int:
-    present = _tiles_present(a)
-    return int(len({suit_of(t) for t in present}) == 1 and not is_honor(present[0]))
+    return int(a.facts & _ONE_SUIT_NO_HONORS == _ONE_SUIT_NO_HONORS)
 
 
 def half_flush(a: Arrangement) -> int:
-    suits = {suit_of(t) for t in _tiles_present(a)}
-    return int(len(suits) == 2 and "z" in suits)
+    """混一色: one suit and honours (an all-honour hand has no suit: it is 字一色)."""
+    return int(a.facts & _ONE_SUIT_HONORS == _ONE_SUIT_HONORS and _has_suited(a))
 
 
 def all_honors(a: Arrangement) -> int:
-    return int(all(is_honor(t) for t in _tiles_present(a)))
+    return int(not _has_suited(a))
 
 
 def all_terminals_and_honors(a: Arrangement) -> int:
     """混幺九: only 1, 9 and honours (may be seven pairs — E6)."""
-    return int(all(is_terminal_or_honor(t) for t in _tiles_present(a)))
+    return int(a.has("terminals_or_honors"))
 
 
 def all_simples(a: Arrangement) -> int:
-    return int(not any(is_terminal_or_honor(t) for t in _tiles_present(a)))
+    return int(a.has("simples"))
 
 
 def no_honors(a: Arrangement) -> int:
     """无字 (E5): scores on every hand without honours and is never excluded."""
-    return int(not any(a.counts[t] for t in HONORS))
+    return int(a.has("no_honors"))
 
 
 def _ranks_within(a: Arrangement, low: int, high: int) -> bool:
-    return all(is_suited(t) and low <= rank_of(t) <= high for t in _tiles_present(a))
+    """Every tile a suited tile of rank ``low``..``high``."""
+    counts = a.counts
+    inside = sum(counts[suit + rank - 1] for suit in (0, 9, 18) for rank in range(low, high + 1))
+    return inside == sum(counts)
 
 
 def upper_four(a: Arrangement) -> int:
@@ -437,7 +349,7 @@ def nine_gates(a: Arrangement) -> int:
         return 0
     counts = counts_of(desc.concealed)
     ranks = tuple(counts[first : first + 9])
-    return int(ranks == _NINE_GATES_RANKS and sum(ranks) == 13 and _same_suit(first, desc.win_tile))
+    return int(ranks == _NINE_GATES_RANKS and sum(ranks) == 13 and same_suit(first, desc.win_tile))
 
 
 # --- seven pairs (E6) ----------------------------------------------------------------------------------
@@ -453,7 +365,7 @@ def seven_shifted_pairs(a: Arrangement) -> int:
     """连七对: seven distinct consecutive pairs of one suit."""
     kinds = sorted(_pair_kinds(a))
     consecutive = len(kinds) == 7 and kinds[-1] - kinds[0] == 6
-    return int(consecutive and all(is_suited(k) for k in kinds) and _same_suit(*kinds))
+    return int(consecutive and all(is_suited(k) for k in kinds) and same_suit(*kinds))
 
 
 def great_seven_stars(a: Arrangement) -> int:
@@ -471,12 +383,12 @@ def three_dragons_seven_pairs(a: Arrangement) -> int:
 # --- how the hand was completed ----------------------------------------------------------------------
 def concealed_hand(a: Arrangement) -> int:
     """门前清: no 吃/碰/明杠 and won on the opponent's discard (self-drawn is 不求人)."""
-    return int(_is_concealed_hand(a) and not _self_drawn(a))
+    return int(a.concealed_hand and not _self_drawn(a))
 
 
 def fully_concealed_hand(a: Arrangement) -> int:
     """不求人: no 吃/碰/明杠 and self-drawn."""
-    return int(_is_concealed_hand(a) and _self_drawn(a))
+    return int(a.concealed_hand and _self_drawn(a))
 
 
 def melded_hand(a: Arrangement) -> int:

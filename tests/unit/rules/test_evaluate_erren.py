@@ -17,8 +17,10 @@ import pytest
 
 from duelmahjong.rules.catalogue_erren import ERREN, EXCLUSION_SOURCES
 from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.erren_chows import chow_patterns
 from duelmahjong.rules.errors import RulesError
 from duelmahjong.rules.evaluate import evaluate
+from duelmahjong.rules.tiles import parse_tiles
 
 DATA = Path(__file__).parent / "data" / "erren_hands.jsonl"
 CASES: list[dict[str, Any]] = [
@@ -104,3 +106,21 @@ def test_e11_three_wind_pungs_in_exclusion_lists_mean_big_three_winds() -> None:
 
 def test_e16_flower_fans_do_not_count_toward_the_minimum() -> None:
     assert {p.id for p in ERREN if not p.counts_toward_minimum} == FLOWER_FANS
+
+
+@pytest.mark.parametrize(
+    ("chows", "expected"),
+    [
+        ("123m 456m 789m", {"pure_straight": 1}),  # E9: its own chows pair no more
+        ("123m 456m 789m 789m", {"pure_straight": 1, "pure_double_chow": 1}),
+        ("123m 123m 123m 456m", {"pure_triple_chow": 1, "short_straight": 1}),
+        ("123m 123m 456m 456m", {"pure_double_chow": 2, "short_straight": 1}),  # at most n - 1 pairs
+        ("234m 234m 567m 678m", {"pure_double_chow": 1, "short_straight": 1}),  # 678 links nothing
+        ("123m 345m 567m 789m", {"four_pure_shifted_chows": 1}),
+        ("123m 123m 789m 789m", {"pure_double_chow": 2, "two_terminal_chows": 1}),
+        ("123m 567m", {}),
+    ],
+)
+def test_e1_chow_groups_count_once(chows: str, expected: dict[str, int]) -> None:
+    lows = tuple(sorted(parse_tiles(chow)[0] for chow in chows.split()))
+    assert chow_patterns(lows) == expected
