@@ -114,7 +114,8 @@ class Bus:
             reconnects = metrics.counter("nats_reconnects", "total", "NATS reconnections")
 
         async def on_disconnect() -> None:
-            _log.warning("nats disconnected; reconnecting")
+            if not (client.is_closed or client.is_draining):  # our own close() is no loss
+                _log.warning("nats disconnected; reconnecting")
             if connected is not None:
                 connected.set(0)
 

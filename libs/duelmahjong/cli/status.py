@@ -1,0 +1,59 @@
+"""``duel status``: the health of every service of a running stack, one line each.
+
+Addresses come from ``--wallet HOST:PORT``… flags, else ``WALLET_ADDRESS``… variables, else the state
+file ``make run`` writes (``.local/stack.json``). Exit code 0 only if all four services are SERVING.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, service_addresses
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--state-file",
+        type=Path,
+        default=DEFAULT_STATE_FILE,
+        help=f"state file of a stack started by `make run` (default {DEFAULT_STATE_FILE})",
+    )
+    for name in SERVICE_NAMES:
+        parser.add_argument(f"--{name}", metavar="HOST:PORT", help=f"gRPC address of the {name} service")
+    parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for each answer")
+
+
+def check_health(address: str, timeout: float) -> str:
+    """The overall health of the server at ``address``: SERVING, NOT_SERVING, … or UNREACHABLE."""
+    with grpc.insecure_channel(address) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=timeout
+            )
+        except grpc.RpcError as err:
+            code = err.code() if isinstance(err, grpc.Call) else None
+            return (
+                "UNREACHABLE"
+                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                else (f"ERROR ({code.name if code else err})")
+            )
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {name: getattr(args, name) for name in SERVICE_NAMES}
+    addresses = service_addresses(args.state_file, overrides=overrides)
+    if not any(addresses.values()):
+        print(f"no running stack found: start one with `make run` (it writes {args.state_file}),")
+        print("or give addresses with --wallet/--matchmaking/--table/--scoring or WALLET_ADDRESS…")
+    all_serving = True
+    for name in SERVICE_NAMES:
+        address = addresses[name]
+        health = check_health(address, args.timeout) if address else "NO ADDRESS"
+        all_serving = all_serving and health == "SERVING"
+        print(f"{name:<12} {address or '-':<22} {health}")
+    return 0 if all_serving else 1

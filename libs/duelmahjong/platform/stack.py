@@ -1,0 +1,292 @@
+"""``make run``: the whole backend on this machine, from nothing, stopped cleanly on Ctrl-C or SIGTERM.
+
+``python -m duelmahjong.platform.stack`` starts embedded NATS and Postgres (unless ``NATS_URL`` /
+``DATABASE_URL`` name servers of your own; ``DATABASE_URL`` is then an admin URL under which each
+service gets its own database), applies every service's migrations, starts the four services as
+processes (``python -m services.<name>``) on free ports, waits until each is SERVING, prints their
+endpoints and writes them to ``.local/stack.json`` for ``duel status``. Service logs (JSON lines) go
+to ``.local/logs/<service>.log``.
+
+Stopping (Ctrl-C, SIGTERM, or a service dying on its own): SIGTERM to every service (each drains:
+health NOT_SERVING, grace period), SIGKILL to any still alive after the grace, then Postgres and
+NATS stop and the state file is removed. Services also get SIGTERM if this process dies abruptly
+(Linux parent-death signal), so no service outlives the stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ctypes
+import importlib.util
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from duelmahjong.platform import db
+from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.stackfile import SERVICE_NAMES, ServiceEndpoint, StackState, address_variable
+
+HOST = "127.0.0.1"
+READY_WITHIN_SECONDS = 60.0
+STOP_GRACE_SECONDS = 10.0
+_PR_SET_PDEATHSIG = 1
+
+
+class StackError(RuntimeError):
+    """The stack could not be brought up."""
+
+
+def _say(line: str) -> None:
+    print(f"[stack] {line}", flush=True)
+
+
+@dataclass
+class ServiceProcess:
+    name: str
+    grpc_port: int
+    metrics_port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def endpoint(self) -> ServiceEndpoint:
+        return ServiceEndpoint(self.address, f"http://{HOST}:{self.metrics_port}/metrics", self.process.pid)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
+
+
+def available_services(wanted: Sequence[str]) -> list[str]:
+    """The services of ``wanted`` that exist as runnable packages (``services/<name>/__main__.py``)."""
+    found = []
+    for name in wanted:
+        if importlib.util.find_spec(f"services.{name}.__main__") is None:
+            _say(f"WARNING: services/{name}/__main__.py does not exist yet; {name} is not started")
+        else:
+            found.append(name)
+    return found
+
+
+def migrations_dir(service: str) -> Path | None:
+    spec = importlib.util.find_spec(f"services.{service}")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
+    return candidate if candidate.is_dir() else None
+
+
+def _die_with_parent() -> None:
+    # Runs in the child between fork and exec: ask Linux to SIGTERM it when the stack dies.
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass  # not Linux: the stack's own shutdown still stops its services
+
+
+class Stack:
+    """The running local stack; use :meth:`up`, then :meth:`down` (always)."""
+
+    def __init__(self, data_dir: Path, services: Sequence[str], environ: dict[str, str]) -> None:
+        self.data_dir = data_dir
+        self.services = list(services)
+        self.environ = environ
+        self.processes: list[ServiceProcess] = []
+        self._servers = ExitStack()
+        self._logs: list[IO[bytes]] = []
+        self.state_file = data_dir / "stack.json"
+        self.nats_url = ""
+        self.admin_url = ""
+
+    async def up(self) -> StackState:
+        started = time.monotonic()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.nats_url = self.environ.get("NATS_URL") or ""
+        if not self.nats_url:
+            self.nats_url = self._servers.enter_context(EmbeddedNats(self.data_dir / "nats")).url
+            _say(f"nats      {self.nats_url}  (embedded, data in {self.data_dir / 'nats'})")
+        self.admin_url = self.environ.get("DATABASE_URL") or ""
+        if not self.admin_url:
+            self.admin_url = self._servers.enter_context(EmbeddedPostgres(self.data_dir / "postgres")).url
+            _say(f"postgres  {self.admin_url}  (embedded, data in {self.data_dir / 'postgres'})")
+        database_urls = await self._migrate()
+        ports = {name: (free_port(HOST), free_port(HOST)) for name in self.services}
+        secret = self.environ.get("TOKEN_SECRET") or secrets.token_urlsafe(48)
+        common = {
+            **self.environ,
+            "NATS_URL": self.nats_url,
+            "TOKEN_SECRET": secret,
+            "GRPC_HOST": HOST,
+            **{address_variable(name): f"{HOST}:{grpc}" for name, (grpc, _) in ports.items()},
+        }
+        common.pop("DATABASE_URL", None)  # each service gets its own database, or none
+        logs_dir = self.data_dir / "logs"
+        logs_dir.mkdir(exist_ok=True)
+        for name in self.services:
+            grpc_port, metrics_port = ports[name]
+            env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
+            if name in database_urls:
+                env["DATABASE_URL"] = database_urls[name]
+            self.processes.append(self._spawn(name, env, grpc_port, metrics_port, logs_dir / f"{name}.log"))
+        await self._wait_until_serving()
+        state = StackState(
+            services={p.name: p.endpoint for p in self.processes},
+            nats_url=self.nats_url,
+            database_url=self.admin_url,
+            stack_pid=os.getpid(),
+            logs_dir=str(logs_dir),
+        )
+        state.write(self.state_file)
+        _say(f"all {len(self.processes)} services SERVING in {time.monotonic() - started:.1f}s")
+        return state
+
+    async def _migrate(self) -> dict[str, str]:
+        """One database per service that has migrations, created and migrated before it starts."""
+        urls = {}
+        for name in self.services:
+            directory = migrations_dir(name)
+            if directory is None:
+                continue
+            urls[name] = await db.ensure_database(self.admin_url, name)
+            pool = await db.create_pool(urls[name], min_size=1, max_size=1)
+            try:
+                applied = await db.apply_migrations(pool, directory, service=name)
+            finally:
+                await pool.close()
+            _say(f"migrated  {name}: {len(applied)} new migration(s)")
+        return urls
+
+    def _spawn(self, name: str, env: dict[str, str], grpc: int, metrics: int, log: Path) -> ServiceProcess:
+        log_file = log.open("ab")
+        self._logs.append(log_file)
+        process = subprocess.Popen(
+            [sys.executable, "-m", f"services.{name}"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C reaches the stack only; it stops services in order
+            preexec_fn=_die_with_parent,
+        )
+        return ServiceProcess(name, grpc, metrics, process, log)
+
+    async def _wait_until_serving(self) -> None:
+        async def one(service: ServiceProcess) -> None:
+            waiting = asyncio.create_task(
+                wait_until_serving(service.address, within_seconds=READY_WITHIN_SECONDS)
+            )
+            while not waiting.done():
+                if service.process.poll() is not None:
+                    waiting.cancel()
+                    raise StackError(
+                        f"{service.name} exited with code {service.process.returncode} while starting; "
+                        f"its log ({service.log_path}) ends:\n{service.log_tail()}"
+                    )
+                await asyncio.wait({waiting}, timeout=0.2)
+            try:
+                waiting.result()
+            except TimeoutError:
+                raise StackError(
+                    f"{service.name} was not SERVING within {READY_WITHIN_SECONDS:.0f}s; "
+                    f"its log ends:\n{service.log_tail()}"
+                ) from None
+
+        await asyncio.gather(*(one(service) for service in self.processes))
+
+    def print_endpoints(self) -> None:
+        width = max(len(p.name) for p in self.processes) if self.processes else 0
+        for service in self.processes:
+            _say(f"{service.name:<{width}}  grpc {service.address:<16} metrics {service.endpoint.metrics}")
+        _say(f"logs in {self.data_dir / 'logs'}; state in {self.state_file}")
+        _say("check with `.venv/bin/duel status`; stop with Ctrl-C")
+
+    def exited(self) -> ServiceProcess | None:
+        """A service that stopped on its own, if any."""
+        return next((p for p in self.processes if p.process.poll() is not None), None)
+
+    def down(self) -> None:
+        """Stop everything this stack started; safe to call more than once and after a failed ``up``."""
+        self.state_file.unlink(missing_ok=True)
+        for service in self.processes:
+            if service.process.poll() is None:
+                service.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for service in self.processes:
+            try:
+                service.process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _say(f"{service.name} did not stop within {STOP_GRACE_SECONDS:.0f}s; killing it")
+                service.process.kill()
+                service.process.wait(5)
+        self.processes.clear()
+        for log_file in self._logs:
+            log_file.close()
+        self._logs.clear()
+        self._servers.close()
+
+
+async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    stack = Stack(data_dir, available_services(services), dict(os.environ))
+    code = 0
+    try:
+        await stack.up()
+        stack.print_endpoints()
+        while not stop.is_set():
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=0.5)
+            except TimeoutError:
+                dead = stack.exited()
+                if dead is not None:
+                    _say(f"{dead.name} exited with code {dead.process.returncode}; stopping the stack")
+                    _say(f"its log ends:\n{dead.log_tail()}")
+                    code = 1
+                    break
+        _say("stopping")
+    except StackError as err:
+        _say(f"ERROR: {err}")
+        code = 1
+    finally:
+        stack.down()
+        _say("stopped; nothing left running")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m duelmahjong.platform.stack", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(".local"), help="data, logs and state (default .local)"
+    )
+    parser.add_argument(
+        "--services",
+        default=",".join(SERVICE_NAMES),
+        help="comma-separated services to run (default: all four)",
+    )
+    args = parser.parse_args(argv)
+    services = [name.strip() for name in args.services.split(",") if name.strip()]
+    unknown = sorted(set(services) - set(SERVICE_NAMES))
+    if unknown:
+        parser.error(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(SERVICE_NAMES)}")
+    return asyncio.run(run_stack(args.data_dir.resolve(), services))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
