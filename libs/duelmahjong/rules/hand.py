@@ -76,8 +76,9 @@ class Meld:
             if not (0 <= first < 27 and first % 9 <= 6 and tiles == (first, first + 1, first + 2)):
                 raise InvalidHandError(f"a chi is three consecutive tiles of one suit, not {text}")
         elif len(tiles) != _MELD_SIZE[self.kind] or len(set(tiles)) != 1:
+            name = {"pong": "a pong", "exposed_kong": "an exposed kong"}.get(self.kind, f"a {self.kind}")
             shape = "three" if self.kind == "pong" else "four"
-            raise InvalidHandError(f"a {self.kind.replace('_', ' ')} is {shape} identical tiles, not {text}")
+            raise InvalidHandError(f"{name.replace('_', ' ')} is {shape} identical tiles, not {text}")
 
     @classmethod
     def parse(cls, text: str) -> Meld:
