@@ -1,0 +1,185 @@
+"""The platform's pure parts: config, tokens, error statuses, logs, event subjects, the stack file."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import grpc
+import pytest
+
+from duelmahjong.platform import auth, errors, subjects
+from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
+from duelmahjong.platform.logging import configure_logging, get_logger, log_context
+from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
+from duelmahjong.v1 import events_pb2
+
+SECRET = "k" * 40
+BASE_ENV = {"TOKEN_SECRET": SECRET, "NATS_URL": "nats://127.0.0.1:1"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableLikeConfig(ServiceConfig):
+    service_name: str = setting("tablelike", help="name")
+    capacity: int = setting(10, help="tables at most")
+    draining: bool = setting(False, help="refuse new tables")
+    rooms: tuple[str, ...] = setting((), help="rooms served")
+
+    def validate(self) -> list[str]:
+        problems = super().validate()
+        if self.capacity < 1:
+            problems.append("CAPACITY must be at least 1")
+        return problems
+
+
+def test_config_reads_typed_values_from_the_environment() -> None:
+    config = TableLikeConfig.from_env({**BASE_ENV, "CAPACITY": "7", "DRAINING": "yes", "ROOMS": "a, b"})
+    assert (config.capacity, config.draining, config.rooms) == (7, True, ("a", "b"))
+    assert config.service_name == "tablelike"
+
+
+def test_config_lists_every_problem_at_once() -> None:
+    with pytest.raises(ConfigError) as err:
+        TableLikeConfig.from_env({"CAPACITY": "many", "DRAINING": "perhaps"})
+    text = str(err.value)
+    assert "CAPACITY='many' is not an integer" in text
+    assert "DRAINING='perhaps' is not a boolean" in text
+    assert "TOKEN_SECRET is required" in text
+
+
+def test_config_validation_fails_fast_with_a_readable_message() -> None:
+    with pytest.raises(ConfigError) as err:
+        TableLikeConfig.from_env({**BASE_ENV, "CAPACITY": "0", "GRPC_PORT": "70000", "TOKEN_SECRET": "short"})
+    assert err.value.problems == [
+        "GRPC_PORT=70000 is outside 0..65535",
+        "TOKEN_SECRET must be at least 32 bytes long",
+        "CAPACITY must be at least 1",
+    ]
+
+
+def test_config_is_frozen_and_keeps_the_secret_out_of_its_repr() -> None:
+    config = ServiceConfig.from_env(BASE_ENV)
+    assert SECRET not in repr(config)
+    with pytest.raises(AttributeError):
+        config.grpc_port = 1  # type: ignore[misc]
+
+
+def test_a_service_that_needs_nats_refuses_to_start_without_it() -> None:
+    with pytest.raises(ConfigError, match="NATS_URL is required"):
+        ServiceConfig.from_env({"TOKEN_SECRET": SECRET})
+
+
+def test_settings_table_documents_every_variable() -> None:
+    names = [row[0] for row in ServiceConfig.settings_table()]
+    assert names[:3] == ["SERVICE_NAME", "GRPC_HOST", "GRPC_PORT"]
+    assert "TOKEN_SECRET" in names
+
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+def test_a_token_round_trips_its_principal() -> None:
+    token = auth.issue_token(SECRET, player_id="p-9", role=auth.Role.ADMIN, session_id="s-1", now=T0)
+    principal = auth.verify_token(SECRET, token, now=T0 + timedelta(hours=1))
+    assert principal == auth.Principal("p-9", auth.Role.ADMIN, "s-1", T0 + auth.DEFAULT_TTL)
+
+
+@pytest.mark.parametrize(
+    ("mangle", "reason"),
+    [
+        (lambda t: auth.issue_token("z" * 40, player_id="p", now=T0), "signature"),
+        (lambda t: t[:-3] + ("AAA" if not t.endswith("AAA") else "BBB"), "signature"),
+        (lambda t: "garbage", "not valid"),
+    ],
+)
+def test_forged_or_garbled_tokens_are_refused(mangle: object, reason: str) -> None:
+    token = auth.issue_token(SECRET, player_id="p", now=T0)
+    with pytest.raises(auth.InvalidToken, match=reason):
+        auth.verify_token(SECRET, mangle(token), now=T0)  # type: ignore[operator]
+
+
+def test_token_metadata_must_be_a_bearer_token() -> None:
+    assert auth.token_from_metadata(auth.bearer_metadata("abc")) == "abc"
+    with pytest.raises(auth.InvalidToken, match="Bearer"):
+        auth.token_from_metadata((("authorization", "Basic abc"),))
+    with pytest.raises(auth.InvalidToken, match="needs a session token"):
+        auth.token_from_metadata(())
+
+
+def test_require_role_denies_other_roles() -> None:
+    player = auth.Principal("p-1", auth.Role.PLAYER, "s", T0)
+    token = auth.bind_principal(player)
+    try:
+        assert auth.require_role(auth.Role.PLAYER) == player
+        with pytest.raises(errors.PermissionDenied, match="needs role admin"):
+            auth.require_role(auth.Role.ADMIN)
+    finally:
+        auth.reset_principal(token)
+    with pytest.raises(errors.Unauthenticated):
+        auth.current_principal()
+
+
+def test_every_domain_error_names_a_real_grpc_status_and_never_unknown() -> None:
+    classes = [errors.DomainError, *_subclasses(errors.DomainError)]
+    for cls in classes:
+        code = grpc.StatusCode[cls.status]
+        assert code not in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.OK, grpc.StatusCode.INTERNAL), cls
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def test_log_lines_are_json_with_ids_and_the_exception() -> None:
+    out = io.StringIO()
+    configure_logging("wallet", "INFO", stream=out)
+    try:
+        with log_context(request_id="r-1", table_id="t-2"):
+            try:
+                raise ValueError("boom")
+            except ValueError:
+                get_logger("core").exception("settle failed", extra={"fields": {"hand_id": "h-3"}})
+        get_logger("core").info("after")
+    finally:
+        logging.getLogger("duel").handlers.clear()
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert (first["request_id"], first["table_id"], first["hand_id"]) == ("r-1", "t-2", "h-3")
+    assert "ValueError: boom" in first["exc"]
+    assert "request_id" not in second  # the context ended with the block
+
+
+def test_every_event_of_the_contract_has_a_subject() -> None:
+    events = {
+        name
+        for name, message in events_pb2.DESCRIPTOR.message_types_by_name.items()
+        if "envelope" in message.fields_by_name
+    }
+    # The table's write-ahead log goes to a per-table subject (table_log_subject), not a fixed one.
+    assert set(subjects.SUBJECT_OF_EVENT) == events - {"TableEventAppended"}
+    streams = [subjects.TABLE_STREAM, subjects.SCORING_STREAM, subjects.WALLET_STREAM]
+    for subject in subjects.SUBJECT_OF_EVENT.values():
+        assert any(subject.startswith(s.subjects[0][:-1]) for s in streams), subject
+    with pytest.raises(ValueError):
+        subjects.table_log_subject("t.1")
+
+
+def test_service_addresses_prefer_flags_then_environment_then_the_state_file(tmp_path: Path) -> None:
+    state_file = tmp_path / "stack.json"
+    StackState(
+        services={
+            "wallet": ServiceEndpoint("127.0.0.1:1", "m"),
+            "table": ServiceEndpoint("127.0.0.1:3", "m"),
+        }
+    ).write(state_file)
+    addresses = service_addresses(
+        state_file, overrides={"wallet": "w:9"}, environ={"TABLE_ADDRESS": "t:9", "WALLET_ADDRESS": "x:1"}
+    )
+    assert addresses == {"wallet": "w:9", "matchmaking": None, "table": "t:9", "scoring": None}
+    assert service_addresses(tmp_path / "none.json", environ={})["wallet"] is None
