@@ -82,13 +82,13 @@ ERREN = Catalogue(
         # 88
         _row("big_four_winds", "大四喜", 88, p.big_four_winds, requires=["four_pungs", "winds"],
              seed=["big_three_winds", "all_pungs", "terminal_honor_pung"],
-             gb=["prevalent_wind", "seat_wind"],
+             gb=["prevalent_wind", "seat_wind", "big_three_winds", "all_pungs", "terminal_honor_pung"],
              implied=["little_four_winds", "little_three_winds"]),
         _row("big_three_dragons", "大三元", 88, p.big_three_dragons, requires=["three_pungs", "dragons"],
              seed=["dragon_pung", "two_dragon_pungs"], gb=["dragon_pung", "two_dragon_pungs"]),
         _row("nine_gates", "九莲宝灯", 88, p.nine_gates, requires=["concealed", "no_honors"],  # E10
              seed=["full_flush", "fully_concealed_hand", "concealed_hand", "terminal_honor_pung"],
-             gb=["full_flush", "fully_concealed_hand", "concealed_hand", "terminal_honor_pung"]),
+             gb=["full_flush", "concealed_hand", "terminal_honor_pung"]),
         _row("four_kongs", "四杠", 88, p.four_kongs, requires=["four_pungs", "kong"],
              seed=["three_kongs", "two_concealed_kongs", "two_melded_kongs", "melded_kong",
                    "concealed_kong", "single_wait"],
@@ -102,40 +102,43 @@ ERREN = Catalogue(
              implied=["all_terminals_and_honors"]),  # E6: 字一色 may score on seven pairs
         # 64
         _row("little_four_winds", "小四喜", 64, p.little_four_winds, requires=["three_pungs", "winds"],
-             seed=["big_three_winds", "terminal_honor_pung"], gb=["big_three_winds"],
+             seed=["big_three_winds", "terminal_honor_pung"], gb=["big_three_winds", "terminal_honor_pung"],
              decided=["little_three_winds"]),  # E11
         _row("little_three_dragons", "小三元", 64, p.little_three_dragons, requires=["two_pungs", "dragons"],
              seed=["dragon_pung", "two_dragon_pungs"],  # E4: its "示意图" line is the exclusion list
              gb=["dragon_pung", "two_dragon_pungs"]),
         _row("all_honors", "字一色", 64, p.all_honors, requires=["honors"],
              seed=["all_pungs", "all_terminals_and_honors", "outside_hand", "terminal_honor_pung"],
-             gb=["all_pungs"]),
+             gb=["all_pungs", "all_terminals_and_honors", "outside_hand", "terminal_honor_pung"]),
         _row("four_concealed_pungs", "四暗刻", 64, p.four_concealed_pungs, requires=["four_pungs"],
              seed=["concealed_hand", "all_pungs", "three_concealed_pungs", "two_concealed_pungs",
                    "fully_concealed_hand"],
-             gb=["concealed_hand", "all_pungs"]),
+             gb=["concealed_hand", "all_pungs", "three_concealed_pungs", "two_concealed_pungs",
+                 "fully_concealed_hand"]),
         _row("twin_edge_sequences", "双龙会", 64, p.twin_edge_sequences, requires=["four_chows"],
              seed=["all_chows", "seven_pairs", "full_flush", "pure_double_chow", "two_terminal_chows"],
-             gb=["all_chows", "seven_pairs", "full_flush"]),
+             gb=["all_chows", "seven_pairs", "full_flush", "pure_double_chow", "two_terminal_chows"]),
         # 48
         _row("quadruple_chow", "四同顺", 48, p.quadruple_chow, requires=["four_chows"],
              seed=["pure_shifted_pungs", "pure_double_chow", "tile_hog", "pure_triple_chow", "seven_pairs"],
-             gb=["pure_shifted_pungs", "pure_double_chow", "tile_hog"]),
+             gb=["pure_shifted_pungs", "pure_double_chow", "tile_hog", "pure_triple_chow", "seven_pairs"]),
         _row("four_pure_shifted_pungs", "四节高", 48, p.four_pure_shifted_pungs, requires=["four_pungs"],
              seed=["pure_triple_chow", "pure_shifted_pungs", "all_pungs"],
-             gb=["pure_triple_chow", "all_pungs"]),
+             gb=["pure_triple_chow", "all_pungs", "pure_shifted_pungs"]),
         _row("four_winds_seven_pairs", "四喜七对", 48, p.four_winds_seven_pairs, requires=["seven_pairs"],
              decided=["seven_pairs"], implied=_SEVEN_PAIRS_EXCLUDES),  # E6
         _row("three_dragons_seven_pairs", "三元七对", 48, p.three_dragons_seven_pairs,
              requires=["seven_pairs"], decided=["seven_pairs"], implied=_SEVEN_PAIRS_EXCLUDES),  # E6
         # 32
         _row("four_pure_shifted_chows", "四步高", 32, p.four_pure_shifted_chows, requires=["four_chows"],
-             seed=["pure_shifted_chows"], gb=["short_straight", "two_terminal_chows"]),
+             seed=["pure_shifted_chows"], gb=["pure_shifted_chows", "short_straight", "two_terminal_chows"]),
         _row("three_kongs", "三杠", 32, p.three_kongs, requires=["three_pungs", "kong"],  # E3
-             seed=["two_melded_kongs", "two_concealed_kongs", "melded_kong", "concealed_kong"]),
+             seed=["two_melded_kongs", "two_concealed_kongs", "melded_kong", "concealed_kong"],
+             gb=["two_melded_kongs", "two_concealed_kongs", "melded_kong", "concealed_kong"]),
         _row("all_terminals_and_honors", "混幺九", 32, p.all_terminals_and_honors,
              requires=["terminals_or_honors"],
-             seed=["all_pungs", "terminal_honor_pung", "outside_hand"], gb=["all_pungs"]),
+             seed=["all_pungs", "terminal_honor_pung", "outside_hand"],
+             gb=["all_pungs", "terminal_honor_pung", "outside_hand"]),
         # 24
         _row("seven_pairs", "七对子", 24, p.seven_pairs, requires=["seven_pairs"],
              gb=_SEVEN_PAIRS_EXCLUDES, decided=_SEVEN_PAIRS_EXCLUDES),  # E6
@@ -170,7 +173,8 @@ ERREN = Catalogue(
         _row("melded_hand", "全求人", 6, p.melded_hand, requires=["open"],
              seed=["single_wait"], gb=["single_wait"]),
         _row("two_concealed_kongs", "双暗杠", 6, p.two_concealed_kongs, requires=["two_pungs", "kong"],
-             seed=["two_concealed_pungs"], implied=["concealed_kong"]),  # E12: no 暗杠 ×2 on top
+             seed=["two_concealed_pungs"], gb=["two_concealed_pungs", "concealed_kong"],
+             implied=["concealed_kong"]),  # E12: no 暗杠 ×2 on top
         _row("two_dragon_pungs", "双箭刻", 6, p.two_dragon_pungs, requires=["two_pungs", "dragons"],
              seed=["dragon_pung"], gb=["dragon_pung"]),
         # 4
