@@ -1,0 +1,247 @@
+"""Settlement over real NATS JetStream into real Postgres: concurrency and exactly-once.
+
+Each test gets private copies of the event streams (a namespace), so the durable consumers see only
+the events the test publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+import pytest_asyncio
+from google.protobuf.message import Message
+
+from duelmahjong.platform import db, subjects
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.v1 import events_pb2, rules_pb2
+from services.wallet.commands import Grant
+from services.wallet.events import SOURCES, Namespace, SettlementConsumer
+from services.wallet.main import MIGRATIONS
+from services.wallet.store import WalletStore
+
+pytestmark = pytest.mark.integration
+
+SUBJECT_OF = {source.message: source.subject for source in SOURCES}
+
+
+@dataclass
+class Wallet:
+    store: WalletStore
+    namespace: Namespace
+    nats_url: str
+
+    def consumer(self, bus: Bus, **options: object) -> SettlementConsumer:
+        return SettlementConsumer(
+            bus,
+            self.store,
+            ServiceMetrics("wallet"),
+            namespace=self.namespace,
+            **options,  # type: ignore[arg-type]
+        )
+
+    async def publish(self, bus: Bus, event: Message, *, copy: int = 0) -> None:
+        event_id = event.envelope.event_id  # type: ignore[attr-defined]
+        # A copy under another message id is a true redelivery: JetStream's duplicate window keeps it.
+        msg_id = event_id if copy == 0 else f"{event_id}#copy{copy}"
+        await bus.publish(
+            self.namespace.subject(SUBJECT_OF[type(event)]), event.SerializeToString(), msg_id=msg_id
+        )
+
+    async def players(self, count: int, prestige: int) -> list[str]:
+        ids = [f"p{n:02d}" for n in range(count)]
+        for player_id in ids:
+            await self.store.create_player(player_id, player_id)
+            grant = Grant(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
+            await self.store.execute(grant, record_rejection=False)
+        return ids
+
+
+@pytest_asyncio.fixture
+async def wallet(
+    database_url: str, nats_server_url: str, unique_name: Callable[[str], str]
+) -> AsyncIterator[Wallet]:
+    pool = await db.create_pool(database_url, max_size=10)
+    await db.apply_migrations(pool, MIGRATIONS, service="wallet")
+    yield Wallet(WalletStore(pool), Namespace(unique_name("w").lower()), nats_server_url)
+    await pool.close()
+
+
+def envelope(event_id: str) -> events_pb2.EventEnvelope:
+    return events_pb2.EventEnvelope(event_id=event_id, producer="test")
+
+
+def hand_scored(hand_id: str, payer: str, payee: str, stake: int) -> events_pb2.HandScored:
+    transfer = rules_pb2.Transfer(from_player_id=payer, to_player_id=payee, amount=stake)
+    return events_pb2.HandScored(
+        envelope=envelope(f"scored-{hand_id}"),
+        table_id="t1",
+        hand_id=hand_id,
+        settlement=rules_pb2.Settlement(hand_id=hand_id, fan_amount=stake, transfer=transfer),
+    )
+
+
+def fee_charged(hand_id: str, player: str, amount: int) -> events_pb2.FeeCharged:
+    return events_pb2.FeeCharged(
+        envelope=envelope(f"fee-{hand_id}-{player}"),
+        table_id="t1",
+        hand_id=hand_id,
+        player_id=player,
+        amount=amount,
+    )
+
+
+async def drained(bus: Bus, consumer: SettlementConsumer) -> bool:
+    """True once every durable of ``consumer`` has nothing pending and nothing awaiting an ack."""
+    for source in consumer.sources:
+        spec = consumer.consumer_spec(source)
+        info = await bus.js.consumer_info(spec.stream, spec.durable)
+        if info.num_pending or info.num_ack_pending:
+            return False
+    return True
+
+
+async def run_until_drained(bus: Bus, consumer: SettlementConsumer, *, within: float) -> None:
+    stop = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stop))
+    try:
+        async with asyncio.timeout(within):
+            await consumer.declare()
+            for _poll in itertools.count():  # polls JetStream's own counters, nothing to wait on
+                if task.done() or await drained(bus, consumer):
+                    break
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await task  # raises whatever killed the consumer
+
+
+@pytest.mark.asyncio
+async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet: Wallet, bus: Bus) -> None:
+    players = await wallet.players(50, 5_000)
+    rng = random.Random(20261130)
+    events: list[Message] = []
+    for n in range(2_000):
+        payer, payee = rng.sample(players, 2)
+        if n % 5 == 4:  # a fifth are room fees: the house accounts move too
+            events.append(fee_charged(f"h{n}", payer, rng.randint(1, 50)))
+        else:  # stakes large enough that carries (here: whole balances) often cap them (H1)
+            events.append(hand_scored(f"h{n}", payer, payee, rng.randint(1, 3_000)))
+    consumer = wallet.consumer(bus, workers=8, ack_wait_seconds=30.0)
+    await consumer.declare()  # the streams and durables exist before anything is published
+    for chunk in range(0, len(events), 200):
+        await asyncio.gather(*(wallet.publish(bus, event) for event in events[chunk : chunk + 200]))
+    await run_until_drained(bus, consumer, within=90)
+
+    pool = wallet.store._pool
+    applied = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind IN ('hand', 'charge')")
+    assert applied == 2_000
+    assert await wallet.store.audit() == []  # each balance = its replayed entries; total 0; all balanced
+    in_circulation = await pool.fetchval(
+        "SELECT sum(balance) FROM wallet.accounts WHERE house IS DISTINCT FROM 'grants'"
+    )
+    assert in_circulation == 50 * 5_000  # the grand total of players + house never changed
+    assert await pool.fetchval("SELECT min(balance) FROM wallet.accounts WHERE player_id IS NOT NULL") >= 0
+
+
+class Killed(BaseException):
+    """The consumer process dies here: no ack, no nak (a BaseException passes the bus's handler)."""
+
+
+@pytest.mark.asyncio
+async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ack_applies_once(
+    wallet: Wallet, bus: Bus
+) -> None:
+    players = await wallet.players(8, 100_000)  # rich enough that no cap binds: the result is order-free
+    for player_id in players:
+        items = Grant(
+            f"items:{player_id}", player=player_id, items=(("graft_blossoms", 2),), grant_reason="test"
+        )
+        await wallet.store.execute(items, record_rejection=False)
+    rng = random.Random(7)
+    expected = dict.fromkeys(players, 100_000)
+    events: list[Message] = []
+    for n in range(24):
+        payer, payee = rng.sample(players, 2)
+        stake = rng.randint(1, 500)
+        events.append(hand_scored(f"h{n}", payer, payee, stake))
+        expected[payer] -= stake
+        expected[payee] += stake
+        fee = rng.randint(1, 20)
+        events.append(fee_charged(f"h{n}", payer, fee))
+        expected[payer] -= fee
+    for n, player_id in enumerate(players):
+        events.append(
+            events_pb2.GuessResolved(
+                envelope=envelope(f"guess-g{n}"),
+                hand_id=f"g{n}",
+                player_id=player_id,
+                won=n % 2 == 0,
+                payout_multiplier=3 if n % 2 == 0 else 0,
+                stake=100,
+            )
+        )
+        expected[player_id] += 300 if n % 2 == 0 else -100
+        events.append(
+            events_pb2.ItemUsed(
+                envelope=envelope(f"item-{n}"),
+                table_id="t1",
+                sequence=n,
+                player_id=player_id,
+                item=rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS,
+            )
+        )
+        escaper, opponent = player_id, players[(n + 1) % len(players)]
+        events.append(
+            events_pb2.EscapePenalty(
+                envelope=envelope(f"escape-e{n}"),
+                hand_id=f"e{n}",
+                escaper_player_id=escaper,
+                opponent_player_id=opponent,
+                amount=640,
+            )
+        )
+        expected[escaper] -= 640
+        expected[opponent] += 640
+    await wallet.consumer(bus, workers=1, ack_wait_seconds=1.0).declare()
+    deliveries = [(event, copy) for event in events for copy in range(3)]
+    rng.shuffle(deliveries)
+    for event, copy in deliveries:
+        await wallet.publish(bus, event, copy=copy)
+
+    kills = 0
+
+    async def crash_sometimes(point: str, key: str) -> None:
+        nonlocal kills
+        if kills < 10 and rng.random() < 0.08:
+            kills += 1
+            raise Killed(f"killed after {point} of {key}")
+
+    restarts = 0
+    while True:
+        process_bus = await Bus.connect(wallet.nats_url, name=f"wallet-{restarts}")  # a fresh process
+        consumer = wallet.consumer(process_bus, workers=4, ack_wait_seconds=1.0, checkpoint=crash_sometimes)
+        try:
+            await run_until_drained(bus, consumer, within=60)
+            break
+        except Killed:
+            restarts += 1
+        finally:
+            await process_bus.client.close()
+    assert restarts >= 3  # the consumer really died several times (two workers may die together)
+
+    for player_id in players:
+        assert (await wallet.store.balance(player_id))[0] == expected[player_id]
+        assert await wallet.store.inventory(player_id) == {"graft_blossoms": 1}
+    pool = wallet.store._pool
+    keys = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind NOT IN ('grant')")
+    assert keys == len(events)
+    assert await wallet.store.audit() == []
+    # Republished outcomes reuse their message id, so the output stream holds one per event.
+    stream = wallet.namespace.stream(subjects.WALLET_STREAM).name
+    assert (await bus.js.stream_info(stream)).state.messages == len(events)
