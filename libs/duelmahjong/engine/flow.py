@@ -8,178 +8,32 @@ are written into the events.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
+from duelmahjong.engine.dealing import deal
+from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement, end_hand, exhaust
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.legal import claim_actions, hand_waits, legal_actions, unseen_kinds, win_allowed
+from duelmahjong.engine.legal import claim_actions, hand_waits, legal_actions, win_allowed
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
 from duelmahjong.engine.state import (
     CLAIM,
     DOUBLING,
     EXCHANGE,
     EXTRA_DRAW,
-    FROM_FLOWER,
     FROM_KONG,
     FROM_POOL,
-    FROM_WALL,
     ROB_KONG,
     TURN,
     TableState,
 )
 from duelmahjong.engine.swaps import give_for_unseen
-from duelmahjong.engine.wall import HandTiles, derived_random, shuffle_hand
-from duelmahjong.rules.tiles import format_tiles, tiles_of
+from duelmahjong.engine.wall import derived_random
+from duelmahjong.rules.tiles import tiles_of
 
 if TYPE_CHECKING:
     from duelmahjong.engine.table import Table
-
-EXTRA_DRAWS = 3  # T9
-
-
-# --- starting a hand ---------------------------------------------------------------------------------------
-def start_hand(
-    table: Table, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
-) -> None:
-    state = table.state
-    settings = state.settings
-    tiles = stacked or shuffle_hand(
-        settings.profile,
-        seed,
-        bonus_count=settings.bonus_tile_count,
-        task_multiplier=settings.task_multiplier,
-    )
-    previous = state.results[-1] if state.results else None
-    if previous is None:
-        dealer, passes = tiles.first_dealer, 0  # T1: first hand random
-    else:
-        winner = previous.get("winner", -1)
-        dealer = winner if winner >= 0 else previous["dealer"]  # T1: winner deals, a draw keeps the dealer
-        passes = previous["dealer_passes"] + (dealer != previous["dealer"])
-    public: dict[str, Any] = {
-        "hand_number": state.hand_number + 1,
-        "dealer": dealer,
-        "dealer_passes": passes,
-        "round_wind": (passes // 2) % 4,  # E17: a full pass of the deal through both players
-        "progressive": 2**state.hand_number if settings.is_duel else 1,  # T7
-        "items": [dict(items[0]), dict(items[1])],
-    }
-    if tiles.bonus:
-        public["bonus"] = tiles.bonus
-    if tiles.task:
-        public["task"] = tiles.task
-    table.emit(
-        Event("hand_started", public=public, server={"seed": seed, "wall": tiles.wall, "pool": tiles.pool})
-    )
-    if settings.is_duel:
-        deal(table)
-
-
-def deal(table: Table) -> None:
-    """Dealer 14, non-dealer 13 from the head of the wall, then 补花 (erren) dealer first."""
-    state = table.state
-    dealer = state.dealer
-    for seat, size in ((dealer, 14), (1 - dealer, 13)):
-        dealt = state.wall[state.head : state.head + size]
-        hand = tuple(sorted(t for t in dealt if t < 34))
-        flowers = tuple(t for t in dealt if t >= 34)
-        public: dict[str, Any] = {"count": size}
-        if flowers:
-            public["flowers"] = flowers
-        table.emit(Event("dealt", seat, public=public, private={"tiles": hand}))
-    for seat in (dealer, 1 - dealer):
-        for _ in range(len(state.flowers[seat])):
-            _draw_replacement(table, seat, FROM_FLOWER)
-
-
-# --- drawing -------------------------------------------------------------------------------------------
-def _draw_event(state: TableState, seat: int, source: str) -> Event:
-    if source == FROM_WALL:
-        tile = state.wall[state.head]
-    elif source == FROM_POOL:
-        tile = state.pool[0]
-    else:
-        tile = state.wall[state.tail - 1]
-    if tile >= 34:  # flowers are shown at once (补花)
-        return Event("drew", seat, public={"source": source, "tile": tile})
-    return Event("drew", seat, public={"source": source}, private={"tile": tile})
-
-
-def _draw_replacement(table: Table, seat: int, source: str) -> bool:
-    """Draw from the end of the wall (kong or flower replacement, T2); False if the wall is empty."""
-    state = table.state
-    while True:
-        if state.wall_remaining == 0:
-            return False
-        event = _draw_event(state, seat, source)
-        table.emit(event)
-        if event.public and "tile" in event.public:  # a flower: replace it too
-            source = FROM_FLOWER
-            continue
-        return True
-
-
-def draw_for(table: Table, seat: int) -> None:
-    """The seat's next draw from the wall (flowers replaced), or exhaustion if the wall is empty (T9)."""
-    state = table.state
-    if state.wall_remaining == 0:
-        exhaust(table)
-        return
-    event = _draw_event(state, seat, FROM_WALL)
-    table.emit(event)
-    if event.public and "tile" in event.public and not _draw_replacement(table, seat, FROM_FLOWER):
-        exhaust(table)
-        return
-    _maybe_offer(table, seat)
-
-
-def _maybe_offer(table: Table, seat: int) -> None:
-    """T5: after a draw, with the room's probabilities, a triplet offer or 搓牌 (duel, not when ready)."""
-    state = table.state
-    settings = state.settings
-    p_triplet, p_rub = settings.triplet_offer_probability, settings.rub_offer_probability
-    if not settings.is_duel or state.ready[seat] or (p_triplet <= 0 and p_rub <= 0):
-        return
-    rng = derived_random(state.seed, state.rng_counter)
-    roll = rng.random()
-    if roll < p_triplet:
-        unseen = state.wall[state.head : state.tail] + state.pool
-        triplets = [k for k in range(34) if unseen.count(k) >= 3]
-        if triplets:
-            table.emit(
-                Event("offered", seat, public={"offer": "triplet"}, private={"tile": rng.choice(triplets)})
-            )
-            return
-    elif roll < p_triplet + p_rub and unseen_kinds(state):
-        table.emit(Event("offered", seat, public={"offer": "rub"}))
-        return
-    # Nothing offered: still advance the counter so the next roll differs.
-    table.emit(Event("offered", seat, public={"offer": ""}))
-
-
-def exhaust(table: Table) -> None:
-    """T9: erren → drawn hand; duel → the ready player (the first ready if both) draws up to 3 extra."""
-    state = table.state
-    if not state.settings.is_duel:
-        table.emit(Event("exhausted", public={"ready": [False, False]}))
-        end_hand(table, outcome="drawn")
-        return
-    ready = [bool(hand_waits(state, seat)) for seat in (0, 1)]
-    public: dict[str, Any] = {"ready": ready}
-    if any(ready):
-        if all(ready):
-            # Both ready: the one who became ready first draws; -1 (never recorded) counts as last.
-            since = [s if s >= 0 else 1 << 30 for s in state.tenpai_since]
-            first = 0 if since[0] <= since[1] else 1
-        else:
-            first = ready.index(True)
-        public["extra_seat"] = first
-        public["extra_draws"] = min(EXTRA_DRAWS, len(state.pool))
-    table.emit(Event("exhausted", public=public))
-    if not any(ready) or not public["extra_draws"]:
-        end_hand(table, outcome="drawn")
 
 
 # --- performing an action ---------------------------------------------------------------------------------
@@ -322,7 +176,7 @@ def _kong(table: Table, action: Action) -> None:
 
 
 def _after_kong(table: Table, seat: int) -> None:
-    if not _draw_replacement(table, seat, FROM_KONG):
+    if not draw_replacement(table, seat, FROM_KONG):
         exhaust(table)
 
 
@@ -396,7 +250,7 @@ def advance(table: Table) -> None:
                     return
                 table.emit(Event("thrown_away", seat, public={"tile": state.last_draw}))
             elif state.extra_draws_left > 0 and state.pool:
-                table.emit(_draw_event(state, seat, FROM_POOL))
+                table.emit(draw_event(state, seat, FROM_POOL))
             else:
                 end_hand(table, outcome="drawn")
         else:
@@ -405,42 +259,6 @@ def advance(table: Table) -> None:
 
 def _tenpai(state: TableState) -> dict[str, Any] | None:
     return {"tenpai": True} if state.settings.is_duel else None
-
-
-# --- the end of a hand ------------------------------------------------------------------------------------
-def end_hand(
-    table: Table, *, outcome: str, escaper: int = -1, guess: Mapping[str, Any] | None = None
-) -> None:
-    state = table.state
-    win = state.win if outcome == "win" else None
-    winner = state.winner if win else -1
-    result: dict[str, Any] = {
-        "hand": state.hand_number,
-        "outcome": outcome,
-        "dealer": state.dealer,
-        "dealer_passes": 0,
-        "winner": winner,
-        "loser": 1 - winner if winner >= 0 else -1,
-        "escaper": escaper,
-        "negotiated": state.settings.negotiated_multiplier,
-        "progressive": state.progressive,
-        "hands": [format_tiles(tiles_of(state.hands[seat])) for seat in (0, 1)],
-    }
-    started = next(e for e in reversed(table.events) if e.kind == "hand_started")
-    result["dealer_passes"] = (started.public or {})["dealer_passes"]
-    if win:
-        result["self_drawn"] = win["self_drawn"]
-        result["description"] = win["description"]
-        result["evaluation"] = win["evaluation"]
-    if not state.settings.is_duel:
-        result["doubling"] = [bool(choice) for choice in state.doubling]
-        result["win_doublings"] = state.win_doublings[winner] if winner >= 0 else 0
-        result["task"] = state.task
-        result["task_completed"] = bool(win and win["task_completed"])
-        result["exchange_fees"] = [max(0, n - 1) for n in state.exchange_counts]
-    if guess:
-        result["guess"] = dict(guess)
-    table.emit(Event("hand_ended", public={"result": result}))
 
 
 _PERFORMERS = {

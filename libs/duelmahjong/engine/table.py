@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from duelmahjong.engine import actions as A
-from duelmahjong.engine import flow
+from duelmahjong.engine import dealing, flow
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError
 from duelmahjong.engine.events import Event
@@ -124,8 +124,10 @@ class Table:
             )
         if not self.events:
             raise IllegalActionError("the table has not been opened: create it with its room settings")
+        counts = items or ({}, {})
+        dealing.check_qiankun(self.settings, counts, frozenset(qiankun))
         start = len(self.events)
-        flow.start_hand(self, seed, items or ({}, {}), frozenset(qiankun), stacked)
+        dealing.start_hand(self, seed, counts, frozenset(qiankun), stacked)
         return self.events[start:]
 
     def apply(self, action: Action) -> list[Event]:

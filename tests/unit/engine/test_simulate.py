@@ -1,0 +1,53 @@
+"""Bot-vs-bot simulation: complete hands of both profiles, with every invariant checked after every
+event, and every hand result scores through the rules library."""
+
+from __future__ import annotations
+
+import pytest
+
+from duelmahjong.cli import main
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.simulate import bot_turn, simulate
+from duelmahjong.engine.table import Table
+from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.evaluate import evaluate
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_simulated_hands_keep_invariants(profile: str) -> None:
+    report = simulate(RoomSettings(profile=profile), hands=24, seed=7, check=True)
+    assert report.hands == 24 and sum(report.wins) + report.drawn == 24
+    assert sum(report.wins) > 0
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_every_hand_result_scores_through_the_rules_library(profile: str) -> None:
+    table = Table(RoomSettings(profile=profile))
+    for seed in range(16):
+        table.start_hand(seed)
+        while bot_turn(table):
+            pass
+        result = table.outcome
+        assert result is not None
+        if result["outcome"] == "win":
+            evaluation = evaluate(HandDescription.from_json(result["description"]))
+            assert evaluation.to_json() == result["evaluation"]
+
+
+def test_T7_progressive_multiplier_doubles_every_hand_and_T1_winner_deals() -> None:
+    table = Table(RoomSettings(profile="duel"))
+    for seed in range(5):
+        table.start_hand(seed)
+        assert table.state.progressive == 2**seed  # T7: 1, 2, 4, 8…
+        previous = table.state.results[-1] if table.state.results else None
+        if previous is not None:
+            expected = previous["winner"] if previous["winner"] >= 0 else previous["dealer"]
+            assert table.state.dealer == expected  # T1
+        while bot_turn(table):
+            pass
+
+
+def test_cli_simulate_prints_statistics(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--profile", "erren", "--hands", "5", "--seed", "3", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "hands/s" in out and "win rate" in out and "top patterns" in out
