@@ -217,7 +217,57 @@ INFRASTRUCTURE = Dashboard(
     ),
 )
 
-DASHBOARDS = {"infrastructure.json": INFRASTRUCTURE}
+ECONOMY = Dashboard(
+    uid="duel-economy",
+    title="Duel Mahjong / Economy",
+    description="The wallet applying prestige-moving events (hand settlements, fees, escapes, items,"
+    " guesses, table closes): throughput, outcomes, rejections and how long each takes.",
+    rows=(
+        Row(
+            "Settlements in the wallet",
+            (
+                Panel(
+                    "Events applied/s by kind",
+                    (
+                        (
+                            rate_by("kind", 'duel_wallet_events_handled_total{outcome="applied"}'),
+                            "{{kind}}",
+                        ),
+                    ),
+                    unit="ops",
+                    description="Each is one ledger transaction (exactly once per event id).",
+                ),
+                Panel(
+                    "Duplicates, rejections and undecodable events/s",
+                    (
+                        (
+                            rate_by(
+                                "kind, outcome",
+                                'duel_wallet_events_handled_total{outcome=~"duplicate|rejected|undecodable"}',
+                            ),
+                            "{{kind}} {{outcome}}",
+                        ),
+                    ),
+                    unit="ops",
+                    description="Duplicates are redeliveries, harmless; rejections and undecodable events"
+                    " are prestige that did not move.",
+                ),
+                Panel(
+                    "p99 settlement duration by kind (decode, ledger transaction, publish)",
+                    ((p99("kind", "duel_wallet_settlement_duration_seconds_bucket"), "{{kind}}"),),
+                    unit="s",
+                ),
+                Panel(
+                    "Wallet RPCs/s (logins, holds, balances)",
+                    ((rate_by("method", every("grpc_requests_total", services=("wallet",))), "{{method}}"),),
+                    unit="reqps",
+                ),
+            ),
+        ),
+    ),
+)
+
+DASHBOARDS = {"economy.json": ECONOMY, "infrastructure.json": INFRASTRUCTURE}
 
 
 def rendered_files() -> dict[str, str]:

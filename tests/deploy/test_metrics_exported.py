@@ -17,7 +17,9 @@ import urllib.request
 from collections.abc import Iterator
 from types import ModuleType
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duelmahjong.platform import db
 
@@ -53,6 +55,16 @@ def exported_names(exposition: str) -> set[str]:
     return names
 
 
+def _serving(grpc_port: int) -> bool:
+    """gRPC health SERVING: the service is wired (all its metrics registered) and serving."""
+    with grpc.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
+        except grpc.RpcError:
+            return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
 def _scrape(port: int) -> str | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
@@ -68,21 +80,21 @@ def running_services(
     postgres_admin_url: str,
     token_secret: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[dict[str, tuple[subprocess.Popen[bytes], int]]]:
-    """service -> (its process, its metrics port): the four services, each its own process."""
+) -> Iterator[dict[str, tuple[subprocess.Popen[bytes], int, int]]]:
+    """service -> (its process, gRPC port, metrics port): the four services, each its own process."""
     database = asyncio.run(db.ensure_database(postgres_admin_url, f"deploy_{os.getpid()}"))
     logs = tmp_path_factory.mktemp("service-logs")
-    running: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    running: dict[str, tuple[subprocess.Popen[bytes], int, int]] = {}
     try:
         for name in kit.SERVICES:
-            metrics_port = _free_port()
+            grpc_port, metrics_port = _free_port(), _free_port()
             env = {
                 **os.environ,
                 "NATS_URL": nats_server_url,
                 "DATABASE_URL": database,
                 "TOKEN_SECRET": token_secret,
                 "GRPC_HOST": "127.0.0.1",
-                "GRPC_PORT": str(_free_port()),
+                "GRPC_PORT": str(grpc_port),
                 "METRICS_PORT": str(metrics_port),
                 "LOG_LEVEL": "WARNING",
                 "SHUTDOWN_GRACE_SECONDS": "1",
@@ -93,33 +105,34 @@ def running_services(
                 process = subprocess.Popen(
                     [sys.executable, *argv], cwd=kit.REPO, env=env, stdout=log, stderr=subprocess.STDOUT
                 )
-            running[name] = (process, metrics_port)
+            running[name] = (process, grpc_port, metrics_port)
         yield running
     finally:
-        for process, _port in running.values():
+        for process, _grpc, _metrics in running.values():
             if process.poll() is None:
                 process.kill()
                 process.wait(10)
 
 
-def _wait_for_metrics(name: str, process: subprocess.Popen[bytes], port: int) -> str:
+def _wait_for_metrics(name: str, process: subprocess.Popen[bytes], grpc_port: int, metrics_port: int) -> str:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"{name} exited {process.returncode} before serving /metrics")
-        page = _scrape(port)
-        if page is not None and "_grpc_requests_total" in page:
-            return page
+            pytest.fail(f"{name} exited {process.returncode} before it served")
+        if _serving(grpc_port):
+            page = _scrape(metrics_port)
+            if page is not None:
+                return page
         time.sleep(0.2)
-    pytest.fail(f"{name} served no /metrics within {STARTUP_SECONDS}s")
+    pytest.fail(f"{name} was not serving gRPC and /metrics within {STARTUP_SECONDS}s")
 
 
 def test_every_metric_monitoring_reads_is_exported_by_a_service(
-    kit: ModuleType, running_services: dict[str, tuple[subprocess.Popen[bytes], int]]
+    kit: ModuleType, running_services: dict[str, tuple[subprocess.Popen[bytes], int, int]]
 ) -> None:
     exported: set[str] = set()
-    for name, (process, port) in running_services.items():
-        exported |= exported_names(_wait_for_metrics(name, process, port))
+    for name, (process, grpc_port, metrics_port) in running_services.items():
+        exported |= exported_names(_wait_for_metrics(name, process, grpc_port, metrics_port))
     used = kit.metrics_read_by_monitoring()
     assert used, "no alert or dashboard reads any metric"
     missing = []
@@ -136,10 +149,10 @@ def test_every_metric_monitoring_reads_is_exported_by_a_service(
 
 
 def test_every_service_stops_cleanly_on_sigterm(
-    running_services: dict[str, tuple[subprocess.Popen[bytes], int]],
+    running_services: dict[str, tuple[subprocess.Popen[bytes], int, int]],
 ) -> None:
-    for name, (process, port) in running_services.items():
-        _wait_for_metrics(name, process, port)
+    for name, (process, grpc_port, metrics_port) in running_services.items():
+        _wait_for_metrics(name, process, grpc_port, metrics_port)
         process.send_signal(signal.SIGTERM)
-    codes = {name: process.wait(30) for name, (process, _port) in running_services.items()}
+    codes = {name: process.wait(30) for name, (process, _grpc, _metrics) in running_services.items()}
     assert codes == dict.fromkeys(running_services, 0)
