@@ -1,0 +1,240 @@
+"""The wallet service as its process runs it (gRPC, health, bus, migrations), over real channels."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+import pytest_asyncio
+
+from duelmahjong.platform import auth, subjects
+from duelmahjong.platform.auth import Role
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.service import ServiceRuntime
+from duelmahjong.v1 import events_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
+from services.wallet.config import WalletConfig
+from services.wallet.events import Namespace
+from services.wallet.main import SPEC
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
+
+Bearer = Callable[..., tuple[tuple[str, str]]]
+
+
+class Client:
+    def __init__(self, stub: wallet_pb2_grpc.WalletServiceStub, issue: Bearer) -> None:
+        self.stub = stub
+        self.issue = issue
+
+    async def login(self, name: str) -> tuple[str, Any]:
+        reply = await self.stub.GuestLogin(wallet_pb2.GuestLoginRequest(display_name=name))
+        return reply.player_id, auth.bearer_metadata(reply.session.token)
+
+    async def balance(self, player_id: str, metadata: Any) -> wallet_pb2.GetBalanceResponse:
+        return await self.stub.GetBalance(
+            wallet_pb2.GetBalanceRequest(player_id=player_id), metadata=metadata
+        )
+
+
+@pytest_asyncio.fixture
+async def wallet_service(
+    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+) -> ServiceRuntime[WalletConfig]:
+    env = {
+        **service_env,
+        "DATABASE_URL": database_url,
+        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
+        "WALLET_CONSUMER_WORKERS": "2",
+    }
+    return await start_service(SPEC, WalletConfig.from_env(env))
+
+
+@pytest_asyncio.fixture
+async def client(wallet_service: ServiceRuntime[WalletConfig], issue: Bearer) -> AsyncIterator[Client]:
+    async with grpc.aio.insecure_channel(wallet_service.server.address) as channel:
+        yield Client(wallet_pb2_grpc.WalletServiceStub(channel), issue)
+
+
+async def expect(code: grpc.StatusCode, call: Any) -> str:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call
+    assert raised.value.code() == code, raised.value.details()
+    assert raised.value.details()  # always a readable message
+    return str(raised.value.details())
+
+
+async def test_guest_login_grants_the_starting_prestige_and_a_level(client: Client) -> None:
+    player_id, me = await client.login("小明")
+    balance = await client.balance("", me)
+    assert (balance.player_id, balance.balance, balance.held, balance.available) == (player_id, 1000, 0, 1000)
+    assert (balance.level, balance.level_name) == (2, "入门")
+    history = await client.stub.ListHistory(wallet_pb2.ListHistoryRequest(), metadata=me)
+    assert [(e.reason, e.amount) for e in history.entries] == [(rules_pb2.POSTING_REASON_GRANT, 1000)]
+    await expect(grpc.StatusCode.INVALID_ARGUMENT, client.stub.GuestLogin(wallet_pb2.GuestLoginRequest()))
+
+
+async def test_refresh_tokens_rotate_and_are_used_once(client: Client) -> None:
+    login = await client.stub.GuestLogin(wallet_pb2.GuestLoginRequest(display_name="a"))
+    old = login.session.refresh_token
+    renewed = await client.stub.RefreshToken(wallet_pb2.RefreshTokenRequest(refresh_token=old))
+    assert renewed.player_id == login.player_id and renewed.session.refresh_token != old
+    balance = await client.balance("", auth.bearer_metadata(renewed.session.token))
+    assert balance.player_id == login.player_id
+    reused = client.stub.RefreshToken(wallet_pb2.RefreshTokenRequest(refresh_token=old))
+    assert "already used" in await expect(grpc.StatusCode.UNAUTHENTICATED, reused)
+
+
+async def test_a_players_token_cannot_read_or_move_anothers_prestige(client: Client) -> None:
+    alice, alice_token = await client.login("alice")
+    bob, _bob_token = await client.login("bob")
+    denied = grpc.StatusCode.PERMISSION_DENIED
+    await expect(denied, client.balance(bob, alice_token))
+    await expect(
+        denied, client.stub.ListHistory(wallet_pb2.ListHistoryRequest(player_id=bob), metadata=alice_token)
+    )
+    await expect(
+        denied, client.stub.GetInventory(wallet_pb2.GetInventoryRequest(player_id=bob), metadata=alice_token)
+    )
+    hold = wallet_pb2.PlaceHoldRequest(player_id=bob, pairing_id="p1", amount=500)
+    await expect(denied, client.stub.PlaceHold(hold, metadata=alice_token))
+    grant = wallet_pb2.AdminGrantRequest(player_id=alice, amount=10**6, reason="me", request_id="r1")
+    await expect(denied, client.stub.AdminGrant(grant, metadata=alice_token))
+    assert (await client.balance(alice, alice_token)).balance == 1000
+
+
+async def test_expired_forged_and_missing_tokens_are_unauthenticated(
+    client: Client, token_secret: str
+) -> None:
+    player_id, _ = await client.login("carol")
+    past = datetime.now(UTC) - timedelta(hours=2)
+    expired = auth.issue_token(token_secret, player_id=player_id, ttl=timedelta(hours=1), now=past)
+    forged = auth.issue_token("f" * 32 + token_secret, player_id=player_id, role=Role.ADMIN)
+    unauthenticated = grpc.StatusCode.UNAUTHENTICATED
+    for metadata in (auth.bearer_metadata(expired), auth.bearer_metadata(forged), None):
+        await expect(unauthenticated, client.balance(player_id, metadata))
+
+
+async def test_admin_grant_is_audited_idempotent_and_checked(client: Client, wallet_service: Any) -> None:
+    player_id, me = await client.login("dave")
+    admin = client.issue("ops-1", Role.ADMIN)
+    stack = wallet_pb2.ItemStack(item=rules_pb2.ITEM_KIND_GRAND_SHIFT, count=2)
+    grant = wallet_pb2.AdminGrantRequest(
+        player_id=player_id, amount=500, items=[stack], reason="event prize", request_id="r1"
+    )
+    first = await client.stub.AdminGrant(grant, metadata=admin)
+    again = await client.stub.AdminGrant(grant, metadata=admin)
+    assert first.transaction_id == again.transaction_id and first.balance == again.balance == 1500
+    assert (await client.balance("", me)).balance == 1500
+    inventory = await client.stub.GetInventory(wallet_pb2.GetInventoryRequest(), metadata=me)
+    assert [(s.item, s.count) for s in inventory.items] == [(rules_pb2.ITEM_KIND_GRAND_SHIFT, 2)]
+    audit = await wallet_service.db.fetchrow(
+        "SELECT actor, reason FROM wallet.transactions WHERE idempotency_key = 'grant:admin:r1'"
+    )
+    assert tuple(audit) == ("ops-1", "event prize")
+
+    burn = wallet_pb2.AdminGrantRequest(player_id=player_id, amount=-5000, reason="too much", request_id="r2")
+    await expect(grpc.StatusCode.FAILED_PRECONDITION, client.stub.AdminGrant(burn, metadata=admin))
+    nobody = wallet_pb2.AdminGrantRequest(player_id="nobody", amount=5, reason="x", request_id="r3")
+    await expect(grpc.StatusCode.NOT_FOUND, client.stub.AdminGrant(nobody, metadata=admin))
+    no_reason = wallet_pb2.AdminGrantRequest(player_id=player_id, amount=5, request_id="r4")
+    await expect(grpc.StatusCode.INVALID_ARGUMENT, client.stub.AdminGrant(no_reason, metadata=admin))
+
+
+async def test_history_pages_newest_first(client: Client) -> None:
+    player_id, me = await client.login("erin")
+    admin = client.issue("ops-1", Role.ADMIN)
+    for n in range(1, 5):
+        grant = wallet_pb2.AdminGrantRequest(
+            player_id=player_id, amount=n, reason="paging", request_id=f"page-{n}"
+        )
+        await client.stub.AdminGrant(grant, metadata=admin)
+    seen: list[int] = []
+    token = ""
+    while True:
+        page = await client.stub.ListHistory(
+            wallet_pb2.ListHistoryRequest(page_size=2, page_token=token), metadata=me
+        )
+        seen.extend(entry.amount for entry in page.entries)
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == [4, 3, 2, 1, 1000]
+    bad = wallet_pb2.ListHistoryRequest(page_token="xyz")
+    await expect(grpc.StatusCode.INVALID_ARGUMENT, client.stub.ListHistory(bad, metadata=me))
+    await expect(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        client.stub.ListHistory(wallet_pb2.ListHistoryRequest(page_size=500), metadata=me),
+    )
+
+
+async def test_leaderboard_top_and_around_me(client: Client) -> None:
+    admin = client.issue("ops-1", Role.ADMIN)
+    players = []
+    for n in range(6):
+        player_id, token = await client.login(f"p{n}")
+        grant = wallet_pb2.AdminGrantRequest(
+            player_id=player_id, amount=100 * n + 1, reason="rank", request_id=f"rank-{n}"
+        )
+        await client.stub.AdminGrant(grant, metadata=admin)
+        players.append((player_id, token))
+    top = await client.stub.GetLeaderboard(
+        wallet_pb2.GetLeaderboardRequest(scope=wallet_pb2.LEADERBOARD_SCOPE_TOP, limit=3),
+        metadata=players[0][1],
+    )
+    assert [e.display_name for e in top.entries] == ["p5", "p4", "p3"]
+    assert [e.rank for e in top.entries] == [1, 2, 3]
+    around = wallet_pb2.GetLeaderboardRequest(scope=wallet_pb2.LEADERBOARD_SCOPE_AROUND_ME, limit=1)
+    mine = await client.stub.GetLeaderboard(around, metadata=players[2][1])
+    assert [(e.display_name, e.rank, e.prestige) for e in mine.entries] == [
+        ("p3", 3, 1301),
+        ("p2", 4, 1201),
+        ("p1", 5, 1101),
+    ]
+
+
+async def test_holds_and_a_hand_scored_event_over_the_running_service(
+    client: Client, wallet_service: ServiceRuntime[WalletConfig], bus: Bus
+) -> None:
+    winner, winner_token = await client.login("winner")
+    loser, loser_token = await client.login("loser")
+    matchmaking = client.issue("matchmaking", Role.SERVICE)
+    for player_id in (winner, loser):
+        hold = wallet_pb2.PlaceHoldRequest(player_id=player_id, pairing_id="pair-1", amount=510, fee=10)
+        assert (await client.stub.PlaceHold(hold, metadata=matchmaking)).available == 490
+    too_much = wallet_pb2.PlaceHoldRequest(player_id=loser, pairing_id="pair-2", amount=5000)
+    await expect(grpc.StatusCode.FAILED_PRECONDITION, client.stub.PlaceHold(too_much, metadata=loser_token))
+
+    namespace = Namespace(wallet_service.config.event_namespace)
+    applied: asyncio.Queue[events_pb2.SettlementApplied] = asyncio.Queue()
+
+    async def collect(message: Any) -> None:
+        await applied.put(events_pb2.SettlementApplied.FromString(message.data))
+
+    subscription = await bus.client.subscribe(namespace.subject(subjects.SETTLEMENT_APPLIED), cb=collect)
+    # 3 fan x 5 x 1 x 10 = 150 (H1), within both carries of 500.
+    transfer = rules_pb2.Transfer(from_player_id=loser, to_player_id=winner, amount=150)
+    scored = events_pb2.HandScored(
+        envelope=events_pb2.EventEnvelope(event_id="scored-h1", producer="test"),
+        table_id="t1",
+        hand_id="h1",
+        settlement=rules_pb2.Settlement(hand_id="h1", total_fan=3, fan_amount=150, transfer=transfer),
+    )
+    await bus.publish(namespace.subject(subjects.HAND_SCORED), scored.SerializeToString(), msg_id="scored-h1")
+    result = await asyncio.wait_for(applied.get(), timeout=20)
+    await subscription.unsubscribe()
+    assert result.source_event_id == "scored-h1" and result.hand_id == "h1" and not result.rejected_reason
+    assert {b.account: b.balance for b in result.balances} == {
+        f"player:{winner}": 1150,
+        f"player:{loser}": 850,
+    }
+
+    released = wallet_pb2.ReleaseHoldRequest(player_id=loser, pairing_id="pair-1")
+    await expect(grpc.StatusCode.PERMISSION_DENIED, client.stub.ReleaseHold(released, metadata=loser_token))
+    assert (await client.stub.ReleaseHold(released, metadata=matchmaking)).available == 850
+    winner_balance = await client.balance("", winner_token)
+    assert (winner_balance.balance, winner_balance.held) == (1150, 660)  # the carry grew by the win
