@@ -1,0 +1,177 @@
+"""``duel bench rules``: our rules library against PyPI ``mahjong`` (pure-Python riichi) and
+``pymahjonggb`` (C++ Chinese Official, module ``MahjongGB``), on one seeded corpus.
+
+The corpus: random winning hands (four random sets + a pair) and random non-winning hands (14 tiles
+drawn from the 136), half each; shanten runs on those hands minus one random tile (13 tiles).
+Every library gets the hands in its own native form, prepared before timing:
+
+* ours, hot path (``rules.win``, ``rules.shanten``): the four suit keys a ``Hand`` keeps
+  (``analysis.win_keys`` / ``shanten_keys``);
+* ours, validated public API (``rules.win_counts``, ``rules.shanten_counts``): the 34-count vector
+  (``analysis.is_winning`` / ``shanten``: validation, key encoding, lookups);
+* ``mahjong``: the 34-count vector (``Agari.is_agari``, ``Shanten.calculate_shanten``);
+* ``pymahjonggb``: tuples of tile names (``MahjongShanten(pack=(), hand=...)``).
+
+Results are checked to agree before anything is timed, so every library answers the same question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections.abc import Callable, Sequence
+
+from bench.common import Figure, compare, timed
+
+SEED = 20261130
+GB_NAMES = [f"W{r}" for r in range(1, 10)] + [f"B{r}" for r in range(1, 10)] + [f"T{r}" for r in range(1, 10)]
+GB_NAMES += ["F1", "F2", "F3", "F4", "J3", "J2", "J1"]  # winds E S W N; dragons 白 发 中
+
+
+def corpus(size: int, seed: int = SEED) -> list[list[int]]:
+    """``size`` 14-tile count vectors: half random wins, half random non-wins, shuffled."""
+    from duelmahjong.rules.analysis import is_winning
+
+    rng = random.Random(seed)
+    wall = [kind for kind in range(34) for _ in range(4)]
+    hands: list[list[int]] = []
+    while len(hands) < size // 2:
+        counts = [0] * 34
+        for _ in range(4):
+            if rng.random() < 0.5:
+                counts[rng.randrange(34)] += 3
+            else:
+                first = rng.randrange(3) * 9 + rng.randrange(7)
+                for kind in (first, first + 1, first + 2):
+                    counts[kind] += 1
+        counts[rng.randrange(34)] += 2
+        if max(counts) <= 4:
+            hands.append(counts)
+    while len(hands) < size:
+        counts = [0] * 34
+        for kind in rng.sample(wall, 14):
+            counts[kind] += 1
+        if not is_winning(counts):
+            hands.append(counts)
+    rng.shuffle(hands)
+    return hands
+
+
+def minus_one_tile(hands: list[list[int]], seed: int = SEED) -> list[list[int]]:
+    rng = random.Random(seed + 1)
+    thirteen = []
+    for counts in hands:
+        fewer = list(counts)
+        fewer[rng.choice([kind for kind in range(34) if counts[kind]])] -= 1
+        thirteen.append(fewer)
+    return thirteen
+
+
+def _over(items: Sequence[object], call: Callable[..., object], *, star: bool = False) -> Callable[[], int]:
+    """A batch: ``call`` on every item (unpacked if ``star``); returns the number of calls."""
+    if star:
+
+        def batch() -> int:
+            for item in items:
+                call(*item)  # type: ignore[misc]
+            return len(items)
+
+    else:
+
+        def batch() -> int:
+            for item in items:
+                call(item)
+            return len(items)
+
+    return batch
+
+
+def figures(size: int, runs: int) -> tuple[list[Figure], list[str]]:
+    from mahjong.agari import Agari
+    from mahjong.shanten import Shanten
+    from MahjongGB import MahjongShanten
+
+    from duelmahjong.rules import analysis, tables
+
+    notes = [
+        f"note rules.tables build={timed(tables.build_tables):.2f}s (cached on disk after the first use)"
+    ]
+    hands = corpus(size)
+    thirteen = minus_one_tile(hands)
+    win_keys = [(*tables.suit_keys(c), 14) for c in hands]
+    shanten_keys = [(*tables.suit_keys(c), 13) for c in thirteen]
+    gb_hands = [tuple(GB_NAMES[k] for k in range(34) for _ in range(c[k])) for c in thirteen]
+
+    def gb_shanten(hand: tuple[str, ...]) -> int:
+        return MahjongShanten(pack=(), hand=hand)
+
+    # Same answers first: a benchmark of different questions would measure nothing.
+    ours_win = [analysis.win_keys(*k) for k in win_keys]
+    if ours_win != [Agari.is_agari(c) for c in hands]:
+        raise SystemExit("rules bench: win checks disagree with mahjong on the corpus")
+    ours_shanten = [analysis.shanten_keys(*k) for k in shanten_keys]
+    theirs = [Shanten.calculate_shanten(c) for c in thirteen]
+    differ = sum(a != b for a, b in zip(ours_shanten, theirs, strict=True))
+    notes.append(f"note rules.shanten differs from mahjong on {differ}/{len(thirteen)} hands")
+    differ_gb = sum(a != gb_shanten(h) for a, h in zip(ours_shanten, gb_hands, strict=True))
+    notes.append(f"note rules.shanten differs from pymahjonggb on {differ_gb}/{len(thirteen)} hands")
+
+    found = [
+        compare(
+            "rules.win",
+            _over(win_keys, analysis.win_keys, star=True),
+            "mahjong",
+            _over(hands, Agari.is_agari),
+            runs=runs,
+        ),
+        compare(
+            "rules.win_counts",
+            _over(hands, analysis.is_winning),
+            "mahjong",
+            _over(hands, Agari.is_agari),
+            runs=runs,
+        ),
+        compare(
+            "rules.shanten",
+            _over(shanten_keys, analysis.shanten_keys, star=True),
+            "mahjong",
+            _over(thirteen, Shanten.calculate_shanten),
+            runs=runs,
+        ),
+        compare(
+            "rules.shanten",
+            _over(shanten_keys, analysis.shanten_keys, star=True),
+            "pymahjonggb",
+            _over(gb_hands, gb_shanten),
+            runs=runs,
+        ),
+        compare(
+            "rules.shanten_counts",
+            _over(thirteen, analysis.shanten),
+            "pymahjonggb",
+            _over(gb_hands, gb_shanten),
+            runs=runs,
+        ),
+    ]
+    # The full-evaluation figure (rules.evaluate vs mahjong HandCalculator and pymahjonggb
+    # MahjongFanCalculator, issue 3) is added here by the evaluation engineer: append its Figure(s).
+    return found, notes
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="duel bench rules", description=__doc__.splitlines()[0])
+    parser.add_argument("--hands", type=int, default=2000, help="corpus size (default 2000)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per figure, at least 5")
+    args = parser.parse_args(list(argv or []))
+    try:
+        found, notes = figures(args.hands, args.runs)
+    except ImportError as error:
+        print(
+            f"bench rules: reference library missing ({error.name}); install with pip install -e '.[bench]'"
+        )
+        return 1
+    for line in notes:
+        print(line)
+    for figure in found:
+        print(figure.line(), flush=True)
+    return 0

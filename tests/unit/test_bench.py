@@ -1,0 +1,53 @@
+"""The benchmark harness and ``duel bench``: print format, medians over ≥ 5 runs, area discovery."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from duelmahjong.cli import main
+from duelmahjong.cli.bench import areas, bench_dir, load
+from duelmahjong.rules.analysis import is_winning
+
+common = load("common")  # bench/ is not an installed package: loaded the way `duel bench` loads it
+rules_bench = load("rules")
+MIN_RUNS, Figure, compare = common.MIN_RUNS, common.Figure, common.compare
+
+LINE = re.compile(r"^bench [a-z_]+\.[a-z_]+ ours=\d+/s ref=\S+ \d+/s ratio=\d+\.\d\d$")
+
+
+def test_figure_line_has_the_common_format() -> None:
+    line = Figure("rules.win", 1_234_567.8, "mahjong", 192_000.2, 5).line()
+    assert line == "bench rules.win ours=1234568/s ref=mahjong 192000/s ratio=6.43"
+    assert LINE.match(line)
+
+
+def test_compare_runs_both_sides_at_least_five_times() -> None:
+    calls = {"ours": 0, "theirs": 0}
+
+    def ours() -> int:
+        calls["ours"] += 1
+        return 10
+
+    def theirs() -> int:
+        calls["theirs"] += 1
+        return 1
+
+    figure = compare("x.y", ours, "ref", theirs, runs=1, min_seconds=0.0)
+    assert figure.runs == MIN_RUNS and calls == {"ours": MIN_RUNS + 1, "theirs": MIN_RUNS + 1}
+    assert figure.ours > figure.theirs > 0
+
+
+def test_rules_corpus_is_seeded_and_half_winning() -> None:
+    hands = rules_bench.corpus(200)
+    assert hands == rules_bench.corpus(200)
+    assert sum(map(is_winning, hands)) == 100
+    assert all(sum(counts) == 13 for counts in rules_bench.minus_one_tile(hands))
+
+
+def test_duel_bench_finds_the_areas_and_rejects_unknown_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (bench_dir() / "common.py").is_file()
+    assert "rules" in areas(bench_dir()) and "common" not in areas(bench_dir())
+    assert main(["bench", "no_such_area"]) == 2
+    assert "unknown area 'no_such_area'" in capsys.readouterr().err
