@@ -183,3 +183,14 @@ def test_service_addresses_prefer_flags_then_environment_then_the_state_file(tmp
     )
     assert addresses == {"wallet": "w:9", "matchmaking": None, "table": "t:9", "scoring": None}
     assert service_addresses(tmp_path / "none.json", environ={})["wallet"] is None
+
+
+def test_operations_doc_lists_every_setting_of_the_platform_and_the_skeleton_services() -> None:
+    from services.matchmaking.config import MatchmakingConfig
+    from services.scoring.config import ScoringConfig
+    from services.table.config import TableConfig
+
+    doc = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    for config_class in (ServiceConfig, MatchmakingConfig, ScoringConfig, TableConfig):
+        for variable, _default, _help in config_class.settings_table():
+            assert f"`{variable}`" in doc, f"docs/operations.md does not document {variable}"
