@@ -30,6 +30,11 @@ RUN pip install --upgrade pip \
 # are read from /app exactly as in a checkout), without the local/dev extras: NATS and Postgres
 # are real servers next to the container, never embedded ones.
 RUN pip install -e . && python -c "import duelmahjong.v1, services"
+# The rules library's lookup tables take seconds to build; build them once here so no container
+# builds them at start (and a read-only root filesystem costs nothing).
+ENV DUELMAHJONG_CACHE_DIR=/opt/duelmahjong-cache
+RUN python -c "import sys; from duelmahjong.rules.tables import get_tables, cache_path; \
+get_tables(); cache_path().is_file() or sys.exit(f'no rule tables at {cache_path()}')"
 
 # --- test: the runner that the compose file uses to play the end-to-end tests -------------------
 FROM build AS test
@@ -41,11 +46,12 @@ CMD ["pytest", "tests", "-m", "e2e"]
 # --- runtime: slim, non-root, no compiler -------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PATH=/opt/venv/bin:$PATH \
-    GRPC_HOST=0.0.0.0 GRPC_PORT=50051 METRICS_PORT=9100
+    DUELMAHJONG_CACHE_DIR=/opt/duelmahjong-cache GRPC_HOST=0.0.0.0 GRPC_PORT=50051 METRICS_PORT=9100
 RUN groupadd --system --gid 10001 duel \
     && useradd --system --uid 10001 --gid duel --home-dir /app --shell /usr/sbin/nologin duel
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /app /app
+COPY --from=build /opt/duelmahjong-cache /opt/duelmahjong-cache
 COPY deploy/docker/grpc_health_probe.py /usr/local/bin/grpc-health-probe
 RUN chmod 0755 /usr/local/bin/grpc-health-probe
 WORKDIR /app

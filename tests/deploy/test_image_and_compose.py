@@ -5,6 +5,7 @@ runs the entry point `make run` uses."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from types import ModuleType
 from typing import Any
 
@@ -71,6 +72,20 @@ def test_image_is_multi_stage_non_root_and_generates_code_in_the_build(kit: Modu
     assert not any(keyword == "RUN" and "gcc" in rest for keyword, rest in runtime), "no compiler at run"
     build_runs = " ".join(rest for keyword, rest in stages["build"] if keyword == "RUN")
     assert "grpc_tools.protoc" in build_runs and "proto/duelmahjong/v1/*.proto" in build_runs
+
+
+def test_what_the_build_imports_from_the_project_exists(kit: ModuleType) -> None:
+    import importlib
+
+    runs = " ".join(
+        rest for _stage in kit.dockerfile_stages().values() for keyword, rest in _stage if keyword == "RUN"
+    )
+    imports = re.findall(r"from (duelmahjong[\w.]*|services[\w.]*) import ([\w, ]+)", runs)
+    assert imports, "the build warms the rules tables through the project's own function"
+    for module, names in imports:
+        loaded = importlib.import_module(module)
+        for name in (n.strip() for n in names.split(",")):
+            assert hasattr(loaded, name), f"the Dockerfile uses {module}.{name}, which does not exist"
 
 
 def test_every_file_the_image_copies_exists_and_is_not_ignored(kit: ModuleType) -> None:
