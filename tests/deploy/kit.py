@@ -320,11 +320,40 @@ def image_entrypoint(stage: str = "runtime") -> list[str]:
 
 
 def make_run_command(service: str) -> list[str]:
-    """How `make run` starts `service`: `python -m services.<name>` (as argv, python by name)."""
-    module = f"services.{service}"
-    if not (REPO / "services" / service / "__main__.py").is_file():
-        raise LookupError(f"{module} has no __main__.py: `python -m {module}` cannot run")
-    return ["python", "-m", module]
+    """The argv `make run` (duelmahjong.platform.stack) starts `service` with, `python` by name.
+
+    Captured from the stack's own spawn with process creation stubbed out, so the containers are
+    compared with what `make run` really runs, not with a copy of it.
+    """
+    import tempfile
+    from unittest import mock
+
+    from duelmahjong.platform import stack
+
+    captured: list[list[str]] = []
+
+    class Capture:
+        pid = 0
+
+        def __init__(self, argv: list[str], **_options: object) -> None:
+            captured.append(list(argv))
+
+    with tempfile.TemporaryDirectory() as scratch, mock.patch.object(stack.subprocess, "Popen", Capture):
+        local = stack.Stack(Path(scratch), [service], {})
+        local._spawn(service, {}, 0, 0, Path(scratch) / "service.log")
+        for log in local._logs:
+            log.close()
+    (argv,) = captured
+    if argv[0] == sys.executable:
+        argv[0] = "python"  # the stack runs its own interpreter; the image's is `python` on PATH
+    return argv
+
+
+def address_variables() -> dict[str, str]:
+    """service -> the variable `make run` gives every service its gRPC address in (WALLET_ADDRESS…)."""
+    from duelmahjong.platform.stackfile import address_variable
+
+    return {service: address_variable(service) for service in SERVICES}
 
 
 def load_dashboard_generator() -> ModuleType:

@@ -151,6 +151,23 @@ def test_referenced_config_and_secrets_exist_or_are_the_operators(
     assert not {"TOKEN_SECRET", "DATABASE_URL"} & set(config["data"])
 
 
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_service_gets_the_addresses_make_run_gives_it(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    (config,) = [
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("duel-config")
+    ]
+    for service, variable in kit.address_variables().items():
+        target = kit.find(docs, "Service", service)
+        port = next(p["port"] for p in target["spec"]["ports"] if p["name"] == "grpc")
+        assert config["data"][variable] == f"{service}:{port}"
+    for workload in kit.duel_workloads(docs):
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
+        assert {"configMapRef": {"name": config["metadata"]["name"]}} in container["envFrom"]
+
+
 def test_dev_runs_nats_and_postgres_in_cluster_and_prod_points_outside(
     kit: ModuleType, rendered: dict[str, list[Doc]]
 ) -> None:
