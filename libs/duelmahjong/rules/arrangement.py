@@ -18,10 +18,14 @@ whose required facts are absent without calling them.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
+from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
-from duelmahjong.rules.analysis import decompositions, is_seven_pairs, is_thirteen_orphans, waits
+from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.tables import SuitReading, get_tables, suit_keys
 from duelmahjong.rules.tiles import GREEN_TILES
 
 if TYPE_CHECKING:
@@ -81,6 +85,10 @@ _CHOW_FACTS += (_CHOW_FACTS[3] | _F["four_chows"],)
 _PUNG_FACTS = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
 _PUNG_FACTS += (_PUNG_FACTS[3] | _F["four_pungs"],)
 
+_SELF_DRAWN = _F["self_drawn"]
+_CONCEALED = _F["concealed"]
+_FORM_FACTS = {form: _F[form] for form in ("standard", "seven_pairs", "thirteen_orphans", "free")}
+
 _MELD_SET_KIND = {"chi": "chow", "pong": "pung", "exposed_kong": "kong", "added_kong": "kong"}
 _MELD_SET_KIND["concealed_kong"] = "kong"
 
@@ -98,64 +106,141 @@ class WinSet(NamedTuple):
     declared: str | None = None
 
 
+_BIT = tuple(1 << kind for kind in range(34))
+_MAN, _PIN, _SOU = (sum(_BIT[base : base + 9]) for base in (0, 9, 18))
+_WIND_MASK = sum(_BIT[27:31])
+_DRAGON_MASK = sum(_BIT[31:34])
+_HONOR_MASK = _WIND_MASK | _DRAGON_MASK
+_TERMINAL_HONOR_MASK = sum(_BIT[kind] for kind in _TERMINALS_AND_HONORS)
+_GREEN_MASK = sum(_BIT[kind] for kind in GREEN_TILES)
+_CONTEXT_FLAGS = attrgetter("declared_ready", "declared_first_turn", *_CONTEXT_FACTS)
+_CONTEXT_FLAG_BITS = (_F["declared_ready"], _F["declared_ready"], *(_F[name] for name in _CONTEXT_FACTS))
+_context_facts_memo: dict[tuple[bool, ...], int] = {}
+
+# Concealed sets of a reading are shared values, not rebuilt per hand.
+_HIDDEN_CHOW = tuple(WinSet("chow", tile, True) for tile in range(34))
+_HIDDEN_PUNG = tuple(WinSet("pung", tile, True) for tile in range(34))
+_OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: completed by a discard
+
+
+# Per-suit readings (R's precomputed tables) turned into absolute chow/pung tiles, memoised per key.
+_Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
+_SUIT_READINGS = get_tables().suit_readings
+_HONOR_READINGS = get_tables().honor_readings
+_SHAPES: dict[tuple[int, int], list[_Shape]] = {}
+
+
+def _set_order(item: tuple[int, int, WinSet]) -> tuple[int, int]:
+    return item[0], item[1]
+
+
+def _context_facts(flags: tuple[bool, ...]) -> int:
+    facts = 0
+    for flag, bit in zip(flags, _CONTEXT_FLAG_BITS, strict=True):
+        if flag:
+            facts |= bit
+    _context_facts_memo[flags] = facts
+    return facts
+
+
 class _Hand:
     """What is the same for every reading of one hand (computed once per evaluation)."""
 
-    __slots__ = ("closed", "counts", "desc", "facts", "meld_sets", "waits")
+    __slots__ = (
+        "closed",
+        "counts",
+        "desc",
+        "facts",
+        "mask",
+        "meld_chows",
+        "meld_hidden",
+        "meld_kongs",
+        "meld_pungs",
+        "meld_sets",
+        "odd",
+        "waits",
+        "win",
+    )
 
     def __init__(self, desc: HandDescription) -> None:
         self.desc = desc
+        bits = _BIT
         closed = [0] * 34
+        mask = 0
+        odd = 0  # kinds held an odd number of times (seven pairs needs none)
         for kind in desc.concealed:
             closed[kind] += 1
-        closed[desc.win_tile] += 1
+            mask |= bits[kind]
+            odd ^= bits[kind]
+        win = self.win = desc.win_tile
+        closed[win] += 1
+        mask |= bits[win]
+        self.odd = odd ^ bits[win]
         self.closed = closed
-        counts = closed[:]
-        meld_sets = []
-        concealed = True
-        kong = False
-        for meld in desc.melds:
-            kind = _MELD_SET_KIND[meld.kind]
-            tile = meld.tiles[0]
-            hidden = meld.kind == "concealed_kong"
-            concealed = concealed and hidden
-            if kind == "chow":
-                counts[tile] += 1
-                counts[tile + 1] += 1
-                counts[tile + 2] += 1
-            else:
-                kong = kong or kind == "kong"
-                counts[tile] += len(meld.tiles)
-            meld_sets.append(WinSet(kind, tile, hidden, meld.kind))
+        facts = 0
+        meld_chows: list[int] = []
+        meld_pungs: list[int] = []
+        hidden = kongs = 0
+        if desc.melds:
+            counts = closed[:]
+            meld_sets = []
+            concealed = True
+            for meld in desc.melds:
+                kind = _MELD_SET_KIND[meld.kind]
+                tile = meld.tiles[0]
+                is_hidden = meld.kind == "concealed_kong"
+                concealed = concealed and is_hidden
+                if kind == "chow":
+                    counts[tile] += 1
+                    counts[tile + 1] += 1
+                    counts[tile + 2] += 1
+                    mask |= bits[tile] | bits[tile + 1] | bits[tile + 2]
+                    meld_chows.append(tile)
+                else:
+                    counts[tile] += len(meld.tiles)
+                    mask |= bits[tile]
+                    meld_pungs.append(tile)
+                    hidden += is_hidden
+                    kongs += kind == "kong"
+                meld_sets.append(WinSet(kind, tile, is_hidden, meld.kind))
+            self.meld_sets = tuple(meld_sets)
+            if kongs:
+                facts |= _F["kong"]
+        else:
+            counts = closed  # shared: neither is ever modified after this point
+            self.meld_sets = ()
+            concealed = True
         self.counts = counts
-        self.meld_sets = tuple(meld_sets)
+        self.mask = mask
+        self.meld_chows = tuple(meld_chows)
+        self.meld_pungs = tuple(meld_pungs)
+        self.meld_hidden = hidden
+        self.meld_kongs = kongs
         self.waits: list[int] | None = None
         context = desc.context
-        self_drawn = desc.self_drawn or context.robbing_kong or context.extra_draw_after_exhaustion
-        facts = (_F["concealed"] if concealed else _F["open"]) | (
-            _F["self_drawn"] if self_drawn else _F["discard"]
-        )
-        if kong:
-            facts |= _F["kong"]
-        winds = counts[27] or counts[28] or counts[29] or counts[30]
-        dragons = counts[31] or counts[32] or counts[33]
-        facts |= (_F["winds"] if winds else 0) | (_F["dragons"] if dragons else 0)
-        facts |= _F["honors"] if winds or dragons else _F["no_honors"]
-        suits = (any(counts[0:9]), any(counts[9:18]), any(counts[18:27]))
-        if sum(suits) <= 1:
+        flags = _CONTEXT_FLAGS(context)
+        facts |= _context_facts_memo.get(flags) or _context_facts(flags)
+        if desc.self_drawn or context.robbing_kong or context.extra_draw_after_exhaustion:
+            facts |= _F["self_drawn"]
+        else:
+            facts |= _F["discard"]
+        facts |= _F["concealed"] if concealed else _F["open"]
+        if mask & _HONOR_MASK:
+            facts |= _F["honors"]
+            if mask & _WIND_MASK:
+                facts |= _F["winds"]
+            if mask & _DRAGON_MASK:
+                facts |= _F["dragons"]
+        else:
+            facts |= _F["no_honors"]
+        if bool(mask & _MAN) + bool(mask & _PIN) + bool(mask & _SOU) <= 1:
             facts |= _F["one_suit"]
-        outside = sum(counts[kind] for kind in _TERMINALS_AND_HONORS)
-        if outside == 0:
+        if not mask & _TERMINAL_HONOR_MASK:
             facts |= _F["simples"]
-        elif outside == sum(counts):
+        elif not mask & ~_TERMINAL_HONOR_MASK:
             facts |= _F["terminals_or_honors"]
-        if context.declared_ready or context.declared_first_turn:
-            facts |= _F["declared_ready"]
         if context.first_turn_win is not None:
             facts |= _F["first_turn_win"]
-        for name in _CONTEXT_FACTS:
-            if getattr(context, name):
-                facts |= _F[name]
         if context.revealed_bonus_tiles:
             facts |= _F["bonus_tiles"]
         if context.flowers:
@@ -168,6 +253,9 @@ class Arrangement:
 
     __slots__ = (
         "_hand",
+        "_hidden_chows",
+        "_hidden_pungs",
+        "_sets",
         "chows",
         "concealed_hand",
         "concealed_pung_count",
@@ -180,14 +268,12 @@ class Arrangement:
         "pairs",
         "pungs_and_kongs",
         "self_drawn",
-        "sets",
         "wait",
         "win_set",
         "win_tile",
     )
 
     form: str  # "standard" | "seven_pairs" | "thirteen_orphans" | "free"
-    sets: tuple[WinSet, ...]  # declared melds first, then the concealed sets of this reading
     pair: int | None
     pairs: tuple[int, ...]  # seven pairs: the seven pair kinds (four of a kind appears twice)
     win_tile: int
@@ -197,8 +283,8 @@ class Arrangement:
     desc: HandDescription
     self_drawn: bool  # effective self-draw (robbing a kong and the extra draw count: D13, D8)
     concealed_hand: bool  # 门清: no declared melds other than concealed kongs
-    chows: tuple[int, ...]  # lowest tile of every chow, sorted
-    pungs_and_kongs: tuple[int, ...]  # tile of every pung and kong, sorted
+    chows: tuple[int, ...]  # lowest tile of every chow (declared or not), sorted
+    pungs_and_kongs: tuple[int, ...]  # tile of every pung and kong (declared or not), sorted
     concealed_pung_count: int  # concealed pungs + concealed kongs (D13: a discard-completed pung is open)
     kong_count: int
     facts: int  # FACTS bits
@@ -207,45 +293,58 @@ class Arrangement:
         self,
         hand: _Hand,
         form: str,
-        sets: tuple[WinSet, ...],
         pair: int | None,
-        pairs: tuple[int, ...],
-        wait: str,
-        win_set: WinSet | None,
+        pairs: tuple[int, ...] = (),
+        wait: str = "single",
+        win_set: WinSet | None = None,
+        hidden_chows: tuple[int, ...] = (),
+        hidden_pungs: tuple[int, ...] = (),
     ) -> None:
         self._hand = hand
+        self._hidden_chows = hidden_chows
+        self._hidden_pungs = hidden_pungs
+        self._sets: tuple[WinSet, ...] | None = None
         self.desc = hand.desc
         self.form = form
-        self.sets = sets
         self.pair = pair
         self.pairs = pairs
-        self.win_tile = hand.desc.win_tile
+        self.win_tile = hand.win
         self.wait = wait
         self.win_set = win_set
         self.counts = hand.counts
-        facts = hand.facts | _F[form]
-        self.self_drawn = bool(facts & _F["self_drawn"])
-        self.concealed_hand = bool(facts & _F["concealed"])
-        chows = []
-        pungs = []
-        hidden = 0
-        kongs = 0
-        for winset in sets:
-            if winset.kind == "chow":
-                chows.append(winset.tile)
-            else:
-                pungs.append(winset.tile)
-                if winset.concealed:
-                    hidden += 1
-                if winset.kind == "kong":
-                    kongs += 1
-        chows.sort()
-        pungs.sort()
-        self.chows = tuple(chows)
-        self.pungs_and_kongs = tuple(pungs)
+        facts = hand.facts
+        self.self_drawn = facts & _SELF_DRAWN != 0
+        self.concealed_hand = facts & _CONCEALED != 0
+        if hand.meld_sets:
+            chows = tuple(sorted(hand.meld_chows + hidden_chows))
+            pungs = tuple(sorted(hand.meld_pungs + hidden_pungs))
+        else:
+            chows, pungs = hidden_chows, hidden_pungs  # each suit's blocks come sorted, suits in order
+        self.chows = chows
+        self.pungs_and_kongs = pungs
+        hidden = hand.meld_hidden + len(hidden_pungs)
+        if wait == "pung" and win_set is not None and not win_set.concealed:
+            hidden -= 1  # D13: the pung completed by a discard is not concealed
         self.concealed_pung_count = hidden
-        self.kong_count = kongs
-        self.facts = facts | _CHOW_FACTS[len(chows)] | _PUNG_FACTS[len(pungs)]
+        self.kong_count = hand.meld_kongs
+        self.facts = facts | _FORM_FACTS[form] | _CHOW_FACTS[len(chows)] | _PUNG_FACTS[len(pungs)]
+
+    @property
+    def sets(self) -> tuple[WinSet, ...]:
+        """Declared melds first, then the concealed sets of this reading by tile (built on first use)."""
+        if self._sets is None:
+            concealed = [(tile, 1, _HIDDEN_CHOW[tile]) for tile in self._hidden_chows]
+            completed = self.win_set
+            for tile in self._hidden_pungs:
+                winset = (
+                    completed
+                    if completed is not None and completed.kind == "pung" and completed.tile == tile
+                    else None
+                )
+                concealed.append((tile, 0, winset or _HIDDEN_PUNG[tile]))
+            concealed.sort(key=_set_order)
+            self._sets = self._hand.meld_sets + tuple(item[2] for item in concealed)
+        return self._sets
 
     def has(self, fact: str) -> bool:
         """Whether this arrangement has the named fact (see ``FACT_NAMES``)."""
@@ -296,6 +395,66 @@ def _chow_wait(low: int, win: int) -> str:
     return "two_sided"
 
 
+def _suit_shapes(base: int, key: int, table: dict[int, tuple[SuitReading, ...]]) -> list[_Shape] | None:
+    """The readings of one suit as absolute tiles: (pair or -1, chow tiles, pung tiles); memoised."""
+    shapes = _SHAPES.get((base, key))
+    if shapes is None:
+        readings = table.get(key)
+        if readings is None:
+            return None  # not complete; not memoised, so odd inputs cannot grow the memo
+        shapes = [
+            (
+                base + pair if pair >= 0 else -1,
+                tuple(base + rank for is_chow, rank in blocks if is_chow),
+                tuple(base + rank for is_chow, rank in blocks if not is_chow),
+            )
+            for pair, blocks in readings
+        ]
+        _SHAPES[base, key] = shapes
+    return shapes
+
+
+def _standard_readings(closed: list[int]) -> list[_Shape]:
+    """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile."""
+    m, p, s, z = suit_keys(closed)
+    per_suit = []
+    single = True  # the common case: every suit splits one way only
+    for base, key, table in (
+        (0, m, _SUIT_READINGS),
+        (9, p, _SUIT_READINGS),
+        (18, s, _SUIT_READINGS),
+        (27, z, _HONOR_READINGS),
+    ):
+        if key:
+            shapes = _SHAPES.get((base, key)) or _suit_shapes(base, key, table)
+            if shapes is None:
+                return []
+            if len(shapes) > 1:
+                single = False
+            per_suit.append(shapes)
+    combinations: Iterable[tuple[_Shape, ...]]
+    if single:
+        combinations = (tuple(shapes[0] for shapes in per_suit),)
+    else:
+        combinations = itertools.product(*per_suit)
+    found = []
+    for combination in combinations:
+        pair = -1
+        chows: tuple[int, ...] = ()
+        pungs: tuple[int, ...] = ()
+        for suit_pair, suit_chows, suit_pungs in combination:
+            if suit_pair >= 0:
+                if pair >= 0:
+                    break  # two pairs: not a standard reading
+                pair = suit_pair
+            chows += suit_chows
+            pungs += suit_pungs
+        else:
+            if pair >= 0:
+                found.append((pair, chows, pungs))
+    return found
+
+
 def arrangements(desc: HandDescription) -> list[Arrangement]:
     """Every reading of the winning hand; empty when the tiles do not form a win in its profile.
 
@@ -307,43 +466,26 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
     hand = _Hand(desc)
     closed = hand.closed
     win = desc.win_tile
-    meld_sets = hand.meld_sets
-    discard = not (hand.facts & _F["self_drawn"])
+    completed_pung = _HIDDEN_PUNG if hand.facts & _SELF_DRAWN else _OPEN_PUNG
     out: list[Arrangement] = []
-    for decomposition in decompositions(closed):
-        concealed_sets = []
-        choices: list[int] = []  # indexes into concealed_sets the winning tile may have completed
-        for block in decomposition.blocks:
-            kind = block.kind
-            tile = block.tile
-            winset = WinSet(kind, tile, True)
-            if (kind == "pung" and tile == win) or (kind == "chow" and tile <= win <= tile + 2):
-                if winset not in concealed_sets:
-                    choices.append(len(concealed_sets))
-            concealed_sets.append(winset)
-        if decomposition.pair == win:
-            sets = meld_sets + tuple(concealed_sets)
-            out.append(Arrangement(hand, "standard", sets, win, (), "single", None))
-        for index in choices:
-            completed = concealed_sets[index]
-            if completed.kind == "pung":
-                wait = "pung"
-                if discard:  # D13: a pung completed by a discard is not concealed
-                    completed = WinSet("pung", completed.tile, False)
-            else:
-                wait = _chow_wait(completed.tile, win)
-            sets = (*meld_sets, *concealed_sets[:index], completed, *concealed_sets[index + 1 :])
-            out.append(Arrangement(hand, "standard", sets, decomposition.pair, (), wait, completed))
-    if not meld_sets:
-        if profile.seven_pairs and is_seven_pairs(closed):
+    for pair, chows, pungs in _standard_readings(closed):
+        if pair == win:
+            out.append(Arrangement(hand, "standard", pair, (), "single", None, chows, pungs))
+        if win in pungs:
+            out.append(Arrangement(hand, "standard", pair, (), "pung", completed_pung[win], chows, pungs))
+        previous = -1
+        for low in chows:
+            if low <= win <= low + 2 and low != previous:
+                previous = low  # identical chows give one reading
+                wait = _chow_wait(low, win)
+                out.append(Arrangement(hand, "standard", pair, (), wait, _HIDDEN_CHOW[low], chows, pungs))
+    if not hand.meld_sets:
+        if profile.seven_pairs and not hand.odd and len(desc.concealed) == 13:
             pairs = tuple(kind for kind, count in enumerate(closed) for _ in range(count // 2))
-            out.append(Arrangement(hand, "seven_pairs", (), None, pairs, "single", None))
-        if profile.thirteen_orphans and is_thirteen_orphans(closed):
-            pair = next(kind for kind, count in enumerate(closed) if count == 2)
-            out.append(Arrangement(hand, "thirteen_orphans", (), pair, (), "single", None))
-    if not out and profile.all_green_free_form:
-        counts = hand.counts
-        if all(counts[kind] == 0 for kind in range(34) if kind not in GREEN_TILES):
-            # D12: 绿一色 may be "乱牌" — any 14 green tiles win, in no particular shape.
-            out.append(Arrangement(hand, "free", meld_sets, None, (), "single", None))
+            out.append(Arrangement(hand, "seven_pairs", None, pairs))
+        if profile.thirteen_orphans and hand.mask == _TERMINAL_HONOR_MASK:
+            out.append(Arrangement(hand, "thirteen_orphans", closed.index(2)))
+    if not out and profile.all_green_free_form and not hand.mask & ~_GREEN_MASK:
+        # D12: 绿一色 may be "乱牌" — any 14 green tiles win, in no particular shape.
+        out.append(Arrangement(hand, "free", None))
     return out

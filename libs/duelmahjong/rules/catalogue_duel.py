@@ -64,7 +64,7 @@ def _shifted_pungs(arr: Arrangement, length: int) -> bool:
 
 
 def _same_rank_in_three_suits(tiles: tuple[int, ...]) -> bool:
-    return any(rank in tiles and rank + 9 in tiles and rank + 18 in tiles for rank in range(9))
+    return any(tile + 9 in tiles and tile + 18 in tiles for tile in tiles if tile < 9)
 
 
 def _only_kinds(arr: Arrangement, kinds: frozenset[int]) -> bool:

@@ -16,7 +16,7 @@ the arrangement with the highest total.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from duelmahjong.rules.arrangement import Arrangement, arrangements
 from duelmahjong.rules.description import HandDescription
@@ -25,8 +25,7 @@ from duelmahjong.rules.patterns import Catalogue, Pattern
 from duelmahjong.rules.profiles import get_profile
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredPattern:
+class ScoredPattern(NamedTuple):
     """One line of a breakdown; a pattern that occurs several times appears once with its summed fan."""
 
     id: str
@@ -69,59 +68,87 @@ def evaluate(desc: HandDescription, catalogue: Catalogue | None = None) -> Evalu
     """
     if catalogue is None:
         catalogue = get_profile(desc.profile).catalogue
-    best: tuple[int, int] | None = None
-    best_found: list[tuple[Pattern, int]] = []
-    best_arrangement: Arrangement | None = None
-    for arrangement in arrangements(desc):
-        found = _detect(catalogue, arrangement)
-        if catalogue.limit_rule and found and found[0][0].limit_tier is not None:
-            key = (max(p.value for p, _ in found), 1 << 30)  # a limit hand beats any non-limit reading
-        else:
-            raw = sum(p.fan * n for p, n in found)
-            key = (min(raw, catalogue.cap) if catalogue.cap is not None else raw, raw)
-        if best is None or key > best:
-            best, best_found, best_arrangement = key, found, arrangement
-    if best is None:
+    readings = arrangements(desc)
+    if not readings:
         raise InvalidHandError(f"{_hand_text(desc)} is not a winning hand in profile {desc.profile}")
-    return _result(catalogue, best_found, best_arrangement)
+    if len(readings) == 1:  # the common case: nothing to compare
+        return _result(catalogue, _detect(catalogue, readings[0]), readings[0])
+    best_key = (-1, -1)
+    best: list[Found] = []
+    best_arrangement = readings[0]
+    for arrangement in readings:
+        found = _detect(catalogue, arrangement)
+        key = _key(catalogue, found)
+        if key > best_key:
+            best_key, best, best_arrangement = key, found, arrangement
+    return _result(catalogue, best, best_arrangement)
 
 
-def _detect(catalogue: Catalogue, arrangement: Arrangement) -> list[tuple[Pattern, int]]:
-    """Patterns present in one arrangement after E1 exclusions, highest value first."""
-    found: list[tuple[Pattern, int]] = []
-    excluded: set[str] = set()
+# (catalogue position, pattern, occurrences): sorting these tuples gives catalogue order.
+Found = tuple[int, Pattern, int]
+
+
+def _detect(catalogue: Catalogue, arrangement: Arrangement) -> list[Found]:
+    """Patterns present in one arrangement after E1 exclusions."""
+    found: list[Found] = []
+    excluded: frozenset[str] | set[str] = frozenset()
+    limit_found = False
     limit_rule = catalogue.limit_rule
+    position = catalogue.position
     for pattern in catalogue.candidates(arrangement.facts):
         if pattern.id in excluded:
             continue  # E1: an excluded pattern excludes nothing, so it need not even be detected
-        if limit_rule and found and pattern.limit_tier is None and found[0][0].limit_tier is not None:
+        if limit_found and pattern.limit_tier is None:
             break  # D9: limit patterns are ordered first; once one is found nothing else can score
         occurrences = pattern.detect(arrangement)
         if occurrences:
-            found.append((pattern, occurrences))
+            found.append((position[pattern.id], pattern, occurrences))
             if pattern.excludes:
-                excluded |= pattern.excludes
+                excluded = excluded | pattern.excludes
+            if limit_rule and pattern.limit_tier is not None:
+                limit_found = True
     fallback = catalogue.fallback
-    if fallback is not None and all(p.id in catalogue.fallback_ignores for p, _ in found):
-        found.append((catalogue[fallback], 1))  # D1: 推倒胡 when nothing else (花牌 aside) scored
+    if fallback is not None and not limit_found:
+        ignores = catalogue.fallback_ignores
+        for item in found:
+            if item[1].id not in ignores:
+                break
+        else:  # D1: 推倒胡 when nothing else (花牌 aside) scored
+            found.append((position[fallback], catalogue[fallback], 1))
     return found
 
 
-def _result(
-    catalogue: Catalogue, found: list[tuple[Pattern, int]], arrangement: Arrangement | None
-) -> Evaluation:
-    position = catalogue.position
-    found.sort(key=lambda item: position[item[0].id])
-    scored = tuple(ScoredPattern(p.id, p.name_zh, p.value * n) for p, n in found)
-    if catalogue.limit_rule and any(p.limit_tier is not None for p, _ in found):
-        return Evaluation(scored, max(p.value for p, _ in found), False, True, True, arrangement)
-    raw = sum(s.fan for s in scored)
-    total = raw
-    capped = catalogue.cap is not None and raw > catalogue.cap
-    if capped:
-        total = catalogue.cap  # type: ignore[assignment]
-    toward_minimum = sum(p.fan * n for p, n in found if p.counts_toward_minimum)
-    return Evaluation(scored, total, capped, False, toward_minimum >= catalogue.minimum, arrangement)
+def _key(catalogue: Catalogue, found: list[Found]) -> tuple[int, int]:
+    """How good a reading is: (total, raw sum); a limit hand beats any non-limit reading (D9)."""
+    if catalogue.limit_rule and any(item[1].limit_tier is not None for item in found):
+        return (max(item[1].value for item in found), 1 << 30)
+    raw = sum(item[1].fan * item[2] for item in found)
+    cap = catalogue.cap
+    return (raw if cap is None or raw <= cap else cap, raw)
+
+
+def _result(catalogue: Catalogue, found: list[Found], arrangement: Arrangement) -> Evaluation:
+    found.sort()
+    scored = tuple([ScoredPattern(p.id, p.name_zh, p.value * n) for _, p, n in found])
+    if catalogue.limit_rule and any(p.limit_tier is not None for _, p, _ in found):
+        return Evaluation(scored, max(p.value for _, p, _ in found), False, True, True, arrangement)
+    total = 0
+    toward_minimum = 0
+    for _, pattern, occurrences in found:
+        fan = pattern.fan * occurrences
+        total += fan
+        if pattern.counts_toward_minimum:
+            toward_minimum += fan
+    cap = catalogue.cap
+    capped = cap is not None and total > cap
+    return Evaluation(
+        scored,
+        cap if capped else total,
+        capped,
+        False,
+        toward_minimum >= catalogue.minimum,
+        arrangement,  # type: ignore[arg-type]
+    )
 
 
 def _hand_text(desc: HandDescription) -> str:
