@@ -1,12 +1,13 @@
 """Fixtures every suite may use: real NATS (JetStream) and Postgres, started once per test session.
 
-The servers are embedded (``duelmahjong.platform.embedded``), on free ports, with their data under
-pytest's tmp dir; they start only when a test asks for them, so unit tests pay nothing. Set
+The servers are embedded (``duelmahjong.platform.embedded``), on free ports, with their data in
+temporary directories; they start only when a test asks for them, so unit tests pay nothing. Set
 ``NATS_URL`` / ``DATABASE_URL`` (an admin URL) to run the suites against servers of your own instead.
 
 - ``nats_server_url`` — the session's NATS URL.
 - ``postgres_admin_url`` — the session's Postgres admin URL (database ``postgres``).
 - ``token_secret`` — the HMAC key tokens are signed with in tests.
+- ``scratch_dir`` — a temporary directory for a server's data (e.g. a whole stack), see below.
 - ``unique_name`` — ``unique_name("WALLET")`` → ``"WALLET_3f2a9c1d"``: stream, durable and database
   names that no other test uses, so tests never see each other's data.
 
@@ -18,8 +19,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -36,15 +41,37 @@ def nats_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.url
 
 
+@contextmanager
+def scratch_directory(prefix: str) -> Iterator[Path]:
+    """A temporary directory OUTSIDE pytest's ``pytest-of-<user>`` root, removed afterwards.
+
+    As root, Postgres runs as another user who must traverse the path to its data; every pytest
+    session that starts resets ``pytest-of-root`` to mode 0700, which would cut a running server off
+    from its files. So server data lives in a directory of its own under the system tmp dir.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def postgres_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_admin_url() -> Iterator[str]:
     external = os.environ.get("DATABASE_URL")
     if external:
         yield external
         return
     # fsync off: test data is thrown away, and it makes every commit much cheaper on a shared machine.
-    with EmbeddedPostgres(tmp_path_factory.mktemp("postgres"), durable=False) as server:
+    with scratch_directory("duel-test-pg-") as data_dir, EmbeddedPostgres(data_dir, durable=False) as server:
         yield server.url
+
+
+@pytest.fixture
+def scratch_dir() -> Iterator[Path]:
+    """Like ``tmp_path``, but safe for data of servers running as another user (see above)."""
+    with scratch_directory("duel-test-") as path:
+        yield path
 
 
 @pytest.fixture(scope="session")

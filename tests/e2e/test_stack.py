@@ -53,8 +53,8 @@ def _started_pids(data_dir: Path, state: StackState) -> dict[str, int]:
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    data_dir = tmp_path / "local"
+def stack(scratch_dir: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    data_dir = scratch_dir / "local"
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
     process = subprocess.Popen(
         [sys.executable, "-m", "duelmahjong.platform.stack", "--data-dir", str(data_dir)],

@@ -27,6 +27,8 @@ from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from services.table.config import TableConfig
 from services.table.main import SPEC as TABLE
+from services.wallet.config import WalletConfig
+from services.wallet.main import SPEC as WALLET
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -52,6 +54,18 @@ async def test_service_comes_up_healthy_and_answers_over_reflection(
 ) -> None:
     config_class, spec, full_name = SERVICES[name]
     runtime = await start_service(spec, config_class.from_env(service_env))
+    await _check_healthy_reflected_and_measured(runtime, name, full_name)
+
+
+async def test_wallet_comes_up_healthy_on_its_own_database(
+    service_env: dict[str, str], start_service: Any, database_url: str
+) -> None:
+    config = WalletConfig.from_env({**service_env, "DATABASE_URL": database_url})
+    runtime = await start_service(WALLET, config)
+    await _check_healthy_reflected_and_measured(runtime, "wallet", "duelmahjong.v1.WalletService")
+
+
+async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_name: str) -> None:
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for service in ("", full_name):
