@@ -329,7 +329,8 @@ def shanten(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Itera
 
     Minimum over the forms the profile allows: standard, seven pairs and (duel) thirteen orphans
     when 13–14 tiles are concealed, and duel's 绿一色 free form. Exact for concealed hands: a kind
-    held four times is never counted as a wait. (Copies held in melds are not taken into account.)
+    held four times is never counted as a wait. Copies held in melds are not taken into account, so
+    with melds the value is a lower bound (``shanten > 0`` still proves the hand is not ready).
 
     >>> from duelmahjong.rules.tiles import counts_of, parse_tiles
     >>> shanten(counts_of(parse_tiles("123m456p789s1122z")))
