@@ -14,119 +14,25 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-DATASOURCE = {"type": "prometheus", "uid": "duel-prometheus"}
-SERVICES = ("matchmaking", "table", "scoring", "wallet")
-RATE = "$__rate_interval"
-# Status codes that mean the server failed, not that the client asked for something refused.
-SERVER_ERROR_CODES = "INTERNAL|UNKNOWN|UNAVAILABLE|DATA_LOSS|DEADLINE_EXCEEDED"
-HEIGHT = 8
+# A standalone tool next to its model (not an installed package): import it from this folder.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def every(what: str, matchers: str = "", services: tuple[str, ...] = SERVICES) -> str:
-    """A selector of the platform metric `duel_<service>_<what>` across `services`."""
-    extra = f", {matchers}" if matchers else ""
-    return f'{{__name__=~"duel_({"|".join(services)})_{what}"{extra}}}'
-
-
-def rate_by(labels: str, selector: str) -> str:
-    return f"sum by ({labels}) (rate({selector}[{RATE}]))"
-
-
-def p99(labels: str, bucket_selector: str) -> str:
-    return f"histogram_quantile(0.99, sum by ({labels}, le) (rate({bucket_selector}[{RATE}])))"
-
-
-@dataclass(frozen=True)
-class Panel:
-    title: str
-    queries: tuple[tuple[str, str], ...]  # (PromQL, legend)
-    unit: str = "short"
-    kind: str = "timeseries"  # timeseries | stat
-    description: str = ""
-    width: int = 12
-
-
-@dataclass(frozen=True)
-class Row:
-    title: str
-    panels: tuple[Panel, ...]
-
-
-@dataclass(frozen=True)
-class Dashboard:
-    uid: str
-    title: str
-    description: str
-    rows: tuple[Row, ...]
-    tags: tuple[str, ...] = field(default=("duel-mahjong",))
-
-
-def _panel_json(panel: Panel, panel_id: int, x: int, y: int) -> dict[str, Any]:
-    targets = [
-        {"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": expr, "legendFormat": legend}
-        for i, (expr, legend) in enumerate(panel.queries)
-    ]
-    options: dict[str, Any] = {"tooltip": {"mode": "multi", "sort": "desc"}}
-    if panel.kind == "timeseries":
-        options["legend"] = {"displayMode": "list", "placement": "bottom", "showLegend": True}
-    else:
-        options["reduceOptions"] = {"calcs": ["lastNotNull"], "fields": "", "values": False}
-    return {
-        "id": panel_id,
-        "type": panel.kind,
-        "title": panel.title,
-        "description": panel.description,
-        "datasource": DATASOURCE,
-        "gridPos": {"h": HEIGHT, "w": panel.width, "x": x, "y": y},
-        "targets": targets,
-        "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
-        "options": options,
-    }
-
-
-def render(dashboard: Dashboard) -> dict[str, Any]:
-    panels: list[dict[str, Any]] = []
-    y = 0
-    for row in dashboard.rows:
-        panels.append(
-            {
-                "id": len(panels) + 1,
-                "type": "row",
-                "title": row.title,
-                "collapsed": False,
-                "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
-                "panels": [],
-            }
-        )
-        y += 1
-        x = 0
-        for panel in row.panels:
-            if x + panel.width > 24:
-                x, y = 0, y + HEIGHT
-            panels.append(_panel_json(panel, len(panels) + 1, x, y))
-            x += panel.width
-        y += HEIGHT
-    return {
-        "uid": dashboard.uid,
-        "title": dashboard.title,
-        "description": dashboard.description,
-        "tags": list(dashboard.tags),
-        "timezone": "utc",
-        "editable": False,
-        "graphTooltip": 1,
-        "refresh": "30s",
-        "schemaVersion": 39,
-        "version": 1,
-        "time": {"from": "now-6h", "to": "now"},
-        "templating": {"list": []},
-        "annotations": {"list": []},
-        "panels": panels,
-    }
-
+from grafana_json import (
+    ENQUEUE,
+    PLAY_STREAMS,
+    SERVER_ERROR_CODES,
+    Dashboard,
+    Panel,
+    Row,
+    every,
+    p99,
+    per_minute,
+    rate_by,
+    render,
+    rpc,
+)
 
 INFRASTRUCTURE = Dashboard(
     uid="duel-infrastructure",
@@ -267,7 +173,188 @@ ECONOMY = Dashboard(
     ),
 )
 
-DASHBOARDS = {"economy.json": ECONOMY, "infrastructure.json": INFRASTRUCTURE}
+OVERVIEW = Dashboard(
+    uid="duel-overview",
+    title="Duel Mahjong / Overview",
+    description="Players at tables and in queues, matches started and hands settled, queue wait.",
+    rows=(
+        Row(
+            "Players",
+            (
+                Panel(
+                    "Players at tables (open Play streams)",
+                    ((f"sum({PLAY_STREAMS})", "players"),),
+                    kind="stat",
+                    width=6,
+                    description="One Play stream per connected seat: two per live table with both"
+                    " players in.",
+                ),
+                Panel(
+                    "Players in queues (open Enqueue streams)",
+                    (
+                        (
+                            f'sum(duel_matchmaking_grpc_requests_in_flight_count{{method="{ENQUEUE}"}})',
+                            "queued",
+                        ),
+                    ),
+                    kind="stat",
+                    width=6,
+                ),
+                Panel(
+                    "Open Play streams per table pod",
+                    ((f"sum by (pod) ({PLAY_STREAMS})", "{{pod}}"),),
+                    description="About twice the live tables on each pod.",
+                ),
+            ),
+        ),
+        Row(
+            "Matches",
+            (
+                Panel(
+                    "Tables opened/min (matches started)",
+                    (
+                        (
+                            per_minute(
+                                "",
+                                "duel_table_grpc_requests_total"
+                                f'{{method="{rpc("TableService", "OpenTable")}", code="OK"}}',
+                            ),
+                            "opened",
+                        ),
+                    ),
+                ),
+                Panel(
+                    "Hands settled and tables closed /min",
+                    (
+                        (
+                            per_minute(
+                                "kind",
+                                "duel_wallet_events_handled_total"
+                                '{kind=~"hand-scored|closed", outcome="applied"}',
+                            ),
+                            "{{kind}}",
+                        ),
+                    ),
+                    description="hand-scored: a hand's settlement applied; closed: a table closed"
+                    " (match finished, holds released).",
+                ),
+                Panel(
+                    "Queue wait (Enqueue stream duration), p50 and p99",
+                    (
+                        (
+                            p99(
+                                "service",
+                                f'duel_matchmaking_grpc_request_duration_seconds_bucket{{method="{ENQUEUE}"}}',
+                                0.5,
+                            ),
+                            "p50",
+                        ),
+                        (
+                            p99(
+                                "service",
+                                f'duel_matchmaking_grpc_request_duration_seconds_bucket{{method="{ENQUEUE}"}}',
+                            ),
+                            "p99",
+                        ),
+                    ),
+                    unit="s",
+                    description="From Enqueue to the end of its stream (table ready, cancelled or expired).",
+                ),
+                Panel(
+                    "Guest logins/min",
+                    (
+                        (
+                            per_minute(
+                                "",
+                                "duel_wallet_grpc_requests_total"
+                                f'{{method="{rpc("WalletService", "GuestLogin")}", code="OK"}}',
+                            ),
+                            "logins",
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+
+TABLE_SERVERS = Dashboard(
+    uid="duel-table-servers",
+    title="Duel Mahjong / Table servers",
+    description="Per table pod: connected seats, table RPCs, write-ahead appends to JetStream, results.",
+    rows=(
+        Row(
+            "Load",
+            (
+                Panel(
+                    "Open Play streams per pod",
+                    ((f"sum by (pod) ({PLAY_STREAMS})", "{{pod}}"),),
+                    description="One per connected seat; the HPA's CPU target scales the pods.",
+                ),
+                Panel(
+                    "Table RPCs/s by method and code",
+                    (
+                        (
+                            rate_by("method, code", every("grpc_requests_total", services=("table",))),
+                            "{{method}} {{code}}",
+                        ),
+                    ),
+                    unit="reqps",
+                ),
+            ),
+        ),
+        Row(
+            "Events",
+            (
+                Panel(
+                    "JetStream publishes/s per pod (write-ahead events, hand results)",
+                    (
+                        (
+                            rate_by("pod, outcome", every("bus_published_total", services=("table",))),
+                            "{{pod}} {{outcome}}",
+                        ),
+                    ),
+                    unit="ops",
+                    description="Every engine event is appended to its table's subject before any seat"
+                    " sees it: this is the table servers' event rate.",
+                ),
+                Panel(
+                    "Messages consumed/s by consumer and outcome",
+                    (
+                        (
+                            rate_by(
+                                "durable, outcome", every("bus_messages_handled_total", services=("table",))
+                            ),
+                            "{{durable}} {{outcome}}",
+                        ),
+                    ),
+                    unit="ops",
+                ),
+                Panel(
+                    "p99 OpenTable duration",
+                    (
+                        (
+                            p99(
+                                "pod",
+                                "duel_table_grpc_request_duration_seconds_bucket"
+                                f'{{method="{rpc("TableService", "OpenTable")}"}}',
+                            ),
+                            "{{pod}}",
+                        ),
+                    ),
+                    unit="s",
+                ),
+            ),
+        ),
+    ),
+)
+
+DASHBOARDS = {
+    "overview.json": OVERVIEW,
+    "table-servers.json": TABLE_SERVERS,
+    "economy.json": ECONOMY,
+    "infrastructure.json": INFRASTRUCTURE,
+}
 
 
 def rendered_files() -> dict[str, str]:

@@ -386,3 +386,37 @@ def requires_database(service: str) -> bool:
         and value.__module__ == module.__name__
     ]
     return bool(config.REQUIRES_DATABASE)
+
+
+def label_values(expr: str, label: str) -> set[str]:
+    """The values an expression's matchers on `label` name (`=` literal, `=~` alternatives).
+
+    >>> sorted(label_values('rate(x{kind=~"a|b", outcome="ok"}[1m]) + y{kind="c"}', "kind"))
+    ['a', 'b', 'c']
+    """
+    values: set[str] = set()
+    for operator, value in re.findall(rf'\b{label}\s*(=~|=)\s*"([^"]*)"', expr):
+        values |= set(value.split("|")) if operator == "=~" else {value}
+    return values
+
+
+def rpc_paths() -> set[str]:
+    """Every RPC of the contract as the `method` label names it: /duelmahjong.v1.<Service>/<Rpc>."""
+    paths: set[str] = set()
+    for proto in (REPO / "proto" / "duelmahjong" / "v1").glob("*.proto"):
+        service = ""
+        for line in proto.read_text().splitlines():
+            found = re.match(r"\s*service\s+(\w+)", line)
+            service = found.group(1) if found else service
+            rpc = re.match(r"\s*rpc\s+(\w+)", line)
+            if rpc:
+                paths.add(f"/duelmahjong.v1.{service}/{rpc.group(1)}")
+    return paths
+
+
+def monitoring_exprs() -> list[str]:
+    """Every PromQL expression of the alert rules and the dashboards."""
+    exprs = [rule["expr"] for rule in alert_rules()]
+    for dashboard in dashboards().values():
+        exprs.extend(dashboard_exprs(dashboard))
+    return exprs

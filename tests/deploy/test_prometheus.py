@@ -59,3 +59,14 @@ def test_adapter_rules_map_series_to_table_pods(kit: ModuleType) -> None:
         assert overrides["namespace"]["resource"] == "namespace"
         assert overrides["pod"]["resource"] == "pod"
         assert "<<.Series>>" in rule["metricsQuery"] and "<<.LabelMatchers>>" in rule["metricsQuery"]
+
+
+def test_label_values_in_queries_name_real_rpcs_and_wallet_event_kinds(kit: ModuleType) -> None:
+    from services.wallet.events import SOURCES
+
+    rpcs = kit.rpc_paths()
+    wallet_kinds = {source.durable.removeprefix("wallet-") for source in SOURCES}
+    for expr in kit.monitoring_exprs():
+        assert kit.label_values(expr, "method") <= rpcs, expr
+        if "duel_wallet_events_handled_total" in expr or "duel_wallet_settlement_duration" in expr:
+            assert kit.label_values(expr, "kind") <= wallet_kinds, expr
