@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from duelmahjong.rules import analysis
 from duelmahjong.rules.errors import InvalidHandError, NotationError, UnknownProfileError
 from duelmahjong.rules.hand import MELD_KINDS, Hand, Meld
 from duelmahjong.rules.tiles import EAST, format_tiles, parse_tiles
@@ -119,3 +120,17 @@ def test_meld_facts() -> None:
     assert not Hand.parse("123m456p1z chi:789s pong:555z").is_concealed
     assert Hand.parse("123m456p789s1z concealed_kong:5555z").is_concealed
     assert format_tiles(Hand.parse("123m456p1z chi:789s pong:555z").all_tiles) == "123m456p789s1555z"
+
+
+@settings(max_examples=150)
+@given(hands())
+def test_hand_analysis_agrees_with_the_count_vector_api(hand: Hand) -> None:
+    counts = list(hand.counts)
+    melded = hand.melded_tiles
+    assert hand.shanten() == analysis.shanten(counts, melded_tiles=melded)
+    if hand.tile_count == 14:
+        assert hand.is_winning() == analysis.is_winning(counts, melded_tiles=melded)
+        assert hand.decompositions() == analysis.decompositions(counts)
+    else:
+        assert hand.waits() == analysis.waits(counts, melded_tiles=melded)
+        assert all(hand.draw(kind).is_winning() for kind in hand.waits())
