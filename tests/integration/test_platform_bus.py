@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from nats.aio.msg import Msg
 
 from duelmahjong.platform.bus import Bus, ConsumerSpec, StreamSpec
+from duelmahjong.platform.embedded import EmbeddedNats
+from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -103,3 +106,41 @@ async def test_replicas_on_one_durable_share_the_messages(
         await other.close()
     assert sorted(seen["a"] + seen["b"]) == list(range(40))  # each message handled exactly once
     assert seen["a"] and seen["b"]
+
+
+async def test_the_bus_reconnects_when_nats_comes_back_and_keeps_the_stream(
+    tmp_path: Path, unique_name: Callable[[str], str]
+) -> None:
+    metrics = ServiceMetrics("probe")
+    server = EmbeddedNats(tmp_path / "nats")
+    await asyncio.to_thread(server.start)
+    bus = await Bus.connect(server.url, name="probe", metrics=metrics)
+    try:
+        _, subject = await _declare(bus, unique_name)
+        await bus.publish(f"{subject}.x", b"before", msg_id="m-1")
+        await asyncio.to_thread(server.stop)
+        for _ in range(50):  # the client notices the closed socket on its own read loop
+            if metrics.registry.get_sample_value("duel_probe_nats_connected_bool") == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert metrics.registry.get_sample_value("duel_probe_nats_connected_bool") == 0
+
+        restarted = EmbeddedNats(tmp_path / "nats", port=server.port)  # same port, same JetStream store
+        await asyncio.to_thread(restarted.start)
+        try:
+            ack = None
+            for _ in range(100):  # until the client has reconnected (reconnect_time_wait is 0.5 s)
+                try:
+                    ack = await bus.publish(f"{subject}.x", b"after", msg_id="m-2")
+                    break
+                except Exception:
+                    await asyncio.sleep(0.1)
+            assert ack is not None and ack.seq == 2  # the stream survived the restart
+            assert metrics.registry.get_sample_value("duel_probe_nats_reconnects_total") == 1
+            assert metrics.registry.get_sample_value("duel_probe_nats_connected_bool") == 1
+        finally:
+            await bus.close()
+            await asyncio.to_thread(restarted.stop)
+    finally:
+        await bus.close()
+        await asyncio.to_thread(server.stop)

@@ -6,6 +6,7 @@ needed; its handlers raise whatever a test asks for.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -47,6 +48,11 @@ async def _unary(request: Request, context: grpc.aio.ServicerContext) -> Reply:
     return Reply(status=Reply.SERVING)
 
 
+async def _slow(request: Request, context: grpc.aio.ServicerContext) -> Reply:
+    await asyncio.sleep(0.5)
+    return Reply(status=Reply.SERVING)
+
+
 async def _stream(request: Request, context: grpc.aio.ServicerContext) -> AsyncIterator[Reply]:
     yield Reply(status=Reply.SERVING)
     raise errors.FailedPrecondition("table closed mid-stream")
@@ -59,6 +65,9 @@ def _register(_servicer: object, server: grpc.aio.Server) -> None:
         ),
         "Public": grpc.unary_unary_rpc_method_handler(
             _unary, request_deserializer=Request.FromString, response_serializer=Reply.SerializeToString
+        ),
+        "Slow": grpc.unary_unary_rpc_method_handler(
+            _slow, request_deserializer=Request.FromString, response_serializer=Reply.SerializeToString
         ),
         "Stream": grpc.unary_stream_rpc_method_handler(
             _stream, request_deserializer=Request.FromString, response_serializer=Reply.SerializeToString
@@ -191,3 +200,14 @@ async def test_stopping_marks_health_not_serving_first(probe: tuple[Any, Any]) -
     runtime.stopping.set()
     second = await watch.read()
     assert second.status == Reply.NOT_SERVING
+
+
+async def test_an_rpc_in_flight_when_the_service_stops_still_completes(
+    probe: tuple[Any, Any], issue: Callable[..., Any]
+) -> None:
+    runtime, channel = probe
+    call = _call(channel, "Slow")(Request(), metadata=issue(), timeout=10)
+    await asyncio.sleep(0.2)  # the call is being handled
+    runtime.stopping.set()  # what SIGTERM does
+    reply = await call
+    assert reply.status == Reply.SERVING

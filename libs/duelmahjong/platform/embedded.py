@@ -107,9 +107,10 @@ class _Embedded(abc.ABC):
 class EmbeddedNats(_Embedded):
     """``nats-server -js`` on ``127.0.0.1`` and a port the server picks itself (no race)."""
 
-    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1") -> None:
+    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1", port: int = -1) -> None:
         self.data_dir = data_dir
         self.host = host
+        self.port = port  # -1: the server picks a free one; give the old port to restart in place
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -131,7 +132,16 @@ class EmbeddedNats(_Embedded):
         shutil.rmtree(ports_dir, ignore_errors=True)
         ports_dir.mkdir()
         log = self.data_dir / "nats-server.log"
-        command = [self.binary(), "-a", self.host, "-p", "-1", "-js", "-sd", str(self.data_dir / "jetstream")]
+        command = [
+            self.binary(),
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
+            "-js",
+            "-sd",
+            str(self.data_dir / "jetstream"),
+        ]
         command += ["--ports_file_dir", str(ports_dir), "-l", str(log)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
         ports_file = ports_dir / f"{Path(command[0]).name}_{self._process.pid}.ports"
@@ -144,8 +154,8 @@ class EmbeddedNats(_Embedded):
             time.sleep(0.02)
         time.sleep(0.02)  # the file is written in one go, but give the writer its close()
         self.url = json.loads(ports_file.read_text())["nats"][0]
-        port = int(self.url.rsplit(":", 1)[1])
-        _wait_for_tcp(self.host, port, within_seconds=10, what="nats-server", log=log)
+        self.port = int(self.url.rsplit(":", 1)[1])
+        _wait_for_tcp(self.host, self.port, within_seconds=10, what="nats-server", log=log)
         _log.info("embedded nats started", extra={"fields": {"url": self.url, "pid": self._process.pid}})
 
     def stop(self) -> None:
