@@ -102,13 +102,13 @@ def win_keys(m: int, p: int, s: int, z: int, size: int, duel: bool = True, green
             return True
         if duel and _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z] == 29:
             return True
-    return (
-        duel
-        and green_melds >= 0
-        and m == p == 0
-        and size + green_melds >= 14
-        and _SOU_GREEN[s] + _HONOR_GREEN[z] == size
-    )
+    return duel and m == p == 0 and _all_green(s, z, size, green_melds, 14)
+
+
+def _all_green(s: int, z: int, size: int, green_melds: int, whole: int) -> bool:
+    """D12 绿一色 free form: every concealed and melded tile green, the whole hand ≥ ``whole`` tiles
+    (13 for a ready hand, 14 for a win: melds not given cannot make up the count)."""
+    return green_melds >= 0 and size + green_melds >= whole and _SOU_GREEN[s] + _HONOR_GREEN[z] == size
 
 
 def shanten_keys(m: int, p: int, s: int, z: int, size: int, duel: bool = True, green_melds: int = 0) -> int:
@@ -156,13 +156,7 @@ def waits_keys(
             orphans = _SUIT_ORPHANS[m] + _SUIT_ORPHANS[p] + _SUIT_ORPHANS[s] + _HONOR_ORPHANS[z]
             if orphans == 13 or orphans == 12 + 16:
                 found |= sum(1 << kind for kind in _ORPHAN_ORDER if orphans == 13 or not counts[kind])
-    if (
-        duel
-        and green_melds >= 0
-        and m == p == 0
-        and size + green_melds >= 13
-        and _SOU_GREEN[s] + _HONOR_GREEN[z] == size
-    ):
+    if duel and m == p == 0 and _all_green(s, z, size, green_melds, 13):
         found |= sum(1 << kind for kind in _GREEN_ORDER)
     return [kind for kind in range(NUM_KINDS) if found >> kind & 1 and counts[kind] < COPIES]
 
