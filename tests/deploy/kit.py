@@ -415,8 +415,9 @@ def rpc_paths() -> set[str]:
 
 
 def monitoring_exprs() -> list[str]:
-    """Every PromQL expression of the alert rules and the dashboards."""
+    """Every PromQL expression of the alert rules, the adapter rules and the dashboards."""
     exprs = [rule["expr"] for rule in alert_rules()]
+    exprs.extend(rule[key] for rule in adapter_rules() for key in ("seriesQuery", "metricsQuery"))
     for dashboard in dashboards().values():
         exprs.extend(dashboard_exprs(dashboard))
     return exprs

@@ -90,6 +90,14 @@ def test_table_servers_scale_on_cpu_and_custom_metrics_the_adapter_serves(
     custom = {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
     assert custom <= kit.adapter_metric_names(), "the HPA's metrics must be ones the adapter serves"
     assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
+    # Connected seats per pod: scale out before the pod is full (two seats per table).
+    (container,) = kit.find(rendered[overlay], "StatefulSet", "table")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    capacity = int(next(e["value"] for e in container["env"] if e["name"] == "TABLE_CAPACITY"))
+    seats = [m["pods"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
+    assert [s["metric"]["name"] for s in seats] == ["duel_table_play_streams"]
+    assert 0 < float(seats[0]["target"]["averageValue"]) < 2 * capacity
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
