@@ -6,7 +6,8 @@ For each RPC, in this order:
 2. unless the method is public (health, reflection, wallet login…), verify the bearer token and bind the
    :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
 3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
-   (gRPC's own default would be an opaque error);
+   (gRPC's own default would be an opaque error). Streaming handlers get this by iterating their
+   request iterator (``async for request in request_iterator``), not by ``context.read()``;
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
    with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
    where the logic comes from; anything else is logged with its traceback and the client gets

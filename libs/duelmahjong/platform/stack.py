@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import IO
 
 from duelmahjong.platform import db
-from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from duelmahjong.platform.db import MigrationError
+from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError, free_port
 from duelmahjong.platform.grpc_server import wait_until_serving
 from duelmahjong.platform.stackfile import SERVICE_NAMES, ServiceEndpoint, StackState, address_variable
 
@@ -87,6 +88,16 @@ def migrations_dir(service: str) -> Path | None:
         return None
     candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
     return candidate if candidate.is_dir() else None
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _die_with_parent() -> None:
@@ -243,6 +254,10 @@ async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    running = StackState.read(data_dir / "stack.json")
+    if running is not None and running.stack_pid != os.getpid() and _process_exists(running.stack_pid):
+        _say(f"ERROR: a stack is already running from {data_dir} (pid {running.stack_pid}); stop it first")
+        return 1
     stack = Stack(data_dir, available_services(services), dict(os.environ))
     code = 0
     try:
@@ -259,7 +274,7 @@ async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
                     code = 1
                     break
         _say("stopping")
-    except StackError as err:
+    except (StackError, EmbeddedServerError, MigrationError, OSError) as err:
         _say(f"ERROR: {err}")
         code = 1
     finally:
