@@ -85,6 +85,21 @@ _CHOW_FACTS += (_CHOW_FACTS[3] | _F["four_chows"],)
 _PUNG_FACTS = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
 _PUNG_FACTS += (_PUNG_FACTS[3] | _F["four_pungs"],)
 
+_BONUS_TILES_FACT = _F["bonus_tiles"]
+_CONCEALED_FACT = _F["concealed"]
+_DISCARD_FACT = _F["discard"]
+_DRAGONS_FACT = _F["dragons"]
+_FIRST_TURN_WIN_FACT = _F["first_turn_win"]
+_FLOWERS_FACT = _F["flowers"]
+_HONORS_FACT = _F["honors"]
+_KONG_FACT = _F["kong"]
+_NO_HONORS_FACT = _F["no_honors"]
+_ONE_SUIT_FACT = _F["one_suit"]
+_OPEN_FACT = _F["open"]
+_SELF_DRAWN_FACT = _F["self_drawn"]
+_SIMPLES_FACT = _F["simples"]
+_TERMINALS_OR_HONORS_FACT = _F["terminals_or_honors"]
+_WINDS_FACT = _F["winds"]
 _SELF_DRAWN = _F["self_drawn"]
 _CONCEALED = _F["concealed"]
 _FORM_FACTS = {form: _F[form] for form in ("standard", "seven_pairs", "thirteen_orphans", "free")}
@@ -205,7 +220,7 @@ class _Hand:
                 meld_sets.append(WinSet(kind, tile, is_hidden, meld.kind))
             self.meld_sets = tuple(meld_sets)
             if kongs:
-                facts |= _F["kong"]
+                facts |= _KONG_FACT
         else:
             counts = closed  # shared: neither is ever modified after this point
             self.meld_sets = ()
@@ -221,30 +236,30 @@ class _Hand:
         flags = _CONTEXT_FLAGS(context)
         facts |= _context_facts_memo.get(flags) or _context_facts(flags)
         if desc.self_drawn or context.robbing_kong or context.extra_draw_after_exhaustion:
-            facts |= _F["self_drawn"]
+            facts |= _SELF_DRAWN_FACT
         else:
-            facts |= _F["discard"]
-        facts |= _F["concealed"] if concealed else _F["open"]
+            facts |= _DISCARD_FACT
+        facts |= _CONCEALED_FACT if concealed else _OPEN_FACT
         if mask & _HONOR_MASK:
-            facts |= _F["honors"]
+            facts |= _HONORS_FACT
             if mask & _WIND_MASK:
-                facts |= _F["winds"]
+                facts |= _WINDS_FACT
             if mask & _DRAGON_MASK:
-                facts |= _F["dragons"]
+                facts |= _DRAGONS_FACT
         else:
-            facts |= _F["no_honors"]
+            facts |= _NO_HONORS_FACT
         if bool(mask & _MAN) + bool(mask & _PIN) + bool(mask & _SOU) <= 1:
-            facts |= _F["one_suit"]
+            facts |= _ONE_SUIT_FACT
         if not mask & _TERMINAL_HONOR_MASK:
-            facts |= _F["simples"]
+            facts |= _SIMPLES_FACT
         elif not mask & ~_TERMINAL_HONOR_MASK:
-            facts |= _F["terminals_or_honors"]
+            facts |= _TERMINALS_OR_HONORS_FACT
         if context.first_turn_win is not None:
-            facts |= _F["first_turn_win"]
+            facts |= _FIRST_TURN_WIN_FACT
         if context.revealed_bonus_tiles:
-            facts |= _F["bonus_tiles"]
+            facts |= _BONUS_TILES_FACT
         if context.flowers:
-            facts |= _F["flowers"]
+            facts |= _FLOWERS_FACT
         self.facts = facts
 
 

@@ -16,24 +16,13 @@ the arrangement with the highest total.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from duelmahjong.rules.arrangement import Arrangement, arrangements
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import InvalidHandError
-from duelmahjong.rules.patterns import Catalogue, Pattern
+from duelmahjong.rules.patterns import Catalogue, Pattern, ScoredPattern
 from duelmahjong.rules.profiles import get_profile
-
-
-class ScoredPattern(NamedTuple):
-    """One line of a breakdown; a pattern that occurs several times appears once with its summed fan."""
-
-    id: str
-    name_zh: str
-    fan: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name_zh": self.name_zh, "fan": self.fan}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,41 +60,38 @@ def evaluate(desc: HandDescription, catalogue: Catalogue | None = None) -> Evalu
     readings = arrangements(desc)
     if not readings:
         raise InvalidHandError(f"{_hand_text(desc)} is not a winning hand in profile {desc.profile}")
-    if len(readings) == 1:  # the common case: nothing to compare
-        return _result(catalogue, _detect(catalogue, readings[0]), readings[0])
-    best_key = (-1, -1)
-    best: list[Found] = []
     best_arrangement = readings[0]
-    for arrangement in readings:
-        found = _detect(catalogue, arrangement)
-        key = _key(catalogue, found)
-        if key > best_key:
-            best_key, best, best_arrangement = key, found, arrangement
-    return _result(catalogue, best, best_arrangement)
+    best, best_limit = _detect(catalogue, best_arrangement)
+    if len(readings) > 1:
+        best_key = _key(catalogue, best, best_limit)
+        for arrangement in readings[1:]:
+            found, limit = _detect(catalogue, arrangement)
+            key = _key(catalogue, found, limit)
+            if key > best_key:
+                best_key, best, best_limit, best_arrangement = key, found, limit, arrangement
+    return _result(catalogue, best, best_limit, best_arrangement)
 
 
 # (catalogue position, pattern, occurrences): sorting these tuples gives catalogue order.
 Found = tuple[int, Pattern, int]
 
 
-def _detect(catalogue: Catalogue, arrangement: Arrangement) -> list[Found]:
-    """Patterns present in one arrangement after E1 exclusions."""
+def _detect(catalogue: Catalogue, arrangement: Arrangement) -> tuple[list[Found], bool]:
+    """Patterns present in one arrangement after E1 exclusions, and whether one is a limit (D9)."""
     found: list[Found] = []
-    excluded: frozenset[str] | set[str] = frozenset()
+    excluded: frozenset[str] = frozenset()
     limit_found = False
-    limit_rule = catalogue.limit_rule
-    position = catalogue.position
-    for pattern in catalogue.candidates(arrangement.facts):
-        if pattern.id in excluded:
+    for position, pattern, pattern_id, is_limit in catalogue.entries(arrangement.facts):
+        if pattern_id in excluded:
             continue  # E1: an excluded pattern excludes nothing, so it need not even be detected
-        if limit_found and pattern.limit_tier is None:
+        if limit_found and not is_limit:
             break  # D9: limit patterns are ordered first; once one is found nothing else can score
         occurrences = pattern.detect(arrangement)
         if occurrences:
-            found.append((position[pattern.id], pattern, occurrences))
+            found.append((position, pattern, occurrences))
             if pattern.excludes:
                 excluded = excluded | pattern.excludes
-            if limit_rule and pattern.limit_tier is not None:
+            if is_limit:
                 limit_found = True
     fallback = catalogue.fallback
     if fallback is not None and not limit_found:
@@ -114,24 +100,24 @@ def _detect(catalogue: Catalogue, arrangement: Arrangement) -> list[Found]:
             if item[1].id not in ignores:
                 break
         else:  # D1: 推倒胡 when nothing else (花牌 aside) scored
-            found.append((position[fallback], catalogue[fallback], 1))
-    return found
+            found.append((catalogue.position[fallback], catalogue[fallback], 1))
+    return found, limit_found
 
 
-def _key(catalogue: Catalogue, found: list[Found]) -> tuple[int, int]:
+def _key(catalogue: Catalogue, found: list[Found], limit: bool) -> tuple[int, int]:
     """How good a reading is: (total, raw sum); a limit hand beats any non-limit reading (D9)."""
-    if catalogue.limit_rule and any(item[1].limit_tier is not None for item in found):
+    if limit:
         return (max(item[1].value for item in found), 1 << 30)
     raw = sum(item[1].fan * item[2] for item in found)
     cap = catalogue.cap
     return (raw if cap is None or raw <= cap else cap, raw)
 
 
-def _result(catalogue: Catalogue, found: list[Found], arrangement: Arrangement) -> Evaluation:
+def _result(catalogue: Catalogue, found: list[Found], limit: bool, arrangement: Arrangement) -> Evaluation:
     found.sort()
-    scored = tuple([ScoredPattern(p.id, p.name_zh, p.value * n) for _, p, n in found])
-    if catalogue.limit_rule and any(p.limit_tier is not None for _, p, _ in found):
-        return Evaluation(scored, max(p.value for _, p, _ in found), False, True, True, arrangement)
+    scored = tuple([catalogue.scored(pattern, occurrences) for _, pattern, occurrences in found])
+    if limit:
+        return Evaluation(scored, max(item[1].value for item in found), False, True, True, arrangement)
     total = 0
     toward_minimum = 0
     for _, pattern, occurrences in found:
@@ -140,15 +126,9 @@ def _result(catalogue: Catalogue, found: list[Found], arrangement: Arrangement) 
         if pattern.counts_toward_minimum:
             toward_minimum += fan
     cap = catalogue.cap
-    capped = cap is not None and total > cap
-    return Evaluation(
-        scored,
-        cap if capped else total,
-        capped,
-        False,
-        toward_minimum >= catalogue.minimum,
-        arrangement,  # type: ignore[arg-type]
-    )
+    if cap is not None and total > cap:
+        return Evaluation(scored, cap, True, False, toward_minimum >= catalogue.minimum, arrangement)
+    return Evaluation(scored, total, False, False, toward_minimum >= catalogue.minimum, arrangement)
 
 
 def _hand_text(desc: HandDescription) -> str:

@@ -13,12 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from duelmahjong.rules.errors import RulesError
 
 if TYPE_CHECKING:
     from duelmahjong.rules.arrangement import Arrangement
+
+
+class ScoredPattern(NamedTuple):
+    """One line of a breakdown; a pattern that occurs several times appears once with its summed fan."""
+
+    id: str
+    name_zh: str
+    fan: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name_zh": self.name_zh, "fan": self.fan}
 
 
 class CatalogueError(RulesError):
@@ -49,6 +60,9 @@ class Pattern:
     def value(self) -> int:
         """The value used to order patterns for exclusions: the tier of a limit hand, else its fan."""
         return self.limit_tier if self.limit_tier is not None else self.fan
+
+
+Entry = tuple[int, Pattern, str, bool]  # (catalogue position, pattern, id, is a limit under the limit rule)
 
 
 class Catalogue:
@@ -114,7 +128,8 @@ class Catalogue:
         self.evaluation_order: tuple[Pattern, ...] = tuple(ordered)
         self.position = position
         self._requires_mask = {p.id: sum(FACTS[name] for name in p.requires) for p in self.patterns}
-        self._candidates: dict[int, tuple[Pattern, ...]] = {}
+        self._candidates: dict[int, tuple[Entry, ...]] = {}
+        self._scored_once = {p.id: ScoredPattern(p.id, p.name_zh, p.value) for p in self.patterns}
         self.highest_fan: int = max((p.value for p in self.patterns), default=0)
         if cap is not None and not limit_rule:
             self.highest_fan = min(self.highest_fan, cap)
@@ -139,13 +154,28 @@ class Catalogue:
         return tuple(pattern.id for pattern in self.patterns)
 
     def candidates(self, facts: int) -> tuple[Pattern, ...]:
-        """Patterns (E1 order, fallback left out) whose required facts are all in ``facts``; memoised."""
+        """Patterns (E1 order, fallback left out) whose required facts are all in ``facts``."""
+        return tuple(entry[1] for entry in self.entries(facts))
+
+    def entries(self, facts: int) -> tuple[Entry, ...]:
+        """:meth:`candidates` as evaluation entries ``(position, pattern, id, is_limit)``, memoised per
+        facts value (``is_limit``: a limit pattern under the limit rule)."""
         found = self._candidates.get(facts)
         if found is None:
             masks = self._requires_mask
-            found = tuple(p for p in self.evaluation_order if masks[p.id] & facts == masks[p.id])
+            found = tuple(
+                (self.position[p.id], p, p.id, self.limit_rule and p.limit_tier is not None)
+                for p in self.evaluation_order
+                if masks[p.id] & facts == masks[p.id]
+            )
             self._candidates[facts] = found
         return found
+
+    def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
+        """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""
+        if occurrences == 1:
+            return self._scored_once[pattern.id]
+        return ScoredPattern(pattern.id, pattern.name_zh, pattern.value * occurrences)
 
     def __repr__(self) -> str:
         size = len(self.patterns)
