@@ -22,6 +22,7 @@ import argparse
 import random
 from collections.abc import Callable, Sequence
 
+from bench import rules_evaluation
 from bench.common import Figure, compare, timed
 
 SEED = 20261130
@@ -134,8 +135,9 @@ def figures(size: int, runs: int) -> tuple[list[Figure], list[str]]:
         ("rules.shanten_hand", _over(ready_hands, Hand.shanten), "pymahjonggb", gb),
         ("rules.shanten_counts", _over(thirteen, analysis.shanten), "pymahjonggb", gb),
     ]
-    # The full-evaluation figure (rules.evaluate vs mahjong HandCalculator and pymahjonggb
-    # MahjongFanCalculator, issue 3) is added here by the evaluation engineer: append its specs.
+    # The full-evaluation figures (rules.evaluate vs mahjong HandCalculator and pymahjonggb
+    # MahjongFanCalculator, issue 3) on the winning hands of the same corpus: bench/rules_evaluation.py.
+    specs += rules_evaluation.specs(hands, SEED)
     found = [compare(name, ours, reference, theirs, runs=runs) for name, ours, reference, theirs in specs]
     return found, notes
 
