@@ -10,8 +10,8 @@ from types import ModuleType
 import yaml
 
 
-def test_dashboard_files_are_what_the_generator_renders(kit: ModuleType) -> None:
-    generator = kit.load_dashboard_generator()
+def test_dashboard_files_are_what_the_generator_renders(kit: ModuleType, monitoring: ModuleType) -> None:
+    generator = monitoring.load_dashboard_generator()
     expected = generator.rendered_files()
     folder = kit.DEPLOY / "grafana" / "dashboards"
     on_disk = {p.name: p.read_text(encoding="utf-8") for p in folder.glob("*.json")}
@@ -20,14 +20,16 @@ def test_dashboard_files_are_what_the_generator_renders(kit: ModuleType) -> None
         assert on_disk[name] == text, f"{name} is stale: run `python deploy/grafana/dashboards.py`"
 
 
-def test_dashboards_use_the_provisioned_datasource_and_unique_uids(kit: ModuleType) -> None:
+def test_dashboards_use_the_provisioned_datasource_and_unique_uids(
+    kit: ModuleType, monitoring: ModuleType
+) -> None:
     provisioning = kit.DEPLOY / "grafana" / "provisioning"
     datasources = yaml.safe_load((provisioning / "datasources" / "prometheus.yml").read_text())
     (datasource,) = datasources["datasources"]
     uids = []
-    for name, dashboard in kit.dashboards().items():
+    for name, dashboard in monitoring.dashboards().items():
         uids.append(dashboard["uid"])
-        for panel in kit.panels(dashboard):
+        for panel in monitoring.panels(dashboard):
             if panel["type"] == "row":
                 continue
             assert panel["datasource"]["uid"] == datasource["uid"], f"{name}: {panel['title']}"
@@ -42,19 +44,19 @@ def test_dashboards_are_provisioned_from_where_compose_mounts_them(kit: ModuleTy
     assert f"../grafana/dashboards:{provider['options']['path']}:ro" in compose
 
 
-def test_every_query_parses_as_promql(kit: ModuleType, tmp_path: Path) -> None:
+def test_every_query_parses_as_promql(kit: ModuleType, monitoring: ModuleType, tmp_path: Path) -> None:
     rules = []
-    for name, dashboard in kit.dashboards().items():
-        for i, expr in enumerate(kit.dashboard_exprs(dashboard)):
+    for name, dashboard in monitoring.dashboards().items():
+        for i, expr in enumerate(monitoring.dashboard_exprs(dashboard)):
             record = "dashboard:" + re.sub(r"\W", "_", name) + f":{i}"
-            rules.append({"record": record, "expr": kit.grafana_to_promql(expr)})
+            rules.append({"record": record, "expr": monitoring.grafana_to_promql(expr)})
     assert rules
     check = tmp_path / "dashboard-queries.yml"
     check.write_text(yaml.safe_dump({"groups": [{"name": "dashboards", "rules": rules}]}))
     kit.run_tool([kit.find_tool("promtool"), "check", "rules", str(check)])
 
 
-def test_every_dashboard_is_explained_in_the_readme(kit: ModuleType) -> None:
+def test_every_dashboard_is_explained_in_the_readme(kit: ModuleType, monitoring: ModuleType) -> None:
     readme = (kit.DEPLOY / "README.md").read_text()
-    for dashboard in kit.dashboards().values():
+    for dashboard in monitoring.dashboards().values():
         assert dashboard["title"] in readme, f"{dashboard['title']} is not explained in deploy/README.md"

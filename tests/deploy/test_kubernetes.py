@@ -81,14 +81,14 @@ def test_table_servers_drain_within_a_grace_period_longer_than_a_hand(
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_table_servers_scale_on_cpu_and_custom_metrics_the_adapter_serves(
-    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+    kit: ModuleType, monitoring: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     hpa = kit.find(rendered[overlay], "HorizontalPodAutoscaler", "table")
     assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "table"}
     resources = [m["resource"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Resource"]
     assert resources == ["cpu"]
     custom = {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
-    assert custom <= kit.adapter_metric_names(), "the HPA's metrics must be ones the adapter serves"
+    assert custom <= monitoring.adapter_metric_names(), "the HPA's metrics must be ones the adapter serves"
     assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
     # Connected seats per pod: scale out before the pod is full (two seats per table).
     (container,) = kit.find(rendered[overlay], "StatefulSet", "table")["spec"]["template"]["spec"][

@@ -77,18 +77,18 @@ def running_stack(
 
 
 def test_every_metric_monitoring_reads_is_exported_by_a_service(
-    kit: ModuleType, running_stack: tuple[Stack, StackState]
+    kit: ModuleType, monitoring: ModuleType, running_stack: tuple[Stack, StackState]
 ) -> None:
     _stack, state = running_stack
     assert set(state.services) == set(kit.SERVICES)
     exported: set[str] = set()
     for endpoint in state.services.values():
         exported |= exported_names(_scrape(endpoint.metrics))
-    used = kit.metrics_read_by_monitoring()
+    used = monitoring.metrics_read_by_monitoring()
     assert used, "no alert or dashboard reads any metric"
     missing = []
     for metric, readers in sorted(used.items()):
-        if metric in kit.PROMETHEUS_SYNTHETIC:
+        if metric in monitoring.PROMETHEUS_SYNTHETIC:
             continue
         if metric.startswith("~"):
             found = any(re.fullmatch(metric[1:], e) for e in exported)

@@ -34,8 +34,10 @@ def test_compose_and_kubernetes_scrape_the_same_job_with_the_same_rules(kit: Mod
     assert "duel" in jobs[0] & jobs[1]
 
 
-def test_every_alert_is_labelled_annotated_tested_and_documented(kit: ModuleType) -> None:
-    alerts = [rule for rule in kit.alert_rules() if "alert" in rule]
+def test_every_alert_is_labelled_annotated_tested_and_documented(
+    kit: ModuleType, monitoring: ModuleType
+) -> None:
+    alerts = [rule for rule in monitoring.alert_rules() if "alert" in rule]
     names = [rule["alert"] for rule in alerts]
     assert len(names) == len(set(names)), "alert names must be unique"
     tested = {
@@ -53,20 +55,20 @@ def test_every_alert_is_labelled_annotated_tested_and_documented(kit: ModuleType
         assert f"`{rule['alert']}`" in readme, f"{rule['alert']} is not explained in deploy/README.md"
 
 
-def test_adapter_rules_map_series_to_table_pods(kit: ModuleType) -> None:
-    for rule in kit.adapter_rules():
+def test_adapter_rules_map_series_to_table_pods(monitoring: ModuleType) -> None:
+    for rule in monitoring.adapter_rules():
         overrides = rule["resources"]["overrides"]
         assert overrides["namespace"]["resource"] == "namespace"
         assert overrides["pod"]["resource"] == "pod"
         assert "<<.Series>>" in rule["metricsQuery"] and "<<.LabelMatchers>>" in rule["metricsQuery"]
 
 
-def test_label_values_in_queries_name_real_rpcs_and_wallet_event_kinds(kit: ModuleType) -> None:
+def test_label_values_in_queries_name_real_rpcs_and_wallet_event_kinds(monitoring: ModuleType) -> None:
     from services.wallet.events import SOURCES
 
-    rpcs = kit.rpc_paths()
+    rpcs = monitoring.rpc_paths()
     wallet_kinds = {source.durable.removeprefix("wallet-") for source in SOURCES}
-    for expr in kit.monitoring_exprs():
-        assert kit.label_values(expr, "method") <= rpcs, expr
+    for expr in monitoring.monitoring_exprs():
+        assert monitoring.label_values(expr, "method") <= rpcs, expr
         if "duel_wallet_events_handled_total" in expr or "duel_wallet_settlement_duration" in expr:
-            assert kit.label_values(expr, "kind") <= wallet_kinds, expr
+            assert monitoring.label_values(expr, "kind") <= wallet_kinds, expr
