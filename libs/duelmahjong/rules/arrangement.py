@@ -429,9 +429,10 @@ def _suit_shapes(base: int, key: int, table: dict[int, tuple[SuitReading, ...]])
     return shapes
 
 
-def _standard_readings(closed: list[int]) -> list[_Shape]:
-    """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile."""
-    m, p, s, z = suit_keys(closed)
+def _standard_readings(keys: tuple[int, int, int, int]) -> list[_Shape]:
+    """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile,
+    given as their four suit keys."""
+    m, p, s, z = keys
     per_suit = []
     single = True  # the common case: every suit splits one way only
     for base, key, table in (
@@ -483,7 +484,7 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
     win = desc.win_tile
     completed_pung = _HIDDEN_PUNG if hand.facts & _SELF_DRAWN else _OPEN_PUNG
     out: list[Arrangement] = []
-    for pair, chows, pungs in _standard_readings(closed):
+    for pair, chows, pungs in _standard_readings(suit_keys(closed)):
         if pair == win:
             out.append(Arrangement(hand, "standard", pair, (), "single", None, chows, pungs))
         if win in pungs:
