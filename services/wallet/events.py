@@ -45,7 +45,8 @@ from services.wallet.store import Outcome, WalletStore
 
 _log = get_logger("wallet.events")
 
-# A test (or a chaos drill) may stop the consumer at these points: ("committed" | "published", key).
+# Called at "received", "committed" and "published" with the source event id: a test (or a chaos
+# drill) may stop the consumer there; the benchmark times events between them.
 Checkpoint = Callable[[str, str], Awaitable[None]]
 
 
@@ -278,6 +279,7 @@ class SettlementConsumer:
             self._handled.labels(kind=kind, outcome="undecodable").inc()
             return
         source_event_id = event.envelope.event_id
+        await self._reached("received", source_event_id)
         try:
             command = source.to_command(event)
             outcome = await self.store.execute(command, record_rejection=True)
@@ -285,17 +287,17 @@ class SettlementConsumer:
             # A malformed event (bad id, unknown item kind): nothing recorded, and the same answer on
             # every redelivery, so publishing a rejection keyed by the source event is idempotent.
             outcome = Outcome(f"invalid:{source_event_id}", kind, Status.REJECTED, str(err), 0, "", "", {})
-        await self._reached("committed", outcome.key)
+        await self._reached("committed", source_event_id)
         applied = settlement_applied(outcome, source_event_id, self.producer)
         await self.bus.publish(
             self.applied_subject, applied.SerializeToString(), msg_id=applied.envelope.event_id
         )
-        await self._reached("published", outcome.key)
+        await self._reached("published", source_event_id)
         self._handled.labels(
             kind=kind, outcome="duplicate" if outcome.duplicate else outcome.status.value
         ).inc()
         self._latency.labels(kind=kind).observe(time.perf_counter() - started)
 
-    async def _reached(self, point: str, key: str) -> None:
+    async def _reached(self, point: str, source_event_id: str) -> None:
         if self._checkpoint is not None:
-            await self._checkpoint(point, key)
+            await self._checkpoint(point, source_event_id)

@@ -16,70 +16,10 @@ from datetime import datetime
 
 import asyncpg
 
+from services.wallet import sql
 from services.wallet.commands import Command, ReleaseHolds
 from services.wallet.errors import UnknownPlayerError, WalletError
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, Status
-
-_LOCK_ACCOUNTS = """
-SELECT id, player_id, house, balance, held, overdraft_allowed FROM wallet.accounts
-WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
-ORDER BY id FOR UPDATE
-"""
-# a player's open hold (one at a time) and, for hold commands, any earlier hold in the pairing
-_HOLDS = """
-SELECT pairing_id, player_id, carry, fee_reserve, open FROM wallet.holds
-WHERE player_id = ANY($2::text[]) AND (open OR pairing_id = $1)
-"""
-_PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND open ORDER BY player_id"
-_INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
-_INSERT_TRANSACTION = """
-INSERT INTO wallet.transactions
-    (idempotency_key, kind, status, reason, actor, pairing_id, table_id, hand_id, balances)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
-ON CONFLICT (idempotency_key) DO NOTHING RETURNING id
-"""
-_RECORDED = """
-SELECT id, kind, status, reason, table_id, hand_id, balances
-FROM wallet.transactions WHERE idempotency_key = $1
-"""
-_UPDATE_ACCOUNTS = """
-UPDATE wallet.accounts AS a SET balance = v.balance, held = v.held
-FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS v(id, balance, held) WHERE a.id = v.id
-"""
-_INSERT_ENTRIES = """
-INSERT INTO wallet.entries (transaction_id, account_id, amount, purpose, balance_after)
-SELECT $1, * FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[])
-"""
-_INSERT_HOLD = """
-INSERT INTO wallet.holds (pairing_id, player_id, carry, fee_reserve) VALUES ($1, $2, $3, $4)
-"""
-_UPDATE_HOLD = """
-UPDATE wallet.holds SET carry = $3, fee_reserve = $4, open = $5,
-    released_at = CASE WHEN $5 THEN NULL ELSE now() END
-WHERE pairing_id = $1 AND player_id = $2
-"""
-_SET_INVENTORY = """
-INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
-ON CONFLICT (player_id, item) DO UPDATE SET quantity = EXCLUDED.quantity
-"""
-_AUDIT_REPLAY = """
-SELECT a.id, a.balance, coalesce(sum(e.amount), 0) AS replayed
-FROM wallet.accounts a LEFT JOIN wallet.entries e ON e.account_id = a.id
-GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)
-"""
-_AUDIT_UNBALANCED = """
-SELECT transaction_id, sum(amount) AS total FROM wallet.entries
-GROUP BY transaction_id HAVING sum(amount) <> 0
-"""
-_AUDIT_HELD = """
-SELECT a.id, a.held, coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0) AS in_holds
-FROM wallet.accounts a LEFT JOIN wallet.holds h ON h.player_id = a.player_id
-WHERE a.player_id IS NOT NULL
-GROUP BY a.id HAVING a.held <> coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0)
-"""
-_INSERT_ITEM_MOVEMENT = """
-INSERT INTO wallet.item_movements (transaction_id, player_id, item, delta) VALUES ($1, $2, $3, $4)
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +73,9 @@ class WalletStore:
         command.validate()
         async with self._pool.acquire() as conn, conn.transaction():
             if isinstance(command, ReleaseHolds) and not command.seats:
-                seats = tuple(r["player_id"] for r in await conn.fetch(_PAIRING_PLAYERS, command.pairing_id))
+                seats = tuple(
+                    r["player_id"] for r in await conn.fetch(sql.PAIRING_PLAYERS, command.pairing_id)
+                )
                 command = dataclasses.replace(command, seats=seats)
             draft, originals = await self._lock_and_load(conn, command)
             try:
@@ -147,25 +89,12 @@ class WalletStore:
                     raise
                 draft, originals = await self._lock_and_load(conn, command)  # the untouched snapshot
                 draft.plan.status, draft.plan.reason = Status.REJECTED, str(err)
-            transaction_id = await conn.fetchval(
-                _INSERT_TRANSACTION,
-                command.key,
-                command.kind,
-                draft.plan.status.value,
-                draft.plan.reason or command.reason,
-                command.actor,
-                command.pairing,
-                command.table,
-                command.hand,
-                _balances_json(draft),
-            )
-            if transaction_id is None:  # applied before under this key: nothing was written yet
+            transaction_id = await self._write(conn, command, draft, originals)
+            if transaction_id is None:  # applied before under this key: nothing was written
                 recorded = await self._recorded(conn, command.key)
                 if recorded is None:  # the conflicting row is committed once ON CONFLICT waited on it
                     raise RuntimeError(f"transaction {command.key!r} conflicted but is not visible")
                 return recorded
-            if draft.plan.status is Status.APPLIED:
-                await self._write(conn, transaction_id, command, draft, originals)
             balances = {
                 ref.name: (s.balance, s.held) for ref, s in draft.accounts.items() if ref.kind == "player"
             }
@@ -182,72 +111,76 @@ class WalletStore:
 
     async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
         players = sorted(set(command.players()))
-        rows = await conn.fetch(_LOCK_ACCOUNTS, players, [h.value for h in command.houses])
-        accounts = [
-            AccountState(
-                row["id"],
-                AccountRef.player(row["player_id"])
-                if row["player_id"]
-                else AccountRef("house", row["house"]),
-                row["balance"],
-                row["held"],
-                row["overdraft_allowed"],
-            )
-            for row in rows
-        ]
+        rows = await conn.fetch(
+            sql.LOCK_ACCOUNTS, players, [h.value for h in command.houses], command.pairing
+        )
+        accounts: dict[int, AccountState] = {}
         holds: list[HoldState] = []
-        for row in await conn.fetch(_HOLDS, command.pairing, players):
-            holds.append(
-                HoldState(
-                    row["pairing_id"], row["player_id"], row["carry"], row["fee_reserve"], not row["open"]
+        for row in rows:
+            if row["id"] not in accounts:
+                player_id = row["player_id"]
+                ref = AccountRef.player(player_id) if player_id else AccountRef("house", row["house"])
+                accounts[row["id"]] = AccountState(
+                    row["id"], ref, row["balance"], row["held"], row["overdraft_allowed"]
                 )
-            )
+            if row["pairing_id"] is not None:
+                holds.append(
+                    HoldState(
+                        row["pairing_id"], row["player_id"], row["carry"], row["fee_reserve"], not row["open"]
+                    )
+                )
         inventory: dict[str, int] = {}
         if command.item_owner is not None:
             inventory = {
-                row["item"]: row["quantity"] for row in await conn.fetch(_INVENTORY, command.item_owner)
+                row["item"]: row["quantity"] for row in await conn.fetch(sql.INVENTORY, command.item_owner)
             }
         originals = {
-            "accounts": {a.account_id: (a.balance, a.held) for a in accounts},
+            "accounts": {a.account_id: (a.balance, a.held) for a in accounts.values()},
             "holds": {(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
         }
-        return Draft(accounts, holds, inventory, at_table=command.at_table), originals
+        return Draft(accounts.values(), holds, inventory, at_table=command.at_table), originals
 
     async def _write(
-        self, conn: asyncpg.Connection, transaction_id: int, command: Command, draft: Draft, originals: dict
-    ) -> None:
+        self, conn: asyncpg.Connection, command: Command, draft: Draft, originals: dict
+    ) -> int | None:
+        """Write the plan; None (and nothing written) if the key was recorded meanwhile."""
+        applied = draft.plan.status is Status.APPLIED
         changed = [
-            s for s in draft.accounts.values() if originals["accounts"][s.account_id] != (s.balance, s.held)
+            s
+            for s in draft.accounts.values()
+            if applied and originals["accounts"][s.account_id] != (s.balance, s.held)
         ]
-        if changed:
-            await conn.execute(
-                _UPDATE_ACCOUNTS,
-                [s.account_id for s in changed],
-                [s.balance for s in changed],
-                [s.held for s in changed],
-            )
-        postings = draft.plan.postings
-        if postings:
-            await conn.execute(
-                _INSERT_ENTRIES,
-                transaction_id,
-                [draft.accounts[p.account].account_id for p in postings],
-                [p.amount for p in postings],
-                [p.purpose for p in postings],
-                [p.balance_after for p in postings],
-            )
+        postings = draft.plan.postings if applied else []
+        transaction_id = await conn.fetchval(
+            sql.WRITE_TRANSACTION,
+            command.key,
+            command.kind,
+            draft.plan.status.value,
+            draft.plan.reason or command.reason,
+            command.actor,
+            command.pairing,
+            command.table,
+            command.hand,
+            _balances_json(draft),
+            [s.account_id for s in changed],
+            [s.balance for s in changed],
+            [s.held for s in changed],
+            [draft.accounts[p.account].account_id for p in postings],
+            [p.amount for p in postings],
+            [p.purpose for p in postings],
+            [p.balance_after for p in postings],
+        )
+        if transaction_id is None or not applied:
+            return transaction_id
         for hold in draft.holds:
+            before = originals["holds"].get((hold.pairing_id, hold.player_id))
             if hold.is_new:
                 await conn.execute(
-                    _INSERT_HOLD, hold.pairing_id, hold.player_id, hold.carry, hold.fee_reserve
+                    sql.INSERT_HOLD, hold.pairing_id, hold.player_id, hold.carry, hold.fee_reserve
                 )
-            elif originals["holds"][hold.pairing_id, hold.player_id] != (
-                hold.carry,
-                hold.fee_reserve,
-                hold.released,
-            ):
+            elif before != (hold.carry, hold.fee_reserve, hold.released):
                 await conn.execute(
-                    _UPDATE_HOLD,
+                    sql.UPDATE_HOLD,
                     hold.pairing_id,
                     hold.player_id,
                     hold.carry,
@@ -255,12 +188,13 @@ class WalletStore:
                     not hold.released,
                 )
         for player_id, item, delta in draft.plan.item_deltas:
-            await conn.execute(_SET_INVENTORY, player_id, item, draft.inventory[item])
-            await conn.execute(_INSERT_ITEM_MOVEMENT, transaction_id, player_id, item, delta)
+            await conn.execute(sql.SET_INVENTORY, player_id, item, draft.inventory[item])
+            await conn.execute(sql.INSERT_ITEM_MOVEMENT, transaction_id, player_id, item, delta)
+        return transaction_id
 
     @staticmethod
     async def _recorded(conn: asyncpg.Connection, key: str) -> Outcome | None:
-        row = await conn.fetchrow(_RECORDED, key)
+        row = await conn.fetchrow(sql.RECORDED, key)
         if row is None:
             return None
         balances = {player: (pair[0], pair[1]) for player, pair in json.loads(row["balances"]).items()}
@@ -283,13 +217,13 @@ class WalletStore:
             total = await conn.fetchval("SELECT coalesce(sum(balance), 0) FROM wallet.accounts")
             if total != 0:
                 problems.append(f"the balances sum to {total}, not 0")
-            for row in await conn.fetch(_AUDIT_REPLAY):
+            for row in await conn.fetch(sql.AUDIT_REPLAY):
                 problems.append(
                     f"account {row['id']} has {row['balance']}, its entries replay to {row['replayed']}"
                 )
-            for row in await conn.fetch(_AUDIT_UNBALANCED):
+            for row in await conn.fetch(sql.AUDIT_UNBALANCED):
                 problems.append(f"transaction {row['transaction_id']}'s entries sum to {row['total']}")
-            for row in await conn.fetch(_AUDIT_HELD):
+            for row in await conn.fetch(sql.AUDIT_HELD):
                 problems.append(
                     f"account {row['id']} holds {row['held']}, its open holds sum to {row['in_holds']}"
                 )

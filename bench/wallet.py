@@ -1,0 +1,210 @@
+"""``duel bench wallet``: settlements per second through the wallet's whole path against the raw
+ceiling of the same database.
+
+* ours (``wallet.settle``): ``HandScored`` events already in JetStream, consumed by the wallet's
+  ``SettlementConsumer`` with 8 workers: decode → one ledger transaction (idempotency row, accounts
+  locked in id order, balances, entries) → ``SettlementApplied`` published → ack. Timed from the
+  consumer's start to the last ``SettlementApplied``; latency per event from fetch to publish.
+* ref (``raw_tx``): a bare asyncpg transaction on 8 connections that locks the two accounts, updates
+  both, inserts two ledger rows and one idempotency row — measured right before ours, on the same
+  embedded Postgres, over the same pairs of players.
+
+Runs alternate (ref, ours, ref, ours…); figures are medians over the runs. Embedded NATS and
+Postgres (durable: fsync on, as in production) start in a temporary directory and stop at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import asyncpg
+
+from bench.common import MIN_RUNS, Figure
+from duelmahjong.platform import db, subjects
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
+from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.v1 import events_pb2, rules_pb2
+from services.wallet.commands import Grant
+from services.wallet.events import SOURCES, SettlementConsumer
+from services.wallet.main import MIGRATIONS
+from services.wallet.store import WalletStore
+
+WORKERS = 8
+PLAYERS = 50
+
+_RAW_LOCK = "SELECT id, balance FROM wallet.accounts WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE"
+_RAW_UPDATE = "UPDATE wallet.accounts SET balance = balance + $2 WHERE id = $1"
+_RAW_IDEMPOTENCY = (
+    "INSERT INTO wallet.transactions (idempotency_key, kind, status) "
+    "VALUES ($1, 'bench', 'applied') RETURNING id"
+)
+_RAW_ENTRY = (
+    "INSERT INTO wallet.entries (transaction_id, account_id, amount, purpose, balance_after) "
+    "VALUES ($1, $2, $3, 'hand', $4)"
+)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def raw_run(
+    pool: asyncpg.Pool, pairs: list[tuple[int, int, int]], tag: str
+) -> tuple[float, list[float]]:
+    """The ceiling: one bare transaction per settlement, ``WORKERS`` connections in parallel."""
+    latencies: list[float] = []
+    queue = iter(enumerate(pairs))
+
+    async def worker() -> None:
+        async with pool.acquire() as conn:
+            for n, (payer, payee, amount) in queue:
+                started = time.perf_counter()
+                async with conn.transaction():
+                    rows = await conn.fetch(_RAW_LOCK, [payer, payee])
+                    balance = {row["id"]: row["balance"] for row in rows}
+                    await conn.execute(_RAW_UPDATE, payer, -amount)
+                    await conn.execute(_RAW_UPDATE, payee, amount)
+                    transaction_id = await conn.fetchval(_RAW_IDEMPOTENCY, f"raw:{tag}:{n}")
+                    await conn.execute(_RAW_ENTRY, transaction_id, payer, -amount, balance[payer] - amount)
+                    await conn.execute(_RAW_ENTRY, transaction_id, payee, amount, balance[payee] + amount)
+                latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(WORKERS)))
+    return len(pairs) / (time.perf_counter() - started), latencies
+
+
+async def our_run(
+    nats_url: str,
+    store: WalletStore,
+    publisher: Bus,
+    players: list[str],
+    pairs: list[tuple[int, int, int]],
+    tag: str,
+) -> tuple[float, list[float]]:
+    """The wallet's path: events waiting in JetStream, consumed by 8 workers until all are applied."""
+    for chunk in range(0, len(pairs), 500):
+        events = []
+        for n, (payer, payee, amount) in enumerate(pairs[chunk : chunk + 500], start=chunk):
+            transfer = rules_pb2.Transfer(
+                from_player_id=players[payer], to_player_id=players[payee], amount=amount
+            )
+            events.append(
+                events_pb2.HandScored(
+                    envelope=events_pb2.EventEnvelope(event_id=f"scored-{tag}-{n}", producer="bench"),
+                    table_id="bench",
+                    hand_id=f"{tag}-{n}",
+                    settlement=rules_pb2.Settlement(
+                        hand_id=f"{tag}-{n}", fan_amount=amount, transfer=transfer
+                    ),
+                )
+            )
+        await asyncio.gather(
+            *(
+                publisher.publish(subjects.HAND_SCORED, e.SerializeToString(), msg_id=e.envelope.event_id)
+                for e in events
+            )
+        )
+    received: dict[str, float] = {}
+    latencies: list[float] = []
+    all_applied = asyncio.Event()
+
+    async def clock(point: str, event_id: str) -> None:
+        if point == "received":
+            received[event_id] = time.perf_counter()
+        elif point == "published":
+            latencies.append(time.perf_counter() - received.pop(event_id))
+            if len(latencies) == len(pairs):
+                all_applied.set()
+
+    bus = await Bus.connect(nats_url, name="wallet-bench")
+    consumer = SettlementConsumer(
+        bus,
+        store,
+        ServiceMetrics("wallet"),
+        workers=WORKERS,
+        ack_wait_seconds=30.0,
+        checkpoint=clock,
+        sources=SOURCES[:1],
+    )
+    stop = asyncio.Event()
+    started = time.perf_counter()
+    task = asyncio.create_task(consumer.run(stop))
+    await asyncio.wait([task, asyncio.create_task(all_applied.wait())], return_when=asyncio.FIRST_COMPLETED)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    await task
+    await bus.close()
+    return len(pairs) / elapsed, latencies
+
+
+async def measure(data_dir: Path, runs: int, settlements: int) -> list[str]:
+    with EmbeddedNats(data_dir / "nats") as nats_server, EmbeddedPostgres(data_dir / "pg") as postgres:
+        url = await db.ensure_database(postgres.url, "wallet_bench")
+        pool = await db.create_pool(url, max_size=WORKERS + 2)
+        await db.apply_migrations(pool, MIGRATIONS, service="wallet")
+        store = WalletStore(pool)
+        players = [f"bench-{n:02d}" for n in range(PLAYERS)]
+        for player_id in players:
+            await store.create_player(player_id, player_id)
+            await store.execute(
+                Grant(f"start:{player_id}", player=player_id, amount=10**12, grant_reason="bench"),
+                record_rejection=False,
+            )
+        account_of = dict(
+            await pool.fetch("SELECT player_id, id FROM wallet.accounts WHERE player_id IS NOT NULL")
+        )
+        publisher = await Bus.connect(nats_server.url, name="wallet-bench-publisher")
+        consumer = SettlementConsumer(
+            publisher, store, ServiceMetrics("wallet"), workers=1, ack_wait_seconds=30.0
+        )
+        await consumer.declare()
+
+        rng = random.Random(20261130)
+        ours, theirs, our_latency, their_latency = [], [], [], []
+        for run in range(runs):
+            pairs = [(*rng.sample(range(PLAYERS), 2), rng.randint(1, 2000)) for _ in range(settlements)]
+            raw_pairs = [(account_of[players[a]], account_of[players[b]], amount) for a, b, amount in pairs]
+            rate, latencies = await raw_run(pool, raw_pairs, f"r{run}")
+            theirs.append(rate)
+            their_latency.extend(latencies)
+            rate, latencies = await our_run(nats_server.url, store, publisher, players, pairs, f"r{run}")
+            ours.append(rate)
+            our_latency.extend(latencies)
+        problems = await store.audit()
+        await publisher.close()
+        await pool.close()
+    if problems:
+        raise SystemExit(f"wallet bench: the ledger does not add up after the runs: {problems[:3]}")
+    figure = Figure("wallet.settle", statistics.median(ours), "raw_tx", statistics.median(theirs), runs)
+    return [
+        figure.line(),
+        f"bench wallet.settle.latency ours p50={percentile(our_latency, 0.5) * 1e3:.2f}ms "
+        f"p99={percentile(our_latency, 0.99) * 1e3:.2f}ms",
+        f"bench wallet.settle.latency ref=raw_tx p50={percentile(their_latency, 0.5) * 1e3:.2f}ms "
+        f"p99={percentile(their_latency, 0.99) * 1e3:.2f}ms",
+    ]
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="duel bench wallet", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=MIN_RUNS, help=f"runs of each side (>= {MIN_RUNS})")
+    parser.add_argument("--settlements", type=int, default=2000, help="settlements per run")
+    args = parser.parse_args(list(argv))
+    with tempfile.TemporaryDirectory(prefix="wallet-bench-") as tmp:
+        for line in asyncio.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.settlements)):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(__import__("sys").argv[1:]))
