@@ -6,6 +6,8 @@ Exact breakdowns of whole hands live in data/duel_hands.jsonl (test_evaluate_due
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,3 +374,17 @@ def test_evaluate_raises_exactly_when_the_tiles_do_not_win(kinds: list[int]) -> 
     else:
         with pytest.raises(InvalidHandError, match="not a winning hand"):
             evaluate(desc)
+
+
+def test_the_duel_table_in_docs_is_the_catalogue() -> None:
+    docs = Path(__file__).resolve().parents[3] / "docs" / "rules.md"
+    rows = re.findall(
+        r"^\| `([a-z_]+)` \| (\S+) \| (limit )?(\d+) \| (.*) \|$", docs.read_text("utf-8"), re.M
+    )
+    documented = {
+        pattern_id: (name, int(value), bool(limit), sorted(re.findall(r"`([a-z_]+)`", excludes)))
+        for pattern_id, name, limit, value, excludes in rows
+    }
+    assert documented == {
+        p.id: (p.name_zh, p.value, p.limit_tier is not None, sorted(p.excludes)) for p in DUEL
+    }

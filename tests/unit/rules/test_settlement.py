@@ -113,3 +113,7 @@ def test_h3_duel_escape_is_64_fan_times_the_hand_multipliers() -> None:
 
 def test_h3_escape_is_capped_by_the_escapers_carry() -> None:
     assert escape_penalty("duel", fan_rate=10, negotiated=10, escaper_carry=1234) == 1234
+
+
+def test_h3_erren_escape_is_88_fan() -> None:
+    assert escape_penalty("erren", fan_rate=10, escaper_carry=10**6) == 880
