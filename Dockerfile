@@ -41,7 +41,7 @@ FROM build AS test
 COPY tests ./tests
 RUN pip install -e '.[dev]'
 ENTRYPOINT ["python", "-m"]
-CMD ["pytest", "tests", "-m", "e2e"]
+CMD ["pytest", "tests/deploy/test_deployed_stack.py"]
 
 # --- runtime: slim, non-root, no compiler -------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS runtime

@@ -7,13 +7,19 @@ to them as fixtures.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from duelmahjong.platform.stack import Stack
+from duelmahjong.platform.stackfile import StackState
 
 
 def _load(file: str) -> ModuleType:
@@ -42,3 +48,32 @@ def monitoring() -> ModuleType:
 def rendered(kit: ModuleType) -> dict[str, list[dict[str, Any]]]:
     """overlay name -> the manifests kustomize renders for it (rendered once per session)."""
     return kit.render_overlays()
+
+
+@pytest.fixture(scope="module")
+def make_run_stack(
+    kit: ModuleType,
+    nats_server_url: str,
+    postgres_admin_url: str,
+    token_secret: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Stack, StackState]]:
+    """What `make run` runs (duelmahjong.platform.stack), on the session's NATS and Postgres.
+
+    `up()` returns once every service answers gRPC health SERVING, i.e. is wired with all its
+    metrics registered. One stack per test module: a module may stop its services.
+    """
+    environ = {
+        **os.environ,
+        "NATS_URL": nats_server_url,
+        "DATABASE_URL": postgres_admin_url,
+        "TOKEN_SECRET": token_secret,
+        "LOG_LEVEL": "WARNING",
+        "SHUTDOWN_GRACE_SECONDS": "1",
+    }
+    stack = Stack(tmp_path_factory.mktemp("stack"), list(kit.SERVICES), environ)
+    try:
+        state = asyncio.run(stack.up())
+        yield stack, state
+    finally:
+        stack.down()

@@ -188,5 +188,9 @@ def test_a_test_runner_plays_the_end_to_end_tests_against_the_stack(kit: ModuleT
     assert runner["build"]["target"] == "test"
     command = kit.image_entrypoint("test") + runner["command"]
     assert command[:3] == ["python", "-m", "pytest"]
-    assert (kit.REPO / command[3]).is_dir() and command[4:6] == ["-m", "e2e"]
+    tests = kit.REPO / command[3]
+    assert tests.is_file() and "DUEL_DEPLOYED_STACK" in tests.read_text()
+    assert runner["environment"]["DUEL_DEPLOYED_STACK"] == "1"
+    for variable in kit.address_variables().values():
+        assert variable in runner["environment"]
     assert all(runner["depends_on"][n]["condition"] == "service_healthy" for n in kit.SERVICES)

@@ -5,12 +5,9 @@ service must also stop cleanly (exit 0) on SIGTERM, the signal Kubernetes and co
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 import signal
 import urllib.request
-from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -47,39 +44,10 @@ def _scrape(url: str) -> str:
         return str(reply.read().decode())
 
 
-@pytest.fixture(scope="module")
-def running_stack(
-    kit: ModuleType,
-    nats_server_url: str,
-    postgres_admin_url: str,
-    token_secret: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Stack, StackState]]:
-    """What `make run` runs (duelmahjong.platform.stack), on the session's NATS and Postgres.
-
-    `up()` returns once every service answers gRPC health SERVING, i.e. is wired with all its
-    metrics registered.
-    """
-    environ = {
-        **os.environ,
-        "NATS_URL": nats_server_url,
-        "DATABASE_URL": postgres_admin_url,
-        "TOKEN_SECRET": token_secret,
-        "LOG_LEVEL": "WARNING",
-        "SHUTDOWN_GRACE_SECONDS": "1",
-    }
-    stack = Stack(tmp_path_factory.mktemp("stack"), list(kit.SERVICES), environ)
-    try:
-        state = asyncio.run(stack.up())
-        yield stack, state
-    finally:
-        stack.down()
-
-
 def test_every_metric_monitoring_reads_is_exported_by_a_service(
-    kit: ModuleType, monitoring: ModuleType, running_stack: tuple[Stack, StackState]
+    kit: ModuleType, monitoring: ModuleType, make_run_stack: tuple[Stack, StackState]
 ) -> None:
-    _stack, state = running_stack
+    _stack, state = make_run_stack
     assert set(state.services) == set(kit.SERVICES)
     exported: set[str] = set()
     for endpoint in state.services.values():
@@ -99,8 +67,8 @@ def test_every_metric_monitoring_reads_is_exported_by_a_service(
     assert not missing, "not exported by any service:\n" + "\n".join(missing)
 
 
-def test_every_service_stops_cleanly_on_sigterm(running_stack: tuple[Stack, StackState]) -> None:
-    stack, _state = running_stack
+def test_every_service_stops_cleanly_on_sigterm(make_run_stack: tuple[Stack, StackState]) -> None:
+    stack, _state = make_run_stack
     for service in stack.processes:
         service.process.send_signal(signal.SIGTERM)
     codes = {service.name: service.process.wait(30) for service in stack.processes}
