@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from duelmahjong.rules.settlement import duel_transfer
 from services.wallet.errors import InvalidAmountError
 from services.wallet.ledger import AccountRef, Draft, House
 
@@ -32,12 +33,15 @@ def _check_non_negative(**amounts: int) -> None:
 def carried_transfer(stake: int, winner_carry: int, loser_carry: int) -> int:
     """H1: the winner receives exactly what the loser pays, bounded by both carries.
 
+    ``stake`` is already total fan x negotiated x progressive x N, so it goes through the rules'
+    H1 function as fan at a rate of 1.
+
     >>> carried_transfer(150, 1000, 1000)  # the seed's example: 3 fan x 5 x 1 x 10
     150
     >>> carried_transfer(150, 100, 1000), carried_transfer(150, 1000, 40)
     (100, 40)
     """
-    return max(0, min(stake, winner_carry, loser_carry))
+    return duel_transfer(stake, fan_rate=1, winner_carry=winner_carry, loser_carry=loser_carry).amount
 
 
 @dataclass(frozen=True, slots=True)

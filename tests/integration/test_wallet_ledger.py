@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.platform import db
+from duelmahjong.rules.settlement import duel_transfer
 from services.wallet.commands import (
     Charge,
     EscapePenalty,
@@ -72,8 +73,10 @@ async def hand(store: WalletStore, hand_id: str, payer: str, payee: str, stake: 
 @pytest.mark.asyncio
 async def test_h1_the_seeds_150_example(store: WalletStore) -> None:
     # 002: a 1番=10威望 room, negotiated 5x, progressive 1x, 3 fan -> 3*5*1*10 = 150.
-    stake = 3 * 5 * 1 * 10
-    assert carried_transfer(stake, 1000, 1000) == 150
+    stake = duel_transfer(
+        3, fan_rate=10, negotiated=5, progressive=1, winner_carry=1000, loser_carry=1000
+    ).fan_amount
+    assert stake == 150 and carried_transfer(stake, 1000, 1000) == 150
     await player(store, "a", 2000)
     await player(store, "b", 2000)
     await hold(store, "p1", "a", 1000)
