@@ -194,7 +194,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         request_id = None
         for key, value in context.invocation_metadata() or ():
             if key == REQUEST_ID_KEY:
-                request_id = value if isinstance(value, str) else value.decode()
+                request_id = (value if isinstance(value, str) else value.decode())[:64]
         return _RequestScope(request_id or uuid.uuid4().hex[:16])
 
     async def _fail(

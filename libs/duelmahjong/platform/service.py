@@ -178,6 +178,9 @@ def run(config_class: type[ServiceConfig], spec: ServiceSpec) -> int:
 
     try:
         clean = asyncio.run(main())
+    except ConfigError as err:  # e.g. wiring found a dependency the settings do not provide
+        print(f"{config_class.__name__}: {err}", file=sys.stderr)
+        return 2
     except Exception:
         _log.exception("service failed to start or stop")
         return 1
