@@ -105,3 +105,16 @@ class Action:
             else:
                 tile = Tile.parse(word).kind
         return cls(int(words[0]), words[1], tile, tiles, target)
+
+
+_INTERNED: dict[tuple[int, str, int], Action] = {}
+
+
+def act(seat: int, kind: str, tile: int = NO_TILE) -> Action:
+    """The shared ``Action(seat, kind, tile)`` value: legal-action lists reuse these (a few hundred at
+    most), so listing them allocates nothing and membership tests hit on identity."""
+    key = (seat, kind, tile)
+    action = _INTERNED.get(key)
+    if action is None:
+        action = _INTERNED[key] = Action(seat, kind, tile)
+    return action

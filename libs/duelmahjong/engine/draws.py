@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.legal import hand_waits, unseen_kinds
+from duelmahjong.engine.legal import is_ready, unseen_kinds
 from duelmahjong.engine.state import (
     FROM_FLOWER,
     FROM_POOL,
@@ -97,7 +97,7 @@ def exhaust(table: Table) -> None:
         table.emit(Event("exhausted", public={"ready": (False, False)}))
         end_hand(table, outcome="drawn")
         return
-    ready = [bool(hand_waits(state, seat)) for seat in (0, 1)]
+    ready = [is_ready(state, seat) for seat in (0, 1)]
     public: dict[str, Any] = {"ready": tuple(ready)}
     if any(ready):
         if all(ready):

@@ -15,7 +15,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.dealing import deal
 from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement, end_hand, exhaust
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.legal import claim_actions, hand_waits, legal_actions, win_allowed
+from duelmahjong.engine.legal import claim_actions, is_ready, legal_actions, win_allowed
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
 from duelmahjong.engine.state import (
     CLAIM,
@@ -116,7 +116,7 @@ def _discard(table: Table, action: Action) -> None:
         counts = state.hands[seat]
         counts[tile] -= 1
         try:
-            tenpai = ready or state.ready[seat] or bool(hand_waits(state, seat, counts))
+            tenpai = ready or state.ready[seat] or is_ready(state, seat, counts)
         finally:
             counts[tile] += 1
         server = {"tenpai": tenpai}

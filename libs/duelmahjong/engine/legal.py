@@ -11,7 +11,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from duelmahjong.engine import actions as A
-from duelmahjong.engine.actions import Action
+from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
 from duelmahjong.engine.state import (
     CLAIM,
@@ -42,15 +42,27 @@ def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) ->
     )
 
 
+def is_ready(state: TableState, seat: int, counts: list[int] | None = None) -> bool:
+    """Whether the 3k+1 hand waits on a tile; the cheap shanten test first, the waits only if needed."""
+    counts = state.hands[seat] if counts is None else counts
+    melded = state.melded_tiles(seat)
+    if shanten(counts, profile=state.settings.profile, melded_tiles=melded) > 0:
+        return False
+    return bool(hand_waits(state, seat, counts))
+
+
 def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, robbing: bool = False) -> bool:
     """A win needs a winning shape and the room's minimum fan (E16); duel wins always score 推倒胡."""
     counts = state.hands[seat]
-    if not self_drawn:
-        counts = list(counts)
-        counts[tile] += 1
     profile = state.settings.profile
-    if not is_winning(counts, profile=profile, melded_tiles=state.melded_tiles(seat)):
-        return False
+    if not self_drawn:
+        counts[tile] += 1  # try the tile in place: no copy on this hot path
+    try:
+        if not is_winning(counts, profile=profile, melded_tiles=state.melded_tiles(seat)):
+            return False
+    finally:
+        if not self_drawn:
+            counts[tile] -= 1
     minimum = state.settings.effective_minimum_fan
     if state.settings.is_duel and minimum <= 1:
         return True
@@ -68,7 +80,7 @@ def ready_discards(state: TableState, seat: int) -> list[int]:
     for kind in kinds_held(counts):
         counts[kind] -= 1
         try:
-            if hand_waits(state, seat, counts):
+            if is_ready(state, seat, counts):
                 found.append(kind)
         finally:
             counts[kind] += 1
@@ -90,23 +102,23 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     initial = seat == state.dealer and state.discards[seat] == 0 and drawn < 0 and state.calls == 0
     win_tile = drawn if drawn >= 0 else (held[-1] if initial else -1)
     if win_tile >= 0 and win_allowed(state, seat, win_tile, self_drawn=True):
-        out.append(Action(seat, A.SELF_DRAW_WIN, win_tile))
+        out.append(act(seat, A.SELF_DRAW_WIN, win_tile))
     can_kong = state.wall_remaining > 0
     if state.ready[seat]:
         # T3: the hand is locked; erren still chooses whether to kong with the drawn tile.
         if can_kong and not state.settings.is_duel and drawn >= 0:
             if counts[drawn] == 4 and _kong_keeps_waits(state, seat, drawn):
-                out.append(Action(seat, A.CONCEALED_KONG, drawn))
+                out.append(act(seat, A.CONCEALED_KONG, drawn))
             if ("pong", drawn) in state.melds[seat]:
-                out.append(Action(seat, A.ADDED_KONG, drawn))
-        out.append(Action(seat, A.DISCARD, drawn))
+                out.append(act(seat, A.ADDED_KONG, drawn))
+        out.append(act(seat, A.DISCARD, drawn))
         return out
-    out.extend(Action(seat, A.DISCARD, kind) for kind in held)
-    out.extend(Action(seat, A.DECLARE_READY, kind) for kind in ready_discards(state, seat))
+    out.extend(act(seat, A.DISCARD, kind) for kind in held)
+    out.extend(act(seat, A.DECLARE_READY, kind) for kind in ready_discards(state, seat))
     if can_kong:
-        out.extend(Action(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
+        out.extend(act(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
         out.extend(
-            Action(seat, A.ADDED_KONG, tile)
+            act(seat, A.ADDED_KONG, tile)
             for kind, tile in state.melds[seat]
             if kind == "pong" and counts[tile]
         )
@@ -115,7 +127,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
             Action(seat, A.TAKE_TRIPLET, tiles=give) for give in sorted(set(combinations(_tiles(counts), 3)))
         )
     elif state.offer == "rub":
-        out.extend(Action(seat, A.RUB, kind) for kind in unseen_kinds(state))
+        out.extend(act(seat, A.RUB, kind) for kind in unseen_kinds(state))
     items = state.items[seat]
     if state.settings.is_duel and state.settings.items_enabled:
         if items.get("swap_item", 0) > 0:
@@ -156,26 +168,26 @@ def claim_actions(state: TableState, seat: int) -> list[Action]:
     tile = state.last_discard
     out: list[Action] = []
     if win_allowed(state, seat, tile, self_drawn=False):
-        out.append(Action(seat, A.WIN, tile))
+        out.append(act(seat, A.WIN, tile))
     if state.ready[seat]:
         if out:
-            out.append(Action(seat, A.PASS))
+            out.append(act(seat, A.PASS))
         return out
     if state.wall_remaining > 0:  # no claim but a win on the last discard: nothing would follow it
         counts = state.hands[seat]
         if counts[tile] == 3:
-            out.append(Action(seat, A.KONG, tile))
+            out.append(act(seat, A.KONG, tile))
         if counts[tile] >= 2:
-            out.append(Action(seat, A.PONG, tile))
+            out.append(act(seat, A.PONG, tile))
         if tile < 27:
             rank = tile % 9
             for low in (tile - 2, tile - 1, tile):
                 if low < tile - rank or low % 9 > 6:
                     continue
                 if all(counts[t] for t in (low, low + 1, low + 2) if t != tile):
-                    out.append(Action(seat, A.CHI, low))
+                    out.append(act(seat, A.CHI, low))
     if out:
-        out.append(Action(seat, A.PASS))
+        out.append(act(seat, A.PASS))
     return out
 
 
@@ -183,16 +195,16 @@ def legal_actions(state: TableState, seat: int) -> list[Action]:
     """Every legal action of ``seat`` now (for exchanges: keeping the hand and single-tile exchanges)."""
     phase = state.phase
     if phase == OVER:
-        return [Action(seat, A.LEAVE)]
+        return [act(seat, A.LEAVE)]
     if phase not in HAND_PHASES:
         return []
     out: list[Action] = []
     if phase == DOUBLING:
         if state.doubling[seat] is None:
-            out = [Action(seat, A.CHOOSE_DOUBLING), Action(seat, A.DECLINE_DOUBLING)]
+            out = [act(seat, A.CHOOSE_DOUBLING), act(seat, A.DECLINE_DOUBLING)]
     elif phase == EXCHANGE:
         if not state.exchanged[seat]:
-            out = [Action(seat, A.EXCHANGE)]
+            out = [act(seat, A.EXCHANGE)]
             limit = state.settings.effective_exchange_limit
             if limit is None or limit > 0:
                 out.extend(Action(seat, A.EXCHANGE, tiles=(k,)) for k in kinds_held(state.hands[seat]))
@@ -203,14 +215,14 @@ def legal_actions(state: TableState, seat: int) -> list[Action]:
             out = claim_actions(state, seat)
         elif phase == ROB_KONG:
             if win_allowed(state, seat, state.kong_tile, self_drawn=False, robbing=True):
-                out = [Action(seat, A.WIN, state.kong_tile), Action(seat, A.PASS)]
+                out = [act(seat, A.WIN, state.kong_tile), act(seat, A.PASS)]
         elif phase == EXTRA_DRAW:
             if state.last_draw >= 0 and win_allowed(state, seat, state.last_draw, self_drawn=True):
-                out = [Action(seat, A.SELF_DRAW_WIN, state.last_draw), Action(seat, A.PASS)]
+                out = [act(seat, A.SELF_DRAW_WIN, state.last_draw), act(seat, A.PASS)]
         elif phase == GUESS:
-            out = [Action(seat, A.GUESS_BIG), Action(seat, A.GUESS_SMALL), Action(seat, A.COLLECT)]
+            out = [act(seat, A.GUESS_BIG), act(seat, A.GUESS_SMALL), act(seat, A.COLLECT)]
     if phase != GUESS:
-        out.append(Action(seat, A.LEAVE))
+        out.append(act(seat, A.LEAVE))
     return out
 
 

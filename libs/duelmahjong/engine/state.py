@@ -65,6 +65,7 @@ class TableState:
         self.hands: list[list[int]] = [[0] * 34, [0] * 34]
         self.flowers: list[list[int]] = [[], []]
         self.melds: list[list[tuple[str, int]]] = [[], []]  # (meld kind, tile: lowest tile of a chow)
+        self._melded: list[list[int]] = [[], []]
         self.rivers: list[list[int]] = [[], []]
         self.thrown: list[int] = []  # duel T9 extra draws thrown away
         self.visible = [0] * 34  # discards + exposed meld tiles (和绝张, E13)
@@ -108,13 +109,17 @@ class TableState:
         return sum(self.hands[seat])
 
     def melded_tiles(self, seat: int) -> list[int]:
+        """The tiles in ``seat``'s declared melds (kongs 4), kept up to date by the fold; do not mutate."""
+        return self._melded[seat]
+
+    def _melds_changed(self, seat: int) -> None:
         tiles: list[int] = []
         for kind, tile in self.melds[seat]:
             if kind == "chi":
                 tiles.extend((tile, tile + 1, tile + 2))
             else:
                 tiles.extend([tile] * (3 if kind == "pong" else 4))
-        return tiles
+        self._melded[seat] = tiles
 
     def first_discard_since_ready(self, seat: int) -> bool:
         """Whether the opponent's last discard is its first since ``seat`` declared, with no call (E8)."""
@@ -258,6 +263,7 @@ class TableState:
             hand[tile] -= used
             self.visible[tile] += used
         self.melds[seat].append((kind, tile))
+        self._melds_changed(seat)
         self.rivers[1 - seat].pop()  # the claimed discard now lies in the meld
         self.calls += 1
         self.phase = TURN
@@ -272,11 +278,13 @@ class TableState:
         if kind == "concealed_kong":
             hand[tile] -= 4
             self.melds[seat].append((kind, tile))
+            self._melds_changed(seat)
         else:  # added kong: the pong becomes a kong
             hand[tile] -= 1
             self.visible[tile] += 1
             melds = self.melds[seat]
             melds[melds.index(("pong", tile))] = ("added_kong", tile)
+            self._melds_changed(seat)
             self.kong_tile = tile
             self.phase = ROB_KONG
             self.current = 1 - seat
@@ -300,7 +308,8 @@ class TableState:
         for tile in private["received"]:
             hand[tile] += 1
         reason = public["reason"]
-        if reason == "rub":
+        if reason == "rub" or (self.last_draw >= 0 and not hand[self.last_draw]):
+            # 搓牌 replaces this draw; a drawn tile given away makes a received one "the drawn tile".
             self.last_draw = private["received"][0]
         if reason in ("swap_item", "shuffle_item"):
             self.items[seat][reason] = self.items[seat].get(reason, 0) - 1
