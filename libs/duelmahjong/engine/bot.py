@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
+from duelmahjong.engine.legal import shanten_after_discards
 from duelmahjong.engine.state import TableState
 from duelmahjong.rules.analysis import shanten, waits
 
@@ -106,12 +107,16 @@ def _turn(
         if shanten(work, profile=profile, melded_tiles=melded) <= current:
             return action
 
+    after_discard = shanten_after_discards(state, seat)
+
     def discard_key(action: Action) -> tuple[int, int, int]:
         tile = action.tile
-        counts[tile] -= 1
-        after = shanten(counts, profile=profile, melded_tiles=melded)
-        live = _live_waits(state, seat, counts, melded) if after == 0 else 0
-        counts[tile] += 1
+        after = after_discard[tile]
+        live = 0
+        if after == 0:
+            counts[tile] -= 1
+            live = _live_waits(state, seat, counts, melded)
+            counts[tile] += 1
         return (after, -live, -_isolation(counts, tile))
 
     return min(by_kind[A.DISCARD], key=discard_key)

@@ -26,7 +26,9 @@ from duelmahjong.engine.state import (
     TableState,
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
-from duelmahjong.rules.analysis import is_winning, shanten, waits
+from duelmahjong.rules.analysis import is_winning, shanten, shanten_keys, waits
+from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE, suit_keys
+from duelmahjong.rules.tiles import GREEN_TILES
 
 
 def kinds_held(counts: list[int]) -> list[int]:
@@ -70,17 +72,39 @@ def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, ro
     return meets_minimum(evaluation, profile, minimum)
 
 
+_PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
+
+
+def shanten_after_discards(state: TableState, seat: int) -> dict[int, int]:
+    """Shanten of the hand after each possible discard, through the rules library's hot path (suit keys
+    adjusted per discard, no per-call validation). The bot and 报听 use it on every turn."""
+    counts = state.hands[seat]
+    melded = state.melded_tiles(seat)
+    green = len(melded) if all(t in GREEN_TILES for t in melded) else -1
+    duel = state.settings.is_duel
+    keys = list(suit_keys(counts))
+    size = sum(counts) - 1
+    out: dict[int, int] = {}
+    for kind in kinds_held(counts):
+        suit = kind // 9 if kind < 27 else 3
+        keys[suit] -= _PLACE[kind]
+        out[kind] = shanten_keys(keys[0], keys[1], keys[2], keys[3], size, duel, green)
+        keys[suit] += _PLACE[kind]
+    return out
+
+
 def ready_discards(state: TableState, seat: int) -> list[int]:
     """Discards that leave the hand waiting on at least one tile (T3: 报听 needs a ready hand)."""
     counts = state.hands[seat]
-    melded = state.melded_tiles(seat)
-    if shanten(counts, profile=state.settings.profile, melded_tiles=melded) > 0:
+    if shanten(counts, profile=state.settings.profile, melded_tiles=state.melded_tiles(seat)) > 0:
         return []  # no discard can leave a hand ready that is two or more tiles away from winning
     found = []
-    for kind in kinds_held(counts):
+    for kind, after in shanten_after_discards(state, seat).items():
+        if after > 0:
+            continue
         counts[kind] -= 1
         try:
-            if is_ready(state, seat, counts):
+            if hand_waits(state, seat, counts):  # shanten 0 may still wait only on tiles all held
                 found.append(kind)
         finally:
             counts[kind] += 1
