@@ -105,9 +105,11 @@ def _detect(catalogue: Catalogue, arrangement: Arrangement) -> tuple[list[Found]
 
 
 def _key(catalogue: Catalogue, found: list[Found], limit: bool) -> tuple[int, int]:
-    """How good a reading is: (total, raw sum); a limit hand beats any non-limit reading (D9)."""
+    """How good a reading is: (total, raw sum). A limit hand beats any non-limit reading; between
+    limit readings of the same tier, the one listing more limit hands is shown (D9)."""
     if limit:
-        return (max(item[1].value for item in found), 1 << 30)
+        tiers = [item[1].value for item in found if item[1].limit_tier is not None]
+        return (max(tiers), (1 << 30) + sum(tiers))
     raw = sum(item[1].fan * item[2] for item in found)
     cap = catalogue.cap
     return (raw if cap is None or raw <= cap else cap, raw)

@@ -388,3 +388,12 @@ def test_the_duel_table_in_docs_is_the_catalogue() -> None:
     assert documented == {
         p.id: (p.name_zh, p.value, p.limit_tier is not None, sorted(p.excludes)) for p in DUEL
     }
+
+
+def test_d9_between_limit_readings_the_one_listing_more_limit_hands_is_shown() -> None:
+    # 111222333444m reads as four pungs (first) or with chows; "b" only holds in the chow readings.
+    a = Pattern(id="a", name_zh="甲", fan=32, limit_tier=32, detect=lambda arr: 1)
+    b = Pattern(id="b", name_zh="乙", fan=13, limit_tier=13, detect=lambda arr: 1 if arr.chows else 0)
+    result = evaluate(hand("111222333444m5z", "5z", self_drawn=True), _toy(a, b, limit_rule=True))
+    assert [(p.id, p.fan) for p in result.patterns] == [("a", 32), ("b", 13)]
+    assert result.total_fan == 32 and result.limit
