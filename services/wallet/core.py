@@ -209,8 +209,8 @@ class WalletCore:
     async def place_hold(
         self, principal: Principal, player_id: str, pairing_id: str, amount: int, fee: int
     ) -> Outcome:
-        """Reserve carry + fee for a pairing (matchmaking, or the player themself)."""
-        wanted = owner(principal, player_id)
+        """Reserve carry + fee for a pairing: matchmaking does, when the player counts as ready."""
+        wanted = self._server_call(principal, player_id, "holds are placed by matchmaking")
         if not 0 <= fee < amount:
             raise InvalidArgument(f"a hold needs 0 <= fee < amount, got fee {fee} of {amount}")
         command = PlaceHold(
@@ -219,12 +219,20 @@ class WalletCore:
         return await self.store.execute(command, record_rejection=False)
 
     async def release_hold(self, principal: Principal, player_id: str, pairing_id: str) -> Outcome:
-        wanted = owner(principal, player_id)
-        if principal.role not in SERVER_ROLES:
-            # Mid-hand a player's carry is at stake: leaving is escape (T10), decided by the table.
-            raise PermissionDenied("holds are released by the servers when the pairing closes")
+        # Mid-hand a player's carry is at stake: leaving is escape (T10), which the table decides.
+        wanted = self._server_call(
+            principal, player_id, "holds are released by the servers when the pairing closes"
+        )
         command = ReleaseHolds(f"release:{pairing_id}:{wanted}", pairing_id=pairing_id, seats=(wanted,))
         return await self.store.execute(command, record_rejection=False)
+
+    @staticmethod
+    def _server_call(principal: Principal, player_id: str, why: str) -> str:
+        if principal.role not in SERVER_ROLES:
+            raise PermissionDenied(why)
+        if not player_id:
+            raise InvalidArgument("player_id is required")
+        return player_id
 
     def level_of(self, prestige: int) -> tuple[int, str]:
         return self.levels.level_of(prestige)

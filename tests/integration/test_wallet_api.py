@@ -207,7 +207,9 @@ async def test_holds_and_a_hand_scored_event_over_the_running_service(
         hold = wallet_pb2.PlaceHoldRequest(player_id=player_id, pairing_id="pair-1", amount=510, fee=10)
         assert (await client.stub.PlaceHold(hold, metadata=matchmaking)).available == 490
     too_much = wallet_pb2.PlaceHoldRequest(player_id=loser, pairing_id="pair-2", amount=5000)
-    await expect(grpc.StatusCode.FAILED_PRECONDITION, client.stub.PlaceHold(too_much, metadata=loser_token))
+    await expect(grpc.StatusCode.FAILED_PRECONDITION, client.stub.PlaceHold(too_much, metadata=matchmaking))
+    own = wallet_pb2.PlaceHoldRequest(player_id=loser, pairing_id="pair-3", amount=100)
+    await expect(grpc.StatusCode.PERMISSION_DENIED, client.stub.PlaceHold(own, metadata=loser_token))
 
     namespace = Namespace(wallet_service.config.event_namespace)
     applied: asyncio.Queue[events_pb2.SettlementApplied] = asyncio.Queue()
