@@ -1,0 +1,85 @@
+"""More rules with stacked walls: 补花 wins (E14), erren kongs while ready (T3), who draws extra when
+both are ready (T9), revealed bonus tiles in the description (D1), task completion (T8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+READY_DEALER = "234567m23456p33z7z"  # declares with 7z, then waits on 1p 4p 7p
+READY_OTHER = "111s222s333s456s1z"  # ready on 1z from the deal
+
+
+def pass_until_over(script: Any) -> None:
+    """Decline every win and play the default (T11) until the hand is over."""
+    table = script.table
+    while table.phase not in ("over", "closed"):
+        seat = table.to_move
+        table.apply(table.default_action(seat))
+
+
+def test_E14_win_on_a_flower_replacement_is_a_self_draw(script_of) -> None:  # type: ignore[no-untyped-def]
+    erren = script_of("erren", minimum_fan=0)
+    erren.deal(dealer_hand="7z1234567m223346z", other_hand="123456789m11z55z", draws="1f", replacements="5z")
+    events = erren.do("0 discard 7z")
+    assert [e.kind for e in events] == ["discarded", "drew", "drew"]
+    assert events[1].public == {"source": "wall", "tile": 34}  # the flower is shown
+    assert erren.legal(1)[0] == "1 tsumo 5z"
+    erren.do("1 tsumo 5z")
+    context = erren.context()
+    assert context["after_flower_replacement"] is True and context["flowers"] == ["1f"]
+    assert erren.table.outcome["self_drawn"] is True and "after_kong" not in context
+
+
+def test_T3_erren_ready_hand_may_still_kong(script_of) -> None:  # type: ignore[no-untyped-def]
+    erren = script_of("erren", minimum_fan=0)
+    erren.deal(dealer_hand="111m234m567m99m55z7z", other_hand="2468m112233446z", draws="8m1m")
+    erren.do("0 ready 7z")
+    erren.do("1 discard 8m")
+    assert set(erren.legal(0)) == {"0 ankan 1m", "0 discard 1m"}
+    events = erren.do("0 ankan 1m")
+    assert [e.kind for e in events][:2] == ["konged", "drew"]
+
+
+def test_T9_both_ready_the_first_ready_draws_extra(duel) -> None:  # type: ignore[no-untyped-def]
+    duel.deal(dealer_hand=READY_DEALER, other_hand=READY_OTHER, draws="8m")
+    duel.do("0 ready 7z")
+    duel.do("1 ready 8m")
+    pass_until_over(duel)
+    exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
+    assert exhausted.public["ready"] == (True, True) and exhausted.public["extra_seat"] == 0
+
+
+def test_T9_both_ready_order_is_who_became_ready_first(duel) -> None:  # type: ignore[no-untyped-def]
+    duel.deal(dealer_hand="234567m2356p9s33z7z", other_hand=READY_OTHER, draws="8m4p")
+    duel.do("0 discard 7z")  # not ready yet
+    duel.do("1 ready 8m")  # seat 1 is ready first
+    duel.do("0 pass")  # the dealer could chow 8m
+    duel.do("0 ready 9s")  # the dealer drew 4p and is ready now
+    pass_until_over(duel)
+    exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
+    assert exhausted.public["extra_seat"] == 1
+
+
+def test_D1_revealed_bonus_tiles_reach_the_description(duel) -> None:  # type: ignore[no-untyped-def]
+    duel.deal(dealer_hand="123m456p789m11122z", other_hand="1111s555s9999s3z4z", bonus="2z6z")
+    duel.do("0 tsumo 2z")
+    assert duel.context()["revealed_bonus_tiles"] == ["2z", "6z"]
+
+
+def test_T8_task_completed_by_the_winner(script_of) -> None:  # type: ignore[no-untyped-def]
+    erren = script_of("erren", minimum_fan=0)
+    erren.deal(
+        dealer_hand="5z1z2233446677z11m",
+        other_hand="55z123456789m1z2z",
+        draws="8m",
+        task={"kind": "pong", "multiplier": 2},
+    )
+    erren.do("0 discard 5z")
+    erren.do("1 pong 5z")
+    erren.do("1 discard 2z")
+    erren.do("0 pass")  # the dealer could pong 2z
+    erren.do("0 discard 1z")
+    erren.do("1 ron 1z")
+    result = erren.table.outcome
+    assert result["task"] == {"kind": "pong", "multiplier": 2} and result["task_completed"] is True
+    assert result["doubling"] == [False, False] and result["win_doublings"] == 0
