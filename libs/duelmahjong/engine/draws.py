@@ -4,6 +4,7 @@ draw, exhaustion with duel's extra draws (T9), and the hand result that scoring 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -146,4 +147,5 @@ def end_hand(
         result["exchange_fees"] = [max(0, n - 1) for n in state.exchange_counts]
     if guess:
         result["guess"] = dict(guess)
-    table.emit(Event("hand_ended", public={"result": result}))
+    # Nested values in their JSON form (lists, not tuples), so a replayed log folds to an equal state.
+    table.emit(Event("hand_ended", public={"result": json.loads(json.dumps(result))}))

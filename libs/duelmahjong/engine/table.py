@@ -147,7 +147,11 @@ class Table:
             if reason:
                 raise IllegalActionError(reason)
             return
-        if action in self.legal_actions(action.seat):
+        legal = self.legal_actions(action.seat)
+        for candidate in legal:  # identity first: clients usually send back a listed (interned) action
+            if candidate is action:
+                return
+        if action in legal:
             return
         raise IllegalActionError(self._why_illegal(action))
 

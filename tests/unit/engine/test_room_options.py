@@ -180,7 +180,9 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
         total, triple = sum(guess["dice"]), len(set(guess["dice"])) == 1
         assert guess["right"] == (total >= 11 and not triple)
         assert (2 <= guess["factor"] <= 5) if guess["right"] else guess["factor"] == 0
-        assert script.table.outcome["guess"] == dict(guess)
+        assert script.table.outcome["guess"] == {**guess, "dice": list(guess["dice"])}
+        replayed = Table.replay([event.to_json() for event in script.table.events])
+        assert vars(replayed.state) == vars(script.state)
 
 
 def test_T12_off_by_default(duel) -> None:  # type: ignore[no-untyped-def]
