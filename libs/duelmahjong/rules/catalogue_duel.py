@@ -13,7 +13,7 @@ from __future__ import annotations
 from itertools import pairwise
 
 from duelmahjong.rules.arrangement import Arrangement
-from duelmahjong.rules.patterns import Catalogue, Pattern
+from duelmahjong.rules.patterns import Catalogue, Pattern, always
 from duelmahjong.rules.tiles import EAST, GREEN_TILES, NORTH, RED_TILES
 
 _WIND_KINDS = (27, 28, 29, 30)
@@ -152,10 +152,10 @@ def _p(
 
 _PATTERNS = (
     # Non-limit patterns, additive (002 "以下牌型可重复计算").
-    _p("basic_win", "推倒胡", 1, lambda a: 1),  # the catalogue's fallback: scored only when nothing else is
-    _p("concealed_hand", "门清", 1, lambda a: 1, "concealed"),  # a concealed kong keeps the hand concealed
+    _p("basic_win", "推倒胡", 1, always),  # the catalogue's fallback: scored only when nothing else is
+    _p("concealed_hand", "门清", 1, always, "concealed"),  # a concealed kong keeps the hand concealed
     # D7: 报听 on an open hand is allowed but scores nothing; 天听 replaces 门清报听 (D3).
-    _p("concealed_ready", "门清报听", 1, lambda a: 1, "concealed declared_ready"),
+    _p("concealed_ready", "门清报听", 1, always, "concealed declared_ready"),
     _p(
         "heavenly_ready",
         "天听",
@@ -165,8 +165,8 @@ _PATTERNS = (
         "concealed_ready",
     ),
     _p("all_chows", "平和", 1, _all_chows, "standard concealed four_chows"),
-    _p("all_simples", "断幺九", 1, lambda a: 1, "simples"),  # D6: may be open
-    _p("concealed_self_draw", "门清自摸", 1, lambda a: 1, "concealed self_drawn"),
+    _p("all_simples", "断幺九", 1, always, "simples"),  # D6: may be open
+    _p("concealed_self_draw", "门清自摸", 1, always, "concealed self_drawn"),
     _p("bonus_tiles", "花牌", 1, _bonus_tiles, "bonus_tiles"),
     _p(
         "pure_double_chow",
@@ -183,7 +183,7 @@ _PATTERNS = (
         "standard concealed four_chows",
         "pure_double_chow",
     ),
-    _p("seven_pairs", "七对子", 3, lambda a: 1, "seven_pairs"),
+    _p("seven_pairs", "七对子", 3, always, "seven_pairs"),
     # D2: the winning tile must complete the four identical tiles.
     _p(
         "dragon_seven_pairs",
@@ -193,7 +193,7 @@ _PATTERNS = (
         "seven_pairs",
         "seven_pairs",
     ),
-    _p("all_pungs", "碰碰胡", 2, lambda a: 1, "standard four_pungs"),
+    _p("all_pungs", "碰碰胡", 2, always, "standard four_pungs"),
     _p(
         "mixed_triple_chow", "三色同顺", 2, lambda a: _flag(_same_rank_in_three_suits(a.chows)), "three_chows"
     ),
@@ -226,7 +226,7 @@ _PATTERNS = (
         "standard four_pungs terminals_or_honors honors",
     ),
     _p("half_flush", "混一色", 3, lambda a: _flag(any(a.counts[:27])), "one_suit honors"),
-    _p("full_flush", "清一色", 5, lambda a: 1, "one_suit no_honors", "half_flush"),  # D3
+    _p("full_flush", "清一色", 5, always, "one_suit no_honors", "half_flush"),  # D3
     _p(
         "little_three_dragons",
         "小三元",
@@ -246,7 +246,7 @@ _PATTERNS = (
         "last_wall_tile self_drawn",
     ),
     _p("win_on_last_discard", "河底捞鱼", 1, lambda a: _flag(not a.desc.self_drawn), "last_discard discard"),
-    _p("win_on_extra_draw", "海底捞月", 1, lambda a: 1, "extra_draw_after_exhaustion"),
+    _p("win_on_extra_draw", "海底捞月", 1, always, "extra_draw_after_exhaustion"),
     # Limit hands (役满), 002's tiers. 13:
     _p(
         "little_four_winds",
@@ -270,7 +270,7 @@ _PATTERNS = (
     ),
     # 32:
     _p("heavenly_hand", "天和", 0, _first_turn("dealer_initial_hand"), "first_turn_win", tier=32),
-    _p("big_wheels", "大车轮", 0, lambda a: 1, "seven_pairs one_suit simples", tier=32),  # D12
+    _p("big_wheels", "大车轮", 0, always, "seven_pairs one_suit simples", tier=32),  # D12
     _p("million_stones", "百万石", 0, _million_stones, "one_suit no_honors", tier=32),
     _p("four_shifted_pungs", "四连刻", 0, lambda a: _flag(_shifted_pungs(a, 4)), "four_pungs", tier=32),
     # D12: 字一色 and 清老头 need the 碰碰胡 form.
@@ -294,7 +294,7 @@ _PATTERNS = (
         "all_terminals",
         "清老头",
         0,
-        lambda a: 1,
+        always,
         "standard four_pungs terminals_or_honors no_honors",
         tier=32,
     ),
@@ -313,7 +313,7 @@ _PATTERNS = (
     ),
     _p("big_four_winds", "大四喜", 0, lambda a: _flag(_wind_pungs(a) == 4), "four_pungs winds", tier=64),
     _p("nine_gates", "九莲宝灯", 0, _nine_gates, "concealed one_suit no_honors", tier=64),
-    _p("thirteen_orphans", "国士无双", 0, lambda a: 1, "thirteen_orphans", tier=64),
+    _p("thirteen_orphans", "国士无双", 0, always, "thirteen_orphans", tier=64),
     _p("northeast_express", "东北新干线", 0, _northeast_express, "standard three_chows winds", tier=64),
 )
 

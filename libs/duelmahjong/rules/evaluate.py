@@ -81,12 +81,12 @@ def _detect(catalogue: Catalogue, arrangement: Arrangement) -> tuple[list[Found]
     found: list[Found] = []
     excluded: frozenset[str] = frozenset()
     limit_found = False
-    for position, pattern, pattern_id, is_limit in catalogue.entries(arrangement.facts):
+    for position, pattern, pattern_id, is_limit, is_always in catalogue.entries(arrangement.facts):
         if pattern_id in excluded:
             continue  # E1: an excluded pattern excludes nothing, so it need not even be detected
         if limit_found and not is_limit:
             break  # D9: limit patterns are ordered first; once one is found nothing else can score
-        occurrences = pattern.detect(arrangement)
+        occurrences = 1 if is_always else pattern.detect(arrangement)
         if occurrences:
             found.append((position, pattern, occurrences))
             if pattern.excludes:

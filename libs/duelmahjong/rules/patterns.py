@@ -43,8 +43,10 @@ class Pattern:
     ``detect`` returns how many times the pattern occurs in an arrangement (0 = absent); the fan scored
     is ``fan`` per occurrence. ``limit_tier`` marks a limit hand (役满, duel D9) and is its value.
     ``excludes`` are the ids this pattern stops from scoring (不记番, E1). ``requires`` lists facts of
-    :data:`~duelmahjong.rules.arrangement.FACT_NAMES` without which the pattern cannot occur: purely an
-    optimisation, the predicate must still check everything itself.
+    :data:`~duelmahjong.rules.arrangement.FACT_NAMES` that must hold for the pattern to occur: the
+    catalogue calls ``detect`` only when they do, so ``detect`` may take them for granted, and a
+    pattern the facts define completely uses :func:`always` (which the catalogue does not even call).
+    :meth:`occurrences` applies both.
     """
 
     id: str
@@ -56,13 +58,27 @@ class Pattern:
     counts_toward_minimum: bool = True  # erren flower fans do not count toward 起和 (E16)
     requires: frozenset[str] = frozenset()
 
+    def occurrences(self, arrangement: Arrangement) -> int:
+        """How many times the pattern occurs in ``arrangement`` (required facts, then ``detect``)."""
+        from duelmahjong.rules.arrangement import FACTS
+
+        if not all(arrangement.facts & FACTS[name] for name in self.requires):
+            return 0
+        return self.detect(arrangement)
+
     @property
     def value(self) -> int:
         """The value used to order patterns for exclusions: the tier of a limit hand, else its fan."""
         return self.limit_tier if self.limit_tier is not None else self.fan
 
 
-Entry = tuple[int, Pattern, str, bool]  # (catalogue position, pattern, id, is a limit under the limit rule)
+def always(arrangement: Arrangement) -> int:
+    """The ``detect`` of a pattern its required facts define completely (e.g. 门清 = ``concealed``)."""
+    return 1
+
+
+# (catalogue position, pattern, id, is a limit under the limit rule, detect is ``always``)
+Entry = tuple[int, Pattern, str, bool, bool]
 
 
 class Catalogue:
@@ -158,13 +174,20 @@ class Catalogue:
         return tuple(entry[1] for entry in self.entries(facts))
 
     def entries(self, facts: int) -> tuple[Entry, ...]:
-        """:meth:`candidates` as evaluation entries ``(position, pattern, id, is_limit)``, memoised per
-        facts value (``is_limit``: a limit pattern under the limit rule)."""
+        """:meth:`candidates` as evaluation entries ``(position, pattern, id, is_limit, is_always)``,
+        memoised per facts value (``is_limit``: a limit pattern under the limit rule; ``is_always``:
+        its ``detect`` is :func:`always`)."""
         found = self._candidates.get(facts)
         if found is None:
             masks = self._requires_mask
             found = tuple(
-                (self.position[p.id], p, p.id, self.limit_rule and p.limit_tier is not None)
+                (
+                    self.position[p.id],
+                    p,
+                    p.id,
+                    self.limit_rule and p.limit_tier is not None,
+                    p.detect is always,
+                )
                 for p in self.evaluation_order
                 if masks[p.id] & facts == masks[p.id]
             )

@@ -397,3 +397,11 @@ def test_d9_between_limit_readings_the_one_listing_more_limit_hands_is_shown() -
     result = evaluate(hand("111222333444m5z", "5z", self_drawn=True), _toy(a, b, limit_rule=True))
     assert [(p.id, p.fan) for p in result.patterns] == [("a", 32), ("b", 13)]
     assert result.total_fan == 32 and result.limit
+
+
+def test_pattern_occurrences_apply_the_required_facts() -> None:
+    (concealed,) = arrangements(hand("234567m234p678s5z", "5z"))
+    (open_hand,) = arrangements(hand("234567m234p5z", "5z", melds=(("pong", "777s"),)))
+    assert DUEL["concealed_hand"].occurrences(concealed) == 1
+    assert DUEL["concealed_hand"].occurrences(open_hand) == 0
+    assert DUEL["bonus_tiles"].occurrences(concealed) == 0
