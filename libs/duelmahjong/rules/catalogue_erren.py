@@ -12,7 +12,10 @@ sources apart (:data:`EXCLUSION_SOURCES`) so a reader can tell where each exclus
 * ``implied`` — patterns the row cannot occur without (四杠 ⇒ 碰碰胡, 大七星 ⇒ 混幺九, …);
 * ``decided`` — RULES.md §3 (E6, E7, E8, E11).
 
-Flower fans (花牌, 春夏秋冬, 梅兰菊竹, 无花牌) do not count toward the 8-fan 起和 (E16).
+Flower fans (花牌, 春夏秋冬, 梅兰菊竹, 无花牌) do not count toward the 8-fan 起和 (E16). Detect
+predicates live in ``erren_predicates`` (chow groups in ``erren_chows``); a pattern its required
+arrangement facts define completely uses :func:`~duelmahjong.rules.patterns.always` (e.g. 无字 =
+``no_honors``; 报听 = ``declared_ready``, which a 天听 declaration sets too and 天听 then excludes).
 
 >>> ERREN["pure_straight"].fan, sorted(ERREN["pure_straight"].excludes)
 (16, ['short_straight', 'two_terminal_chows'])
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from duelmahjong.rules import erren_predicates as p
-from duelmahjong.rules.patterns import Catalogue, Pattern
+from duelmahjong.rules.patterns import Catalogue, Pattern, always
 
 EXCLUSION_SOURCES: dict[str, dict[str, frozenset[str]]] = {}
 
@@ -135,14 +138,14 @@ ERREN = Catalogue(
         _row("three_kongs", "三杠", 32, p.three_kongs, requires=["three_pungs", "kong"],  # E3
              seed=["two_melded_kongs", "two_concealed_kongs", "melded_kong", "concealed_kong"],
              gb=["two_melded_kongs", "two_concealed_kongs", "melded_kong", "concealed_kong"]),
-        _row("all_terminals_and_honors", "混幺九", 32, p.all_terminals_and_honors,
+        _row("all_terminals_and_honors", "混幺九", 32, always,
              requires=["terminals_or_honors"],
              seed=["all_pungs", "terminal_honor_pung", "outside_hand"],
              gb=["all_pungs", "terminal_honor_pung", "outside_hand"]),
         # 24
-        _row("seven_pairs", "七对子", 24, p.seven_pairs, requires=["seven_pairs"],
+        _row("seven_pairs", "七对子", 24, always, requires=["seven_pairs"],
              gb=_SEVEN_PAIRS_EXCLUDES, decided=_SEVEN_PAIRS_EXCLUDES),  # E6
-        _row("full_flush", "清一色", 24, p.full_flush, requires=["no_honors"]),  # 国标 "不计无字": E5
+        _row("full_flush", "清一色", 24, always, requires=["one_suit", "no_honors"]),  # 国标 "不计无字": E5
         _row("pure_triple_chow", "三同顺", 24, p.pure_triple_chow, requires=["three_chows"],
              seed=["pure_shifted_pungs", "pure_double_chow"],
              gb=["pure_shifted_pungs", "pure_double_chow"]),
@@ -164,7 +167,7 @@ ERREN = Catalogue(
         _row("last_tile_claim", "海底捞月", 8, p.last_tile_claim, requires=["last_discard"]),  # E2
         _row("out_with_replacement_tile", "杠上开花", 8, p.out_with_replacement_tile,
              requires=["after_kong"], seed=["self_drawn"], gb=["self_drawn"]),
-        _row("robbing_the_kong", "抢杠胡", 8, p.robbing_the_kong, requires=["robbing_kong"],
+        _row("robbing_the_kong", "抢杠胡", 8, always, requires=["robbing_kong"],
              seed=["last_tile"], gb=["last_tile"]),  # E13
         # 6
         _row("little_three_winds", "小三风", 6, p.little_three_winds, requires=["two_pungs", "winds"]),
@@ -187,7 +190,7 @@ ERREN = Catalogue(
         _row("ready_first_discard", "报听一发", 4, p.ready_first_discard,
              requires=["declared_ready", "first_turn_after_declare"]),  # E8: adds to 报听 / 天听
         _row("no_flowers", "无花牌", 4, p.no_flowers, **_FLOWER),  # E14
-        _row("ready_declared", "报听", 4, p.ready_declared, requires=["declared_ready"]),  # E8
+        _row("ready_declared", "报听", 4, always, requires=["declared_ready"]),  # E8
         _row("four_plants", "梅兰菊竹", 4, p.four_plants, requires=["flowers"], **_FLOWER),  # E14
         _row("four_seasons", "春夏秋冬", 4, p.four_seasons, requires=["flowers"], **_FLOWER),  # E14
         # 2 — 箭刻/圈风刻/门风刻 never also score 幺九刻: the 幺九刻 predicate leaves them out (E11)
@@ -199,7 +202,7 @@ ERREN = Catalogue(
         _row("tile_hog", "四归一", 2, p.tile_hog),
         _row("two_concealed_pungs", "双暗刻", 2, p.two_concealed_pungs, requires=["two_pungs"]),
         _row("concealed_kong", "暗杠", 2, p.concealed_kong, requires=["kong"]),  # E12
-        _row("all_simples", "断幺", 2, p.all_simples, requires=["simples"]),  # 国标 "不计无字": E5
+        _row("all_simples", "断幺", 2, always, requires=["simples"]),  # 国标 "不计无字": E5
         # 1
         _row("pure_double_chow", "一般高", 1, p.pure_double_chow, requires=["two_chows"]),
         _row("short_straight", "连六", 1, p.short_straight, requires=["two_chows"]),
@@ -212,7 +215,7 @@ ERREN = Catalogue(
         _row("single_wait", "单钓", 1, p.single_wait),
         _row("flower_tiles", "花牌", 1, p.flower_tiles, requires=["flowers"], **_FLOWER),  # E14
         _row("self_drawn", "自摸", 1, p.self_drawn),
-        _row("no_honors", "无字", 1, p.no_honors, requires=["no_honors"]),  # E5: never excluded
+        _row("no_honors", "无字", 1, always, requires=["no_honors"]),  # E5: never excluded
     ],
     minimum=8,  # E16: 起和 8 fan, flowers not counted
 )

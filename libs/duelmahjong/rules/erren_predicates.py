@@ -85,12 +85,6 @@ def human_hand(a: Arrangement) -> int:
 heavenly_ready = _flag("declared_first_turn")  # 天听 (T3)
 
 
-def ready_declared(a: Arrangement) -> int:
-    """报听, open hands too (E8); a 天听 declaration is also one (天听 then excludes it)."""
-    ctx = a.desc.context
-    return int(ctx.declared_ready or ctx.declared_first_turn)
-
-
 def ready_first_discard(a: Arrangement) -> int:
     """报听一发 (E8): won on the opponent's first discard after declaring."""
     ctx = a.desc.context
@@ -269,16 +263,11 @@ def all_chows(a: Arrangement) -> int:
 
 # --- the tiles of the whole hand ---------------------------------------------------------------------
 # These read the arrangement's facts (computed once per hand by the arrangement) rather than the tiles.
-_ONE_SUIT_NO_HONORS = FACTS["one_suit"] | FACTS["no_honors"]
 _ONE_SUIT_HONORS = FACTS["one_suit"] | FACTS["honors"]
 
 
 def _has_suited(a: Arrangement) -> bool:
     return any(a.counts[:27])
-
-
-def full_flush(a: Arrangement) -> int:
-    return int(a.facts & _ONE_SUIT_NO_HONORS == _ONE_SUIT_NO_HONORS)
 
 
 def half_flush(a: Arrangement) -> int:
@@ -288,20 +277,6 @@ def half_flush(a: Arrangement) -> int:
 
 def all_honors(a: Arrangement) -> int:
     return int(not _has_suited(a))
-
-
-def all_terminals_and_honors(a: Arrangement) -> int:
-    """混幺九: only 1, 9 and honours (may be seven pairs — E6)."""
-    return int(a.has("terminals_or_honors"))
-
-
-def all_simples(a: Arrangement) -> int:
-    return int(a.has("simples"))
-
-
-def no_honors(a: Arrangement) -> int:
-    """无字 (E5): scores on every hand without honours and is never excluded."""
-    return int(a.has("no_honors"))
 
 
 def _ranks_within(a: Arrangement, low: int, high: int) -> bool:
@@ -353,8 +328,6 @@ def nine_gates(a: Arrangement) -> int:
 
 
 # --- seven pairs (E6) ----------------------------------------------------------------------------------
-def seven_pairs(a: Arrangement) -> int:
-    return int(a.form == "seven_pairs")
 
 
 def _pair_kinds(a: Arrangement) -> set[int]:
@@ -415,9 +388,6 @@ def out_with_replacement_tile(a: Arrangement) -> int:
     """杠上开花: the kong replacement draw wins; a flower replacement never counts (E14)."""
     ctx = a.desc.context
     return int(ctx.after_kong and a.desc.self_drawn and not ctx.after_flower_replacement)
-
-
-robbing_the_kong = _flag("robbing_kong")
 
 
 def last_tile(a: Arrangement) -> int:
