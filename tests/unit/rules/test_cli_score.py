@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from duelmahjong.cli import main
 from duelmahjong.cli.score import EXIT_UNREADABLE, score_stream
@@ -121,3 +123,37 @@ def test_ascii_option_escapes_chinese_names(
     assert main(["score", "--ascii"]) == 0
     out = capsys.readouterr().out
     assert "\\u4e5d" in out and json.loads(out) == NINE_GATES_OUT
+
+
+_JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 50)
+    | st.sampled_from(
+        [
+            "",
+            "5m",
+            "1112345678999m",
+            "123m",
+            "1f",
+            "east",
+            "chi",
+            "pong",
+            "dealer_initial_hand",
+            "duel",
+            "erren",
+        ]
+    )
+)
+_JSON = st.recursive(
+    _JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+)
+_KEYS = ["profile", "concealed", "melds", "win_tile", "self_drawn", "context", "kind", "tiles", "flowers"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(_KEYS), _JSON, max_size=7))
+def test_any_json_object_gets_a_result_or_an_error_never_a_crash(data: dict[str, object]) -> None:
+    (out,) = _score(json.dumps(data).encode() + b"\n")
+    assert set(out) == {"error"} or set(out) == set(NINE_GATES_OUT)
