@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 
+from duelmahjong.engine.errors import SettingsError
 from duelmahjong.engine.invariants import InvariantViolation
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.simulate import simulate
@@ -18,6 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the hand seeds (default 0)")
     parser.add_argument("--check", action="store_true", help="verify invariants after every event")
     parser.add_argument("--json", action="store_true", help="print one JSON summary instead of text")
+    parser.add_argument(
+        "--offers",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="duel: probability of each in-game offer after a draw (T5; default 0)",
+    )
+    parser.add_argument("--guess", action="store_true", help="duel: play 猜大小 after wins (T12)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,7 +34,18 @@ def run(args: argparse.Namespace) -> int:
         print("--hands must be at least 1", file=sys.stderr)
         return 2
     try:
-        report = simulate(RoomSettings(profile=args.profile), args.hands, args.seed, check=args.check)
+        room = RoomSettings(profile=args.profile)
+        if args.profile == "duel":
+            room = RoomSettings(
+                profile="duel",
+                triplet_offer_probability=args.offers,
+                rub_offer_probability=args.offers,
+                guess_enabled=args.guess,
+            )
+        report = simulate(room, args.hands, args.seed, check=args.check)
+    except SettingsError as error:
+        print(f"duel simulate: {error}", file=sys.stderr)
+        return 2
     except InvariantViolation as violation:
         print(f"invariant violated: {violation}", file=sys.stderr)
         return 1

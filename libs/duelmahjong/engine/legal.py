@@ -8,8 +8,6 @@ Combinatorial choices (which tiles to give back in an exchange or for a triplet 
 
 from __future__ import annotations
 
-from itertools import combinations
-
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
@@ -146,32 +144,73 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
             for kind, tile in state.melds[seat]
             if kind == "pong" and counts[tile]
         )
+    # Choices of several tiles are combinatorial: any three held tiles (or any held tile and any unseen
+    # kind) are legal (``combinatorial_reason``); the list carries representatives: windows of three
+    # consecutive tiles of the sorted hand, and for 偷天换日 every unseen kind for the drawn tile.
+    windows = _windows(counts)
     if state.offer == "triplet":
-        out.extend(
-            Action(seat, A.TAKE_TRIPLET, tiles=give) for give in sorted(set(combinations(_tiles(counts), 3)))
-        )
+        out.extend(Action(seat, A.TAKE_TRIPLET, tiles=give) for give in windows)
     elif state.offer == "rub":
         out.extend(act(seat, A.RUB, kind) for kind in unseen_kinds(state))
     items = state.items[seat]
     if state.settings.is_duel and state.settings.items_enabled:
         if items.get("swap_item", 0) > 0:
-            unseen = unseen_kinds(state)
+            own = drawn if drawn >= 0 else held[-1]
             out.extend(
-                Action(seat, A.SWAP_ITEM, kind, target=target)
-                for kind in held
-                for target in unseen
-                if target != kind
+                Action(seat, A.SWAP_ITEM, own, target=target)
+                for target in unseen_kinds(state)
+                if target != own
             )
         if items.get("shuffle_item", 0) > 0 and unseen_triplet_kinds(state):
-            out.extend(
-                Action(seat, A.SHUFFLE_ITEM, tiles=give)
-                for give in sorted(set(combinations(_tiles(counts), 3)))
-            )
+            out.extend(Action(seat, A.SHUFFLE_ITEM, tiles=give) for give in windows)
     return out
 
 
 def _tiles(counts: list[int]) -> list[int]:
     return [kind for kind in range(34) for _ in range(counts[kind])]
+
+
+def _windows(counts: list[int]) -> list[tuple[int, ...]]:
+    tiles = _tiles(counts)
+    return sorted({tuple(tiles[i : i + 3]) for i in range(len(tiles) - 2)})
+
+
+def combinatorial_reason(state: TableState, action: Action) -> str | None:
+    """Why a choice of several tiles is illegal, or None (T4 exchange, T5 triplet, T6 items)."""
+    seat, kind = action.seat, action.kind
+    if kind == A.EXCHANGE:
+        if state.phase != EXCHANGE or state.exchanged[seat]:
+            return "exchanging (换牌, T4) is only possible once, right after the deal"
+        return exchange_reason(state, action)
+    if state.phase != TURN or state.current != seat or state.ready[seat]:
+        return f"{kind!r} is only possible on your own turn, before declaring ready"
+    if kind == A.SWAP_ITEM:
+        if action.tiles or not _item_usable(state, seat, "swap_item"):
+            return "偷天换日 needs the item, one tile of your hand and a named kind (T6)"
+        if not 0 <= action.tile < 34 or not state.hands[seat][action.tile]:
+            return "偷天换日 changes a tile you hold"
+        if action.target == action.tile or action.target not in unseen_kinds(state):
+            return "偷天换日 needs a different kind of which an unseen copy exists (T6)"
+        return None
+    if kind == A.TAKE_TRIPLET and state.offer != "triplet":
+        return "no triplet is on offer (T5)"
+    if kind == A.SHUFFLE_ITEM and not (
+        _item_usable(state, seat, "shuffle_item") and unseen_triplet_kinds(state)
+    ):
+        return "移花接木 needs the item and an unseen triplet (T6)"
+    if len(action.tiles) != 3 or action.tile != -1 or action.target != -1:
+        return f"{kind!r} gives back exactly three tiles of your hand"
+    counts = list(state.hands[seat])
+    for tile in action.tiles:
+        counts[tile] -= 1
+        if counts[tile] < 0:
+            return "you can only give back tiles you hold"
+    return None
+
+
+def _item_usable(state: TableState, seat: int, item: str) -> bool:
+    settings = state.settings
+    return settings.is_duel and settings.items_enabled and state.items[seat].get(item, 0) > 0
 
 
 def _kong_keeps_waits(state: TableState, seat: int, tile: int) -> bool:

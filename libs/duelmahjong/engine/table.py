@@ -24,14 +24,14 @@ from duelmahjong.engine import dealing, flow
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.legal import exchange_reason, legal_actions
+from duelmahjong.engine.legal import combinatorial_reason, legal_actions
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import CLOSED, EXCHANGE, HAND_PHASES, IDLE, OVER, TableState
 from duelmahjong.engine.view import seat_view
 from duelmahjong.engine.wall import HandTiles
 
 # Actions whose tile choices are combinatorial: checked by a predicate, not by membership (legal.py).
-_PREDICATE_CHECKED = frozenset({A.EXCHANGE})
+_PREDICATE_CHECKED = frozenset({A.EXCHANGE, A.TAKE_TRIPLET, A.SHUFFLE_ITEM, A.SWAP_ITEM})
 
 
 class Table:
@@ -142,8 +142,8 @@ class Table:
         state = self.state
         if action.seat not in (0, 1):
             raise IllegalActionError(f"there is no seat {action.seat}; seats are 0 and 1")
-        if action.kind in _PREDICATE_CHECKED and state.phase == EXCHANGE and not state.exchanged[action.seat]:
-            reason = exchange_reason(state, action)
+        if action.kind in _PREDICATE_CHECKED:
+            reason = combinatorial_reason(state, action)
             if reason:
                 raise IllegalActionError(reason)
             return

@@ -54,7 +54,9 @@ def test_T5_triplet_offer_and_rub(script_of) -> None:  # type: ignore[no-untyped
     script.do("0 discard 1m")
     offer = script.table.view(1)["offer"]
     assert offer["kind"] == "triplet"
-    events = script.do("1 take_triplet [1s,1z,2z]")
+    with pytest.raises(IllegalActionError, match="tiles you hold"):
+        script.do("1 take_triplet [7z,7z,7z]")
+    events = script.do("1 take_triplet [1s,1z,2z]")  # any three held tiles, listed or not
     triplet = events[0].private["received"]
     assert events[0].public == {"reason": "triplet"} and triplet == (triplet[0],) * 3
     assert offer["tile"] == events[0].for_seat(1)["received"][0]
@@ -78,10 +80,12 @@ def test_T6_items_swap_and_shuffle(duel) -> None:  # type: ignore[no-untyped-def
     )
     duel.do("0 exchange")
     duel.do("1 exchange")
-    assert "0 swap_item 1m >7z" in duel.legal(0)
+    assert any("swap_item" in text for text in duel.legal(0))  # representatives; any held tile may go
     events = duel.do("0 swap_item 1m >7z")
     assert events[0].private == {"given": (0,), "received": (33,)} and duel.state.items[0]["swap_item"] == 0
     assert not [a for a in duel.legal(0) if "swap_item" in a]
+    with pytest.raises(IllegalActionError, match="偷天换日"):
+        duel.do("0 swap_item 5m >6z")  # spent once (T6)
     events = duel.do("0 shuffle_item [9m,1p,9p]")
     received = events[0].private["received"]
     assert len(set(received)) == 1 and len(received) == 3
