@@ -124,3 +124,17 @@ def test_e16_flower_fans_do_not_count_toward_the_minimum() -> None:
 def test_e1_chow_groups_count_once(chows: str, expected: dict[str, int]) -> None:
     lows = tuple(sorted(parse_tiles(chow)[0] for chow in chows.split()))
     assert chow_patterns(lows) == expected
+
+
+def test_the_erren_table_in_docs_is_the_catalogue() -> None:
+    docs = Path(__file__).resolve().parents[3] / "docs" / "rules.md"
+    rows = re.findall(
+        r"^\| (\S+) \| `([a-z_]+)` \| (\d+)( \(flower\))? \| (.*) \|$", docs.read_text("utf-8"), re.M
+    )
+    documented = {
+        pattern_id: (name, int(fan), not flower, sorted(re.findall(r"`([a-z_]+)`", excludes)))
+        for name, pattern_id, fan, flower, excludes in rows
+    }
+    assert documented == {
+        p.id: (p.name_zh, p.fan, p.counts_toward_minimum, sorted(p.excludes)) for p in ERREN
+    }
