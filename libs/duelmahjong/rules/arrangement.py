@@ -20,92 +20,28 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from operator import attrgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from duelmahjong.rules.analysis import waits
+from duelmahjong.rules.facts import (
+    FACT_NAMES,
+    FACTS,
+    GREEN_MASK,
+    MELD_SET_KIND,
+    TERMINAL_HONOR_MASK,
+    HandFacts,
+    facts_of,
+)
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.tables import SuitReading, get_tables, suit_keys
-from duelmahjong.rules.tiles import GREEN_TILES
+
+__all__ = ["FACTS", "FACT_NAMES", "Arrangement", "WinSet", "arrangements"]
 
 if TYPE_CHECKING:
     from duelmahjong.rules.description import HandDescription
 
-_CONTEXT_FACTS = (
-    "after_kong",
-    "after_flower_replacement",
-    "last_wall_tile",
-    "last_discard",
-    "extra_draw_after_exhaustion",
-    "robbing_kong",
-    "fourth_tile_visible",
-    "first_turn_after_declare",
-)
-# Facts: cheap properties of an arrangement, as bits. A pattern may list facts it ``requires``; the
-# catalogue then only calls its predicate for arrangements that have them all (speed, not meaning).
-FACT_NAMES: tuple[str, ...] = (
-    # forms
-    "standard",
-    "seven_pairs",
-    "thirteen_orphans",
-    "free",
-    # the hand
-    "concealed",  # no chi, pong or exposed/added kong (a concealed kong keeps the hand concealed)
-    "open",
-    "self_drawn",  # effective: robbing a kong and the extra draw count as self-drawn (D8, D13)
-    "discard",
-    "honors",
-    "no_honors",
-    "one_suit",  # number tiles of at most one suit (honours allowed)
-    "simples",  # no terminal, no honour
-    "terminals_or_honors",  # every tile is a terminal or an honour
-    "winds",
-    "dragons",
-    "kong",
-    # sets of this reading
-    "chow",
-    "two_chows",
-    "three_chows",
-    "four_chows",
-    "two_pungs",  # pungs or kongs
-    "three_pungs",
-    "four_pungs",
-    # context of the win (RULES.md §7)
-    "declared_ready",  # declared_ready or declared_first_turn
-    "first_turn_win",
-    *_CONTEXT_FACTS,  # the boolean context keys, each true when the context says so
-    "bonus_tiles",  # duel: revealed bonus tiles (花牌) exist
-    "flowers",  # erren: the winner holds flowers
-)
-FACTS: dict[str, int] = {name: 1 << bit for bit, name in enumerate(FACT_NAMES)}
-_F = FACTS
-_TERMINALS_AND_HONORS = (0, 8, 9, 17, 18, 26, 27, 28, 29, 30, 31, 32, 33)
-_CHOW_FACTS = (0, _F["chow"], _F["chow"] | _F["two_chows"], _F["chow"] | _F["two_chows"] | _F["three_chows"])
-_CHOW_FACTS += (_CHOW_FACTS[3] | _F["four_chows"],)
-_PUNG_FACTS = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
-_PUNG_FACTS += (_PUNG_FACTS[3] | _F["four_pungs"],)
-
-_BONUS_TILES_FACT = _F["bonus_tiles"]
-_CONCEALED_FACT = _F["concealed"]
-_DISCARD_FACT = _F["discard"]
-_DRAGONS_FACT = _F["dragons"]
-_FIRST_TURN_WIN_FACT = _F["first_turn_win"]
-_FLOWERS_FACT = _F["flowers"]
-_HONORS_FACT = _F["honors"]
-_KONG_FACT = _F["kong"]
-_NO_HONORS_FACT = _F["no_honors"]
-_ONE_SUIT_FACT = _F["one_suit"]
-_OPEN_FACT = _F["open"]
-_SELF_DRAWN_FACT = _F["self_drawn"]
-_SIMPLES_FACT = _F["simples"]
-_TERMINALS_OR_HONORS_FACT = _F["terminals_or_honors"]
-_WINDS_FACT = _F["winds"]
-_SELF_DRAWN = _F["self_drawn"]
-_CONCEALED = _F["concealed"]
-_FORM_FACTS = {form: _F[form] for form in ("standard", "seven_pairs", "thirteen_orphans", "free")}
-
-_MELD_SET_KIND = {"chi": "chow", "pong": "pung", "exposed_kong": "kong", "added_kong": "kong"}
-_MELD_SET_KIND["concealed_kong"] = "kong"
+_SELF_DRAWN_FACT = FACTS["self_drawn"]
+_CONCEALED_FACT = FACTS["concealed"]
 
 
 class WinSet(NamedTuple):
@@ -120,17 +56,6 @@ class WinSet(NamedTuple):
     concealed: bool
     declared: str | None = None
 
-
-_BIT = tuple(1 << kind for kind in range(34))
-_MAN, _PIN, _SOU = (sum(_BIT[base : base + 9]) for base in (0, 9, 18))
-_WIND_MASK = sum(_BIT[27:31])
-_DRAGON_MASK = sum(_BIT[31:34])
-_HONOR_MASK = _WIND_MASK | _DRAGON_MASK
-_TERMINAL_HONOR_MASK = sum(_BIT[kind] for kind in _TERMINALS_AND_HONORS)
-_GREEN_MASK = sum(_BIT[kind] for kind in GREEN_TILES)
-_CONTEXT_FLAGS = attrgetter("declared_ready", "declared_first_turn", *_CONTEXT_FACTS)
-_CONTEXT_FLAG_BITS = (_F["declared_ready"], _F["declared_ready"], *(_F[name] for name in _CONTEXT_FACTS))
-_context_facts_memo: dict[tuple[bool, ...], int] = {}
 
 # Concealed sets of a reading are shared values, not rebuilt per hand.
 _HIDDEN_CHOW = tuple(WinSet("chow", tile, True) for tile in range(34))
@@ -147,120 +72,6 @@ _SHAPES: dict[tuple[int, int], list[_Shape]] = {}
 
 def _set_order(item: tuple[int, int, WinSet]) -> tuple[int, int]:
     return item[0], item[1]
-
-
-def _context_facts(flags: tuple[bool, ...]) -> int:
-    facts = 0
-    for flag, bit in zip(flags, _CONTEXT_FLAG_BITS, strict=True):
-        if flag:
-            facts |= bit
-    _context_facts_memo[flags] = facts
-    return facts
-
-
-class _Hand:
-    """What is the same for every reading of one hand (computed once per evaluation)."""
-
-    __slots__ = (
-        "closed",
-        "counts",
-        "desc",
-        "facts",
-        "mask",
-        "meld_chows",
-        "meld_hidden",
-        "meld_kongs",
-        "meld_pungs",
-        "meld_sets",
-        "odd",
-        "waits",
-        "win",
-    )
-
-    def __init__(self, desc: HandDescription) -> None:
-        self.desc = desc
-        bits = _BIT
-        closed = [0] * 34
-        mask = 0
-        odd = 0  # kinds held an odd number of times (seven pairs needs none)
-        for kind in desc.concealed:
-            closed[kind] += 1
-            mask |= bits[kind]
-            odd ^= bits[kind]
-        win = self.win = desc.win_tile
-        closed[win] += 1
-        mask |= bits[win]
-        self.odd = odd ^ bits[win]
-        self.closed = closed
-        facts = 0
-        meld_chows: list[int] = []
-        meld_pungs: list[int] = []
-        hidden = kongs = 0
-        if desc.melds:
-            counts = closed[:]
-            meld_sets = []
-            concealed = True
-            for meld in desc.melds:
-                kind = _MELD_SET_KIND[meld.kind]
-                tile = meld.tiles[0]
-                is_hidden = meld.kind == "concealed_kong"
-                concealed = concealed and is_hidden
-                if kind == "chow":
-                    counts[tile] += 1
-                    counts[tile + 1] += 1
-                    counts[tile + 2] += 1
-                    mask |= bits[tile] | bits[tile + 1] | bits[tile + 2]
-                    meld_chows.append(tile)
-                else:
-                    counts[tile] += len(meld.tiles)
-                    mask |= bits[tile]
-                    meld_pungs.append(tile)
-                    hidden += is_hidden
-                    kongs += kind == "kong"
-                meld_sets.append(WinSet(kind, tile, is_hidden, meld.kind))
-            self.meld_sets = tuple(meld_sets)
-            if kongs:
-                facts |= _KONG_FACT
-        else:
-            counts = closed  # shared: neither is ever modified after this point
-            self.meld_sets = ()
-            concealed = True
-        self.counts = counts
-        self.mask = mask
-        self.meld_chows = tuple(meld_chows)
-        self.meld_pungs = tuple(meld_pungs)
-        self.meld_hidden = hidden
-        self.meld_kongs = kongs
-        self.waits: list[int] | None = None
-        context = desc.context
-        flags = _CONTEXT_FLAGS(context)
-        facts |= _context_facts_memo.get(flags) or _context_facts(flags)
-        if desc.self_drawn or context.robbing_kong or context.extra_draw_after_exhaustion:
-            facts |= _SELF_DRAWN_FACT
-        else:
-            facts |= _DISCARD_FACT
-        facts |= _CONCEALED_FACT if concealed else _OPEN_FACT
-        if mask & _HONOR_MASK:
-            facts |= _HONORS_FACT
-            if mask & _WIND_MASK:
-                facts |= _WINDS_FACT
-            if mask & _DRAGON_MASK:
-                facts |= _DRAGONS_FACT
-        else:
-            facts |= _NO_HONORS_FACT
-        if bool(mask & _MAN) + bool(mask & _PIN) + bool(mask & _SOU) <= 1:
-            facts |= _ONE_SUIT_FACT
-        if not mask & _TERMINAL_HONOR_MASK:
-            facts |= _SIMPLES_FACT
-        elif not mask & ~_TERMINAL_HONOR_MASK:
-            facts |= _TERMINALS_OR_HONORS_FACT
-        if context.first_turn_win is not None:
-            facts |= _FIRST_TURN_WIN_FACT
-        if context.revealed_bonus_tiles:
-            facts |= _BONUS_TILES_FACT
-        if context.flowers:
-            facts |= _FLOWERS_FACT
-        self.facts = facts
 
 
 class Arrangement:
@@ -306,7 +117,7 @@ class Arrangement:
 
     def __init__(
         self,
-        hand: _Hand,
+        hand: HandFacts,
         form: str,
         pair: int | None,
         pairs: tuple[int, ...] = (),
@@ -328,9 +139,9 @@ class Arrangement:
         self.win_set = win_set
         self.counts = hand.counts
         facts = hand.facts
-        self.self_drawn = facts & _SELF_DRAWN != 0
-        self.concealed_hand = facts & _CONCEALED != 0
-        if hand.meld_sets:
+        self.self_drawn = facts & _SELF_DRAWN_FACT != 0
+        self.concealed_hand = facts & _CONCEALED_FACT != 0
+        if hand.desc.melds:
             chows = tuple(sorted(hand.meld_chows + hidden_chows))
             pungs = tuple(sorted(hand.meld_pungs + hidden_pungs))
         else:
@@ -342,7 +153,7 @@ class Arrangement:
             hidden -= 1  # D13: the pung completed by a discard is not concealed
         self.concealed_pung_count = hidden
         self.kong_count = hand.meld_kongs
-        self.facts = facts | _FORM_FACTS[form] | _CHOW_FACTS[len(chows)] | _PUNG_FACTS[len(pungs)]
+        self.facts = facts | facts_of(form, len(chows), len(pungs))
 
     @property
     def sets(self) -> tuple[WinSet, ...]:
@@ -358,7 +169,11 @@ class Arrangement:
                 )
                 concealed.append((tile, 0, winset or _HIDDEN_PUNG[tile]))
             concealed.sort(key=_set_order)
-            self._sets = self._hand.meld_sets + tuple(item[2] for item in concealed)
+            declared = tuple(
+                WinSet(MELD_SET_KIND[meld.kind], meld.tiles[0], meld.kind == "concealed_kong", meld.kind)
+                for meld in self.desc.melds
+            )
+            self._sets = declared + tuple(item[2] for item in concealed)
         return self._sets
 
     def has(self, fact: str) -> bool:
@@ -479,10 +294,10 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
     and the all-green free form where the profile allows them.
     """
     profile = get_profile(desc.profile)
-    hand = _Hand(desc)
+    hand = HandFacts(desc)
     closed = hand.closed
     win = desc.win_tile
-    completed_pung = _HIDDEN_PUNG if hand.facts & _SELF_DRAWN else _OPEN_PUNG
+    completed_pung = _HIDDEN_PUNG if hand.facts & _SELF_DRAWN_FACT else _OPEN_PUNG
     out: list[Arrangement] = []
     for pair, chows, pungs in _standard_readings(suit_keys(closed)):
         if pair == win:
@@ -495,13 +310,13 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
                 previous = low  # identical chows give one reading
                 wait = _chow_wait(low, win)
                 out.append(Arrangement(hand, "standard", pair, (), wait, _HIDDEN_CHOW[low], chows, pungs))
-    if not hand.meld_sets:
+    if not desc.melds:
         if profile.seven_pairs and not hand.odd and len(desc.concealed) == 13:
             pairs = tuple(kind for kind, count in enumerate(closed) for _ in range(count // 2))
             out.append(Arrangement(hand, "seven_pairs", None, pairs))
-        if profile.thirteen_orphans and hand.mask == _TERMINAL_HONOR_MASK:
+        if profile.thirteen_orphans and hand.mask == TERMINAL_HONOR_MASK:
             out.append(Arrangement(hand, "thirteen_orphans", closed.index(2)))
-    if not out and profile.all_green_free_form and not hand.mask & ~_GREEN_MASK:
+    if not out and profile.all_green_free_form and not hand.mask & ~GREEN_MASK:
         # D12: 绿一色 may be "乱牌" — any 14 green tiles win, in no particular shape.
         out.append(Arrangement(hand, "free", None))
     return out
