@@ -83,3 +83,13 @@ def test_T8_task_completed_by_the_winner(script_of) -> None:  # type: ignore[no-
     result = erren.table.outcome
     assert result["task"] == {"kind": "pong", "multiplier": 2} and result["task_completed"] is True
     assert result["doubling"] == [False, False] and result["win_doublings"] == 0
+
+
+def test_E13_fourth_tile_visible_on_the_table(duel) -> None:  # type: ignore[no-untyped-def]
+    # 3m discarded and ponged: three copies in sight; the dealer then self-draws the last 3m (12m edge).
+    duel.deal(dealer_hand="3m12m456p789s111z55z", other_hand="33m9m2468p2468s6z7z", draws="3m")
+    duel.do("0 discard 3m")
+    duel.do("1 pong 3m")
+    duel.do("1 discard 9m")
+    duel.do("0 tsumo 3m")
+    assert duel.context()["fourth_tile_visible"] is True
