@@ -80,14 +80,10 @@ def _dragon_pungs(arr: Arrangement) -> int:
     return sum(1 for tile in arr.pungs_and_kongs if tile >= 31)
 
 
-def _flag(value: bool) -> int:
-    return 1 if value else 0
-
-
 # --- predicates ----------------------------------------------------------------------------------------
 def _all_chows(arr: Arrangement) -> int:
     # D5: concealed, four chows, a non-honour pair, won on a two-sided wait.
-    return _flag(arr.concealed_hand and len(arr.chows) == 4 and arr.pair < 27 and arr.wait == "two_sided")  # type: ignore[operator]
+    return arr.concealed_hand and len(arr.chows) == 4 and arr.pair < 27 and arr.wait == "two_sided"  # type: ignore[operator]
 
 
 def _bonus_tiles(arr: Arrangement) -> int:
@@ -105,7 +101,7 @@ def _nine_gates(arr: Arrangement) -> int:
     if base >= 27 or base % 9:
         return 0
     expected = (0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 8)
-    return _flag(all(tile == base + offset for tile, offset in zip(desc.concealed, expected, strict=True)))
+    return all(tile == base + offset for tile, offset in zip(desc.concealed, expected, strict=True))
 
 
 def _million_stones(arr: Arrangement) -> int:
@@ -113,19 +109,19 @@ def _million_stones(arr: Arrangement) -> int:
     counts = arr.counts
     if any(counts[9:]):
         return 0
-    return _flag(sum((rank + 1) * counts[rank] for rank in range(9)) >= 100)
+    return sum((rank + 1) * counts[rank] for rank in range(9)) >= 100
 
 
 def _northeast_express(arr: Arrangement) -> int:
     # D12: 一气通贯 + East pung/kong + North pair, or North pung/kong + East pair.
     pungs = arr.pungs_and_kongs
     ends = (EAST in pungs and arr.pair == NORTH) or (NORTH in pungs and arr.pair == EAST)
-    return _flag(ends and _has_straight(arr))
+    return ends and _has_straight(arr)
 
 
 def _first_turn(event: str):  # type: ignore[no-untyped-def]
     def detect(arr: Arrangement) -> int:
-        return _flag(arr.desc.context.first_turn_win == event)
+        return arr.desc.context.first_turn_win == event
 
     return detect
 
@@ -160,7 +156,7 @@ _PATTERNS = (
         "heavenly_ready",
         "天听",
         2,
-        lambda a: _flag(a.desc.context.declared_first_turn),
+        lambda a: a.desc.context.declared_first_turn,
         "declared_ready",
         "concealed_ready",
     ),
@@ -172,14 +168,14 @@ _PATTERNS = (
         "pure_double_chow",
         "一杯口",
         2,
-        lambda a: _flag(_identical_chow_pairs(a) == 1),
+        lambda a: _identical_chow_pairs(a) == 1,
         "standard concealed two_chows",
     ),
     _p(
         "twice_pure_double_chow",
         "两杯口",
         4,
-        lambda a: _flag(_identical_chow_pairs(a) == 2),
+        lambda a: _identical_chow_pairs(a) == 2,
         "standard concealed four_chows",
         "pure_double_chow",
     ),
@@ -189,31 +185,29 @@ _PATTERNS = (
         "dragon_seven_pairs",
         "龙七对",
         6,
-        lambda a: _flag(a.counts[a.win_tile] == 4),
+        lambda a: a.counts[a.win_tile] == 4,
         "seven_pairs",
         "seven_pairs",
     ),
     _p("all_pungs", "碰碰胡", 2, always, "standard four_pungs"),
-    _p(
-        "mixed_triple_chow", "三色同顺", 2, lambda a: _flag(_same_rank_in_three_suits(a.chows)), "three_chows"
-    ),
+    _p("mixed_triple_chow", "三色同顺", 2, lambda a: _same_rank_in_three_suits(a.chows), "three_chows"),
     # D13: a pung completed by a discard is not concealed.
-    _p("three_concealed_pungs", "三暗刻", 2, lambda a: _flag(a.concealed_pung_count == 3), "three_pungs"),
-    _p("pure_shifted_pungs", "三连刻", 3, lambda a: _flag(_shifted_pungs(a, 3)), "three_pungs"),
+    _p("three_concealed_pungs", "三暗刻", 2, lambda a: a.concealed_pung_count == 3, "three_pungs"),
+    _p("pure_shifted_pungs", "三连刻", 3, lambda a: _shifted_pungs(a, 3), "three_pungs"),
     _p(
         "triple_pung",
         "三色同刻",
         3,
-        lambda a: _flag(_same_rank_in_three_suits(a.pungs_and_kongs)),
+        lambda a: _same_rank_in_three_suits(a.pungs_and_kongs),
         "three_pungs",
     ),
     # D4: both need at least one chow; D3: 纯全带幺 replaces 混全带幺.
-    _p("outside_hand", "混全带幺", 3, lambda a: _flag(_every_set_outside(a)), "standard honors chow"),
+    _p("outside_hand", "混全带幺", 3, lambda a: _every_set_outside(a), "standard honors chow"),
     _p(
         "pure_outside_hand",
         "纯全带幺",
         4,
-        lambda a: _flag(_every_set_outside(a)),
+        lambda a: _every_set_outside(a),
         "standard no_honors chow",
         "outside_hand",
     ),
@@ -222,37 +216,37 @@ _PATTERNS = (
         "all_terminals_and_honors",
         "混老头",
         2,
-        lambda a: _flag(any(a.counts[:27])),
+        lambda a: any(a.counts[:27]),
         "standard four_pungs terminals_or_honors honors",
     ),
-    _p("half_flush", "混一色", 3, lambda a: _flag(any(a.counts[:27])), "one_suit honors"),
+    _p("half_flush", "混一色", 3, lambda a: any(a.counts[:27]), "one_suit honors"),
     _p("full_flush", "清一色", 5, always, "one_suit no_honors", "half_flush"),  # D3
     _p(
         "little_three_dragons",
         "小三元",
         4,
-        lambda a: _flag(_dragon_pungs(a) == 2 and a.pair is not None and a.pair >= 31),
+        lambda a: _dragon_pungs(a) == 2 and a.pair is not None and a.pair >= 31,
         "standard dragons two_pungs",
     ),
-    _p("pure_straight", "一气通贯", 2, lambda a: _flag(_has_straight(a)), "three_chows"),
-    _p("out_on_replacement_tile", "杠上开花", 2, lambda a: _flag(a.desc.self_drawn), "after_kong self_drawn"),
+    _p("pure_straight", "一气通贯", 2, lambda a: _has_straight(a), "three_chows"),
+    _p("out_on_replacement_tile", "杠上开花", 2, lambda a: a.desc.self_drawn, "after_kong self_drawn"),
     # D8: 河底捞月 = self-draw of the last of the 71 tiles; 河底捞鱼 = the opponent's last discard;
     # 海底捞月 = a win in the extra-draw phase (T9).
     _p(
         "win_on_last_wall_tile",
         "河底捞月",
         1,
-        lambda a: _flag(a.desc.self_drawn),
+        lambda a: a.desc.self_drawn,
         "last_wall_tile self_drawn",
     ),
-    _p("win_on_last_discard", "河底捞鱼", 1, lambda a: _flag(not a.desc.self_drawn), "last_discard discard"),
+    _p("win_on_last_discard", "河底捞鱼", 1, lambda a: not a.desc.self_drawn, "last_discard discard"),
     _p("win_on_extra_draw", "海底捞月", 1, always, "extra_draw_after_exhaustion"),
     # Limit hands (役满), 002's tiers. 13:
     _p(
         "little_four_winds",
         "小四喜",
         0,
-        lambda a: _flag(_wind_pungs(a) == 3 and a.pair in _WIND_KINDS),
+        lambda a: _wind_pungs(a) == 3 and a.pair in _WIND_KINDS,
         "standard winds three_pungs",
         tier=13,
     ),
@@ -264,7 +258,7 @@ _PATTERNS = (
         "four_concealed_pungs",
         "四暗刻",
         0,
-        lambda a: _flag(a.concealed_pung_count == 4),
+        lambda a: a.concealed_pung_count == 4,
         "four_pungs",
         tier=13,
     ),
@@ -272,13 +266,13 @@ _PATTERNS = (
     _p("heavenly_hand", "天和", 0, _first_turn("dealer_initial_hand"), "first_turn_win", tier=32),
     _p("big_wheels", "大车轮", 0, always, "seven_pairs one_suit simples", tier=32),  # D12
     _p("million_stones", "百万石", 0, _million_stones, "one_suit no_honors", tier=32),
-    _p("four_shifted_pungs", "四连刻", 0, lambda a: _flag(_shifted_pungs(a, 4)), "four_pungs", tier=32),
+    _p("four_shifted_pungs", "四连刻", 0, lambda a: _shifted_pungs(a, 4), "four_pungs", tier=32),
     # D12: 字一色 and 清老头 need the 碰碰胡 form.
     _p(
         "all_honors",
         "字一色",
         0,
-        lambda a: _flag(not any(a.counts[:27])),
+        lambda a: not any(a.counts[:27]),
         "standard four_pungs honors",
         tier=32,
     ),
@@ -286,7 +280,7 @@ _PATTERNS = (
         "big_three_dragons",
         "大三元",
         0,
-        lambda a: _flag(_dragon_pungs(a) == 3),
+        lambda a: _dragon_pungs(a) == 3,
         "three_pungs dragons",
         tier=32,
     ),
@@ -299,19 +293,17 @@ _PATTERNS = (
         tier=32,
     ),
     # 64:
-    _p("four_kongs", "四杠子", 0, lambda a: _flag(a.kong_count == 4), "kong four_pungs", tier=64),
-    _p(
-        "all_green", "绿一色", 0, lambda a: _flag(_only_kinds(a, GREEN_TILES)), "one_suit", tier=64
-    ),  # any shape
+    _p("four_kongs", "四杠子", 0, lambda a: a.kong_count == 4, "kong four_pungs", tier=64),
+    _p("all_green", "绿一色", 0, lambda a: _only_kinds(a, GREEN_TILES), "one_suit", tier=64),  # any shape
     _p(
         "red_peacock",
         "红孔雀",
         0,
-        lambda a: _flag(_only_kinds(a, RED_TILES)),
+        lambda a: _only_kinds(a, RED_TILES),
         "standard four_pungs one_suit",
         tier=64,
     ),
-    _p("big_four_winds", "大四喜", 0, lambda a: _flag(_wind_pungs(a) == 4), "four_pungs winds", tier=64),
+    _p("big_four_winds", "大四喜", 0, lambda a: _wind_pungs(a) == 4, "four_pungs winds", tier=64),
     _p("nine_gates", "九莲宝灯", 0, _nine_gates, "concealed one_suit no_honors", tier=64),
     _p("thirteen_orphans", "国士无双", 0, always, "thirteen_orphans", tier=64),
     _p("northeast_express", "东北新干线", 0, _northeast_express, "standard three_chows winds", tier=64),

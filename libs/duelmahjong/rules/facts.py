@@ -194,7 +194,8 @@ class HandFacts:
         self.waits: list[int] | None = None
         context = desc.context
         flags = _CONTEXT_FLAGS(context)
-        facts |= _context_facts_memo.get(flags) or _context_facts(flags)
+        context_facts = _context_facts_memo.get(flags)
+        facts |= _context_facts(flags) if context_facts is None else context_facts
         if desc.self_drawn or context.robbing_kong or context.extra_draw_after_exhaustion:
             facts |= _SELF_DRAWN_FACT
         else:
