@@ -30,6 +30,14 @@ FLOWER_FIRST = 34  # tile kinds 34..41 are the flowers 1f..8f
 HAND_SIZE = 13  # concealed tiles + 3 per meld, before the winning tile
 
 
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value not in allowed:
+        raise InvalidHandError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
+    return str(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """The circumstances of a win (RULES.md §7); an absent key is False / None / empty."""
@@ -50,6 +58,12 @@ class Context:
     fourth_tile_visible: bool = False
     extra_draw_after_exhaustion: bool = False
     first_turn_win: str | None = None
+
+    def __post_init__(self) -> None:
+        # Also when built in code rather than from JSON: a wind or first-turn event must be a known one.
+        for name, allowed in (("seat_wind", WIND_NAMES), ("round_wind", WIND_NAMES)):
+            _choice(f"context.{name}", getattr(self, name), allowed)
+        _choice("context.first_turn_win", self.first_turn_win, FIRST_TURN_WINS)
 
     @property
     def seat_wind_tile(self) -> int | None:
@@ -202,14 +216,6 @@ def _boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise InvalidHandError(f"{name} must be true or false, got {value!r}")
     return value
-
-
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str | None:
-    if value is None:
-        return None
-    if value not in allowed:
-        raise InvalidHandError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-    return str(value)
 
 
 def _list(name: str, value: Any) -> list[Any]:

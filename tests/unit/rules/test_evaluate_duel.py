@@ -315,3 +315,10 @@ def test_pattern_occurrences_apply_the_required_facts() -> None:
     assert DUEL["concealed_hand"].occurrences(concealed) == 1
     assert DUEL["concealed_hand"].occurrences(open_hand) == 0
     assert DUEL["bonus_tiles"].occurrences(concealed) == 0
+
+
+def test_context_built_in_code_is_checked_too() -> None:
+    with pytest.raises(InvalidHandError, match="round_wind must be one of"):
+        Context(round_wind="up")
+    with pytest.raises(InvalidHandError, match="first_turn_win must be one of"):
+        Context(first_turn_win="heavenly_hand")
