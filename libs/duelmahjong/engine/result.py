@@ -37,7 +37,6 @@ def describe_win(
     if self_drawn:
         counts[win_tile] -= 1
     source = state.draw_source
-    other = 1 - seat
     visible_others = state.visible[win_tile] - (0 if self_drawn else 1)
     context: dict[str, Any] = {
         "dealer": seat == state.dealer,
@@ -63,7 +62,6 @@ def describe_win(
         context["revealed_bonus_tiles"] = [tile_name(t) for t in state.bonus]
     else:
         context["flowers"] = [tile_name(t) for t in sorted(state.flowers[seat])]
-    del other
     return {
         "profile": state.settings.profile,
         "concealed": format_tiles(tiles_of(counts)),

@@ -24,7 +24,6 @@ def _melds(state: TableState, seat: int, viewer: int) -> list[dict[str, str]]:
 
 
 def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, Any]:
-    other = 1 - viewer
     doubling_public = None not in state.doubling
     seats = []
     for seat in (0, 1):
@@ -71,5 +70,4 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
             view["offer"]["tile"] = tile_name(state.offer_tile)
     if state.results and state.phase == OVER:
         view["result"] = state.results[-1]
-    del other
     return view
