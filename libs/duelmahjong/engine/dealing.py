@@ -48,16 +48,22 @@ def start_hand(
         "round_wind": (passes // 2) % 4,  # E17: a full pass of the deal through both players
         "progressive": 2**state.hand_number if settings.is_duel else 1,  # T7
     }
+    server: dict[str, Any] = {}
     if qiankun:
         tiles = _use_qiankun(tiles, seed, dealer, items, qiankun)
-        public["qiankun"] = tuple(sorted(qiankun))
-    public["items"] = tuple(items)
+        server["qiankun"] = tuple(sorted(qiankun))
+    # Item counts are each player's own business: server-only here, each seat sees its own in its view.
+    server["items"] = tuple(items)
     if tiles.bonus:
         public["bonus"] = tiles.bonus
     if tiles.task:
         public["task"] = tiles.task
     table.emit(
-        Event("hand_started", public=public, server={"seed": seed, "wall": tiles.wall, "pool": tiles.pool})
+        Event(
+            "hand_started",
+            public=public,
+            server={**server, "seed": seed, "wall": tiles.wall, "pool": tiles.pool},
+        )
     )
     if settings.is_duel:
         deal(table)

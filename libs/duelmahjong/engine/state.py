@@ -149,7 +149,7 @@ class TableState:
         self.progressive = public["progressive"]
         self.bonus = tuple(public.get("bonus", ()))
         self.task = public.get("task")
-        self.items = [dict(x) for x in public.get("items", ({}, {}))]
+        self.items = [dict(x) for x in server.get("items", ({}, {}))]
         self.seed = server["seed"]
         self.wall = list(server["wall"])
         self.head, self.tail = 0, len(self.wall)
