@@ -7,7 +7,13 @@ LOCK_ACCOUNTS = """
 SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed,
        h.pairing_id, h.carry, h.fee_reserve, h.open
 FROM wallet.accounts a
-LEFT JOIN wallet.holds h ON h.player_id = a.player_id AND (h.open OR h.pairing_id = $3)
+LEFT JOIN LATERAL (
+    SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
+    WHERE player_id = a.player_id AND open  -- holds_open_by_player
+    UNION
+    SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
+    WHERE pairing_id = $3 AND player_id = a.player_id  -- the (pairing_id, player_id) key
+) h ON true
 WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
 ORDER BY a.id FOR UPDATE OF a
 """
