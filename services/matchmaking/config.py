@@ -5,9 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duelmahjong.platform.config import ServiceConfig, setting
+from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
 
 
 @dataclass(frozen=True, kw_only=True)
 class MatchmakingConfig(ServiceConfig):
     service_name: str = setting("matchmaking", help="service name, used in logs and metric names")
     wallet_address: str = setting("", help="host:port of the wallet service (holds for the carry)")
+    matchmaking_rooms: str = setting("", help="the rooms as an inline JSON list (wins over the file)")
+    matchmaking_rooms_file: str = setting(
+        "", help="path of a JSON list of rooms; default services/matchmaking/rooms.json"
+    )
+    matchmaking_tick_seconds: float = setting(0.2, help="how often queues are paired and retried")
+    matchmaking_server_ttl_seconds: float = setting(
+        15.0, help="a table server silent this long is no longer allocated to"
+    )
+
+    def validate(self) -> list[str]:
+        problems = super().validate()
+        if self.matchmaking_tick_seconds <= 0 or self.matchmaking_server_ttl_seconds <= 0:
+            problems.append("MATCHMAKING_TICK_SECONDS and MATCHMAKING_SERVER_TTL_SECONDS must be positive")
+        try:
+            self.rooms()
+        except RoomConfigError as err:
+            problems.append(f"rooms: {err}")
+        return problems
+
+    def rooms(self) -> dict[str, Room]:
+        return load_rooms(self.matchmaking_rooms, self.matchmaking_rooms_file)

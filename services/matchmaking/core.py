@@ -1,12 +1,33 @@
-"""Matchmaking's domain: rooms, queues, pairing, multiplier negotiation and table allocation.
+"""Matchmaking's domain: queues, pairing, multiplier negotiation (T7) and table allocation.
 
-Its logic arrives with issue 6. What is here already is the view of the table servers it allocates
-from, fed by ``TableServerAnnounced`` heartbeats (idempotency: the highest announce number wins).
+One :class:`Matchmaker` owns every queue entry and pairing of this process. Updates for a player's
+``Enqueue`` stream go into that entry's ``updates`` queue (domain values of :mod:`.updates`; the API
+layer turns them into protobuf). Time is read from an injected clock and the periodic work is one
+:meth:`Matchmaker.tick`, so tests drive expiry, widening windows and bot fill without sleeping.
+
+The life of a ticket: queued (balance checked) → matched (a pairing) → the wallet holds carry + fee
+for both players (only then do they count as ready) → negotiation (duel, T7) → allocation on the
+least-loaded table server with room (none → the pairing waits, nothing is lost) → table ready.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from duelmahjong.platform.logging import get_logger
+from services.matchmaking import updates as U
+from services.matchmaking.rooms import Room
+
+NEGOTIABLE = (1, 2, 5, 10)  # T7
+_log = get_logger("matchmaking")
+
+Clock = Callable[[], float]
 
 
 @dataclass(frozen=True)
@@ -18,23 +39,505 @@ class TableServer:
     free_capacity: int
     announce_number: int
     draining: bool = False
+    seen_at: float = 0.0
 
 
 class TableServerDirectory:
-    """The table servers matchmaking knows, keeping only each server's newest announcement."""
+    """The table servers matchmaking knows, keeping only each server's newest announcement; a server
+    silent for ``ttl_seconds`` is forgotten (it died without saying so)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Clock = time.time, ttl_seconds: float = 15.0) -> None:
         self._servers: dict[str, TableServer] = {}
+        self._clock = clock
+        self._ttl = ttl_seconds
 
     def observe(self, announced: TableServer) -> bool:
         """Record an announcement; False if it is not newer than what we have (a replay or reorder)."""
         known = self._servers.get(announced.server_id)
         if known is not None and known.announce_number >= announced.announce_number:
             return False
-        self._servers[announced.server_id] = announced
+        self._servers[announced.server_id] = TableServer(
+            announced.server_id,
+            announced.address,
+            announced.free_capacity,
+            announced.announce_number,
+            announced.draining,
+            seen_at=self._clock(),
+        )
         return True
 
     def roomiest(self) -> TableServer | None:
-        """The non-draining server with the most free capacity, if any has room."""
-        candidates = [s for s in self._servers.values() if not s.draining and s.free_capacity > 0]
+        """The live, non-draining server with the most free capacity, if any has room."""
+        oldest = self._clock() - self._ttl
+        candidates = [
+            s
+            for s in self._servers.values()
+            if not s.draining and s.free_capacity > 0 and s.seen_at >= oldest
+        ]
         return max(candidates, key=lambda s: (s.free_capacity, s.server_id), default=None)
+
+    def took_one(self, server_id: str) -> None:
+        """A table was opened there: count it until the server's next announcement says so itself."""
+        server = self._servers.get(server_id)
+        if server is not None:
+            self._servers[server_id] = TableServer(
+                server.server_id,
+                server.address,
+                server.free_capacity - 1,
+                server.announce_number,
+                server.draining,
+                server.seen_at,
+            )
+
+    def unusable(self, server_id: str) -> None:
+        """The server refused or could not be reached: skip it until it announces again."""
+        server = self._servers.get(server_id)
+        if server is not None:
+            self._servers[server_id] = TableServer(
+                server.server_id, server.address, 0, server.announce_number, server.draining, server.seen_at
+            )
+
+
+class Wallet(Protocol):
+    """What matchmaking asks of the wallet (server to server)."""
+
+    async def available(self, player_id: str) -> int: ...
+    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None: ...
+    async def release_hold(self, player_id: str, pairing_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class OpenedTable:
+    address: str
+    tickets: dict[int, str]  # seat (0 first, 1 second) → table ticket
+
+
+class Tables(Protocol):
+    """Opening a table on one table server (``TableService.OpenTable``)."""
+
+    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable: ...
+
+
+class BotFill(Protocol):
+    """Starts a bot client that enqueues in ``room`` to play against a waiting player."""
+
+    async def start(self, room: Room, for_ticket: str) -> str: ...
+
+
+class TableUnavailable(Exception):
+    """The chosen table server could not open the table (full, draining, unreachable)."""
+
+
+@dataclass(eq=False)
+class QueueEntry:
+    ticket_id: str
+    player_id: str
+    room: Room
+    carry: int
+    rating: int
+    enqueued_at: float
+    expires_at: float
+    updates: asyncio.Queue[U.Update] = field(default_factory=asyncio.Queue)
+    is_bot: bool = False
+    fill_for: str = ""  # a bot's: the ticket it was started for
+    bot_requested: bool = False
+    pairing: Pairing | None = None
+    done: bool = False
+
+    def send(self, update: U.Update) -> None:
+        self.updates.put_nowait(update)
+
+
+# Pairing states
+HOLDING, NEGOTIATING, ALLOCATING, PLAYING, ENDED = "holding", "negotiating", "allocating", "playing", "ended"
+
+
+@dataclass(eq=False)
+class Pairing:
+    pairing_id: str
+    room: Room
+    seats: tuple[QueueEntry, QueueEntry]  # SEAT_FIRST (waited longest, proposes — T7), SEAT_SECOND
+    state: str = HOLDING
+    multiplier: int = 0
+    negotiation_deadline: float = 0.0
+    table_id: str = ""
+
+    def seat_of(self, player_id: str) -> int:
+        for seat, entry in enumerate(self.seats):
+            if entry.player_id == player_id:
+                return seat
+        raise PermissionDenied(f"you are not a player of pairing {self.pairing_id}")
+
+
+class Matchmaker:
+    def __init__(
+        self,
+        rooms: dict[str, Room],
+        wallet: Wallet,
+        tables: Tables,
+        directory: TableServerDirectory,
+        *,
+        bots: BotFill | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        self.rooms = rooms
+        self.directory = directory
+        self._wallet = wallet
+        self._tables = tables
+        self._bots = bots
+        self._clock = clock
+        self._entries: dict[str, QueueEntry] = {}  # by ticket id
+        self._player_ticket: dict[str, str] = {}  # one queue (or pairing) per player
+        self._pairings: dict[str, Pairing] = {}
+        self._by_table: dict[str, Pairing] = {}
+        self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.paired = self.expired = self.allocated = 0
+
+    # --- queue --------------------------------------------------------------------------------
+    def room(self, room_id: str) -> Room:
+        room = self.rooms.get(room_id)
+        if room is None:
+            raise NotFound(f"no room {room_id!r}; ListRooms names the rooms")
+        return room
+
+    def waiting(self, room_id: str) -> int:
+        return sum(1 for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None)
+
+    async def enqueue(self, player_id: str, room_id: str, carry: int) -> QueueEntry:
+        room = self.room(room_id)
+        if not room.carry_min <= carry <= room.carry_max:
+            raise InvalidArgument(
+                f"carry {carry} is outside room {room_id}'s range {room.carry_min}..{room.carry_max}"
+            )
+        if player_id in self._player_ticket:
+            raise FailedPrecondition(
+                "you are already in a queue or a pairing; a player queues once at a time"
+            )
+        self._player_ticket[player_id] = "pending"  # claim the slot before awaiting the wallet
+        try:
+            available = await self._wallet.available(player_id)
+        except BaseException:
+            del self._player_ticket[player_id]
+            raise
+        needed = max(room.minimum_balance, carry + room.fee)
+        if available < needed:
+            del self._player_ticket[player_id]
+            raise FailedPrecondition(
+                f"room {room_id} needs {needed} prestige available (carry {carry} + fee {room.fee}, "
+                f"minimum {room.minimum_balance}); you have {available}"
+            )
+        now = self._clock()
+        entry = QueueEntry(
+            ticket_id=f"q-{uuid.uuid4().hex[:16]}",
+            player_id=player_id,
+            room=room,
+            carry=carry,
+            rating=available,  # prestige is the rating the window compares
+            enqueued_at=now,
+            expires_at=now + room.ticket_seconds,
+        )
+        fill_for = self._bot_players.pop(player_id, "")
+        if fill_for:
+            entry.is_bot, entry.fill_for = True, fill_for
+        self._entries[entry.ticket_id] = entry
+        self._player_ticket[player_id] = entry.ticket_id
+        entry.send(U.Queued(entry.ticket_id, room.ticket_seconds))
+        self._send_positions(room.room_id)
+        self.tick()
+        return entry
+
+    def cancel(self, player_id: str, ticket_id: str) -> None:
+        entry = self._entries.get(ticket_id)
+        if entry is None or entry.done:
+            raise NotFound(f"no queue ticket {ticket_id!r}")
+        if entry.player_id != player_id:
+            raise PermissionDenied("this queue ticket is another player's")
+        if entry.pairing is not None:
+            raise FailedPrecondition("already paired; leave the pairing instead")
+        self._finish(entry, U.Expired("cancelled by the player"))
+
+    def stream_closed(self, entry: QueueEntry) -> None:
+        """The player's Enqueue stream went away: an unpaired ticket is cancelled with it."""
+        if not entry.done and entry.pairing is None:
+            self._finish(entry, U.Expired("the queue stream closed"))
+
+    def _finish(self, entry: QueueEntry, last: U.Update | None) -> None:
+        entry.done = True
+        self._entries.pop(entry.ticket_id, None)
+        if self._player_ticket.get(entry.player_id) == entry.ticket_id and (
+            entry.pairing is None or entry.pairing.state == ENDED
+        ):
+            del self._player_ticket[entry.player_id]
+        if last is not None:
+            entry.send(last)
+        entry.send(U.END)
+        self._send_positions(entry.room.room_id)
+
+    def _send_positions(self, room_id: str) -> None:
+        waiting = [e for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None]
+        waiting.sort(key=lambda e: e.enqueued_at)
+        for index, entry in enumerate(waiting):
+            entry.send(U.Position(index + 1, len(waiting)))
+
+    # --- the periodic work --------------------------------------------------------------------
+    def tick(self) -> None:
+        """Expire tickets and negotiations, pair players, request bot fill, retry allocations."""
+        now = self._clock()
+        for entry in list(self._entries.values()):
+            if entry.pairing is None and now >= entry.expires_at:
+                self.expired += 1
+                self._finish(entry, U.Expired("the queue ticket expired before a match was found"))
+        for pairing in list(self._pairings.values()):
+            if pairing.state == NEGOTIATING and now >= pairing.negotiation_deadline:
+                self._end_pairing(pairing, "the multiplier negotiation timed out (T7)")
+        for room in self.rooms.values():
+            self._pair_room(room, now)
+        for pairing in list(self._pairings.values()):
+            if pairing.state == ALLOCATING:
+                self._allocate(pairing)
+
+    def _pair_room(self, room: Room, now: float) -> None:
+        waiting = sorted(
+            (e for e in self._entries.values() if e.room is room and e.pairing is None),
+            key=lambda e: e.enqueued_at,
+        )
+        taken: set[str] = set()
+        for index, first in enumerate(waiting):
+            if first.ticket_id in taken:
+                continue
+            for second in waiting[index + 1 :]:
+                if second.ticket_id in taken or not self._compatible(first, second, now):
+                    continue
+                taken.update((first.ticket_id, second.ticket_id))
+                self._pair(room, first, second)
+                break
+        for entry in waiting:
+            if (
+                entry.ticket_id not in taken
+                and not entry.is_bot
+                and not entry.bot_requested
+                and self._bots is not None
+                and room.bot_fill_seconds > 0
+                and now - entry.enqueued_at >= room.bot_fill_seconds
+            ):
+                entry.bot_requested = True
+                self._spawn(self._start_bot(room, entry))
+
+    def _compatible(self, a: QueueEntry, b: QueueEntry, now: float) -> bool:
+        if a.player_id == b.player_id:
+            return False
+        if a.is_bot or b.is_bot:  # a bot plays only the player it was started for
+            return a.fill_for == b.ticket_id or b.fill_for == a.ticket_id
+        # The window widens with waiting time; the more patient of the two decides.
+        window = max(
+            a.room.rating_window_after(now - a.enqueued_at), a.room.rating_window_after(now - b.enqueued_at)
+        )
+        return abs(a.rating - b.rating) <= window
+
+    async def _start_bot(self, room: Room, entry: QueueEntry) -> None:
+        if self._bots is None:
+            return
+        try:
+            await self._bots.start(room, entry.ticket_id)
+        except Exception:
+            _log.exception("bot fill failed", extra={"fields": {"room": room.room_id}})
+
+    def attach_bots(self, bots: BotFill) -> None:
+        self._bots = bots
+
+    def expect_bot(self, bot_player_id: str, for_ticket: str) -> None:
+        """Called by bot fill before the bot enqueues: that bot pairs only with ``for_ticket``."""
+        self._bot_players[bot_player_id] = for_ticket
+
+    def _pair(self, room: Room, first: QueueEntry, second: QueueEntry) -> None:
+        pairing = Pairing(f"p-{uuid.uuid4().hex[:16]}", room, (first, second))
+        self._pairings[pairing.pairing_id] = pairing
+        first.pairing = second.pairing = pairing
+        self.paired += 1
+        for seat, (me, other) in enumerate(((first, second), (second, first))):
+            me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot))
+        self._send_positions(room.room_id)
+        self._spawn(self._hold(pairing))
+
+    async def _hold(self, pairing: Pairing) -> None:
+        """The wallet holds carry + fee for both before they count as ready (issue 6)."""
+        room = pairing.room
+        held: list[QueueEntry] = []
+        for entry in pairing.seats:
+            try:
+                await self._wallet.place_hold(
+                    entry.player_id, pairing.pairing_id, entry.carry + room.fee, room.fee
+                )
+            except Exception as err:
+                _log.info("hold refused", extra={"fields": {"player_id": entry.player_id, "error": str(err)}})
+                for other in held:
+                    await self._release(other, pairing)
+                self._unpair(pairing, refused=entry, reason=f"the wallet refused the hold: {err}")
+                return
+            held.append(entry)
+        if room.negotiates:
+            pairing.state = NEGOTIATING
+            pairing.negotiation_deadline = self._clock() + room.negotiation_seconds
+            self._send_negotiation(pairing, U.AWAITING_PROPOSAL)
+        else:
+            pairing.multiplier = 1
+            pairing.state = ALLOCATING
+            self._allocate(pairing)
+
+    def _unpair(self, pairing: Pairing, *, refused: QueueEntry, reason: str) -> None:
+        """A hold failed: the refused player leaves the queue, the other waits on (not lost)."""
+        pairing.state = ENDED
+        self._pairings.pop(pairing.pairing_id, None)
+        for entry in pairing.seats:
+            entry.pairing = None
+            if entry is refused:
+                self._finish(entry, U.Expired(reason))
+        self._send_positions(pairing.room.room_id)
+
+    async def _release(self, entry: QueueEntry, pairing: Pairing) -> None:
+        try:
+            await self._wallet.release_hold(entry.player_id, pairing.pairing_id)
+        except Exception:
+            _log.exception("releasing a hold failed", extra={"fields": {"player_id": entry.player_id}})
+
+    # --- negotiation (T7) ---------------------------------------------------------------------
+    def _pairing_of(self, player_id: str, pairing_id: str) -> tuple[Pairing, int]:
+        pairing = self._pairings.get(pairing_id)
+        if pairing is None:
+            raise NotFound(f"no pairing {pairing_id!r}")
+        return pairing, pairing.seat_of(player_id)
+
+    def _send_negotiation(self, pairing: Pairing, state: str) -> None:
+        for seat, entry in enumerate(pairing.seats):
+            entry.send(self.negotiation(pairing, state, seat))
+
+    def negotiation(self, pairing: Pairing, state: str, seat: int) -> U.Negotiation:
+        your_turn = (state == U.AWAITING_PROPOSAL and seat == 0) or (state == U.PROPOSED and seat == 1)
+        return U.Negotiation(
+            pairing.pairing_id, state, pairing.multiplier, your_turn, pairing.negotiation_deadline
+        )
+
+    def propose(self, player_id: str, pairing_id: str, multiplier: int) -> U.Negotiation:
+        pairing, seat = self._pairing_of(player_id, pairing_id)
+        if multiplier not in NEGOTIABLE:
+            raise InvalidArgument(f"the multiplier must be 1, 2, 5 or 10 (T7), not {multiplier}")
+        if seat != 0:
+            raise FailedPrecondition("the first seated player proposes the multiplier (T7)")
+        if pairing.state != NEGOTIATING or pairing.multiplier:
+            raise FailedPrecondition("the multiplier is not open for a proposal now")
+        pairing.multiplier = multiplier
+        pairing.negotiation_deadline = self._clock() + pairing.room.negotiation_seconds
+        self._send_negotiation(pairing, U.PROPOSED)
+        return self.negotiation(pairing, U.PROPOSED, seat)
+
+    def respond(self, player_id: str, pairing_id: str, accept: bool) -> U.Negotiation:
+        pairing, seat = self._pairing_of(player_id, pairing_id)
+        if seat != 1:
+            raise FailedPrecondition("the second seated player answers the proposal (T7)")
+        if pairing.state != NEGOTIATING or not pairing.multiplier:
+            raise FailedPrecondition("there is no proposal to answer now")
+        if not accept:
+            self._send_negotiation(pairing, U.DECLINED)
+            self._end_pairing(pairing, "the multiplier was declined; the pairing ends (T7)")
+            return self.negotiation(pairing, U.DECLINED, seat)
+        pairing.state = ALLOCATING
+        self._send_negotiation(pairing, U.ACCEPTED)
+        self._allocate(pairing)
+        return self.negotiation(pairing, U.ACCEPTED, seat)
+
+    def _end_pairing(self, pairing: Pairing, reason: str) -> None:
+        """Before a table: the pairing ends, both holds are released, both streams end."""
+        pairing.state = ENDED
+        self._pairings.pop(pairing.pairing_id, None)
+        for entry in pairing.seats:
+            self._finish(entry, U.Expired(reason))
+            self._spawn(self._release(entry, pairing))
+
+    # --- allocation ---------------------------------------------------------------------------
+    def _allocate(self, pairing: Pairing) -> None:
+        if pairing.table_id:  # an OpenTable call is in flight
+            return
+        server = self.directory.roomiest()
+        if server is None:
+            return  # no server with room: the pairing waits for the next announcement (not lost)
+        pairing.table_id = f"t-{uuid.uuid4().hex[:16]}"
+        self.directory.took_one(server.server_id)
+        self._spawn(self._open(pairing, server))
+
+    async def _open(self, pairing: Pairing, server: TableServer) -> None:
+        try:
+            opened = await self._tables.open(server, pairing)
+        except TableUnavailable as err:
+            _log.warning(
+                "table server refused", extra={"fields": {"server": server.server_id, "error": str(err)}}
+            )
+            self.directory.unusable(server.server_id)
+            pairing.table_id = ""  # retried on the next tick, maybe elsewhere
+            return
+        if pairing.state != ALLOCATING:
+            return
+        pairing.state = PLAYING
+        self._by_table[pairing.table_id] = pairing
+        self.allocated += 1
+        for seat, entry in enumerate(pairing.seats):
+            entry.send(
+                U.TableReady(pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat)
+            )
+            entry.done = True
+            entry.send(U.END)
+            self._entries.pop(entry.ticket_id, None)
+
+    def table_closed(self, table_id: str) -> None:
+        """TableClosed: the pairing is over (the wallet releases its holds); the players may queue again."""
+        pairing = self._by_table.pop(table_id, None)
+        if pairing is None:
+            return
+        pairing.state = ENDED
+        self._pairings.pop(pairing.pairing_id, None)
+        for entry in pairing.seats:
+            if self._player_ticket.get(entry.player_id) == entry.ticket_id:
+                del self._player_ticket[entry.player_id]
+
+    # --- after a hand (T7 progression, T10 leaving between hands) -----------------------------
+    # Once the pair sits at a table, the table owns the pairing's live state: the continue-or-leave
+    # decision travels on its Play stream (ContinueAction / LeaveAction) where it is ordered with
+    # the hand's events. These RPCs cover the time before the table; at the table they say where to go.
+    def continue_pairing(self, player_id: str, pairing_id: str) -> tuple[int, bool]:
+        pairing, _seat = self._pairing_of(player_id, pairing_id)
+        raise FailedPrecondition(self._at_table(pairing) or "no hand has been played in this pairing yet")
+
+    def leave_pairing(self, player_id: str, pairing_id: str) -> None:
+        pairing, _seat = self._pairing_of(player_id, pairing_id)
+        at_table = self._at_table(pairing)
+        if at_table:
+            raise FailedPrecondition(at_table)
+        self._end_pairing(pairing, f"player {player_id} left the pairing before the table")
+
+    @staticmethod
+    def _at_table(pairing: Pairing) -> str:
+        if pairing.state != PLAYING:
+            return ""
+        return (
+            f"the pairing plays at table {pairing.table_id}: continue or leave on its Play stream "
+            "(ContinueAction / LeaveAction)"
+        )
+
+    def now(self) -> float:
+        return self._clock()
+
+    # --- background work ----------------------------------------------------------------------
+    def _spawn(self, work: object) -> None:
+        task = asyncio.ensure_future(work)  # type: ignore[arg-type]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def run(self, interval: float = 0.2) -> None:
+        while True:
+            self.tick()
+            await asyncio.sleep(interval)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,16 +1,26 @@
-"""Matchmaking on NATS: it consumes the table servers' announcements (and, with issue 6, table and
-settlement events). It produces no events of its own."""
+"""Matchmaking on NATS. It produces no events of its own; it reads:
+
+- ``TableServerAnnounced`` heartbeats through a plain (core NATS) subscription, not a shared durable
+  consumer: every matchmaking replica needs every server's load, and a missed heartbeat is replaced by
+  the next one. The directory keeps the highest ``announce_number`` per server.
+- ``TableClosed`` from a durable pull consumer: the pairing is over and its players may queue again
+  (the wallet releases the holds on the same event).
+"""
 
 from __future__ import annotations
 
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.v1 import events_pb2
+from services.matchmaking.core import Matchmaker, TableServer
 
-# Replicas of matchmaking bind the same durable name and share the announcements (pull consumer).
-SERVER_ANNOUNCEMENTS = ConsumerSpec(
+TABLE_CLOSED = ConsumerSpec(
     stream=subjects.TABLE_STREAM.name,
-    durable="matchmaking-server-announced",
-    filter_subject=subjects.TABLE_SERVER_ANNOUNCED,
+    durable="matchmaking-table-closed",
+    filter_subject=subjects.TABLE_CLOSED,
 )
 
 
@@ -18,4 +28,30 @@ async def declare(bus: Bus) -> None:
     """Declare what matchmaking reads from (idempotent). The stream is the table service's; declaring
     it here too lets either service start first."""
     await bus.declare_stream(subjects.TABLE_STREAM)
-    await bus.declare_consumer(SERVER_ANNOUNCEMENTS)
+    await bus.declare_consumer(TABLE_CLOSED)
+
+
+def server_of(event: events_pb2.TableServerAnnounced) -> TableServer:
+    return TableServer(
+        server_id=event.server_id,
+        address=event.address,
+        free_capacity=max(0, event.capacity - event.load),
+        announce_number=event.announce_number,
+        draining=event.draining,
+    )
+
+
+async def follow_announcements(bus: Bus, matchmaker: Matchmaker) -> Subscription:
+    async def on_announced(msg: Msg) -> None:
+        event = events_pb2.TableServerAnnounced.FromString(msg.data)
+        if matchmaker.directory.observe(server_of(event)):
+            matchmaker.tick()  # a pairing waiting for room may now be allocated
+
+    return await bus.client.subscribe(subjects.TABLE_SERVER_ANNOUNCED, cb=on_announced)
+
+
+def table_closed_handler(matchmaker: Matchmaker):  # type: ignore[no-untyped-def]
+    async def handle(msg: Msg) -> None:
+        matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
+
+    return handle

@@ -5,20 +5,37 @@ from __future__ import annotations
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import matchmaking_pb2_grpc
 from services.matchmaking import events
-from services.matchmaking.api import ARRIVES_WITH, SERVICE_NAME, MatchmakingApi
+from services.matchmaking.api import SERVICE_NAME, MatchmakingApi
+from services.matchmaking.bots import ClientBots
 from services.matchmaking.config import MatchmakingConfig
-from services.matchmaking.core import TableServerDirectory
+from services.matchmaking.core import Matchmaker, TableServerDirectory
+from services.matchmaking.remote import ServiceToken, TableClient, WalletClient, WalletMissing
 
 
 async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
-    await events.declare(runtime.require_bus())
-    api = MatchmakingApi(TableServerDirectory())
+    config = runtime.config
+    bus = runtime.require_bus()
+    await events.declare(bus)
+    token = ServiceToken(config.token_secret)
+    wallet = WalletClient(config.wallet_address, token) if config.wallet_address else WalletMissing()
+    tables = TableClient(token)
+    directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)
+    matchmaker = Matchmaker(config.rooms(), wallet, tables, directory)
+    if config.wallet_address:
+        matchmaker.attach_bots(ClientBots(config.wallet_address, lambda: runtime.server.address, matchmaker))
     runtime.server.add_service(
-        SERVICE_NAME, matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, api
+        SERVICE_NAME,
+        matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
+        MatchmakingApi(matchmaker),
     )
+    await events.follow_announcements(bus, matchmaker)
+    runtime.spawn(
+        bus.consume(events.TABLE_CLOSED, events.table_closed_handler(matchmaker)), name="table-closed"
+    )
+    runtime.spawn(matchmaker.run(config.matchmaking_tick_seconds), name="matchmaker")
 
 
-SPEC = ServiceSpec(wire=wire, pending_note=ARRIVES_WITH)
+SPEC = ServiceSpec(wire=wire)
 
 
 def main() -> int:

@@ -1,0 +1,9 @@
+"""A small asyncio gRPC client of the backend, for game clients, bots, the demo and the tests.
+
+- :class:`~duelmahjong.client.session.DuelClient` — login (wallet), rooms, queue and T7 negotiation
+  (matchmaking), then :meth:`~duelmahjong.client.session.DuelClient.play` at the table.
+- :mod:`duelmahjong.client.play` — one seat's ``Play`` stream driven by a policy and a
+  :class:`~duelmahjong.client.play.MatchPlan` (how many hands, or escape).
+- :mod:`duelmahjong.client.policy` — :class:`~duelmahjong.client.policy.BaselineBot`, the engine's
+  bot over the seat's view.
+"""

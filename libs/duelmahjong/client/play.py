@@ -1,0 +1,189 @@
+"""One seat's ``TableService.Play`` stream, driven by a policy.
+
+The client sends the ticket first, then answers each decision the server asks for (``LegalActions``,
+alone or inside a ``SeatView``) once, with the sequence it follows as ``last_seen_sequence``. A
+rejected action is not fatal: a stale one waits for the next decision, an illegal one is replaced by
+the decision's default action. Between hands the :class:`MatchPlan` decides: continue until it has
+played ``hands`` hands, then leave (T7 / T10); ``escape_in_hand`` leaves in the middle of that hand
+instead (escape, H3). Every message received goes to ``watch`` (the demo prints them; tests check
+them for hidden information).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import grpc
+import grpc.aio
+
+from duelmahjong.client.policy import Policy
+from duelmahjong.v1 import matchmaking_pb2 as mm
+from duelmahjong.v1 import play_pb2, table_pb2, table_pb2_grpc
+
+Watcher = Callable[[table_pb2.PlayResponse], None]
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """How long a client stays: ``hands`` finished hands, or escape during hand ``escape_in_hand``
+    after ``escape_after_actions`` of its own actions in that hand."""
+
+    hands: int = 1
+    escape_in_hand: int = 0
+    escape_after_actions: int = 3
+
+
+@dataclass
+class PlayOutcome:
+    """What one seat saw of its table."""
+
+    table_id: str
+    hands_settled: int = 0
+    escaped: bool = False
+    ended_reason: str = ""
+    rejections: list[table_pb2.ActionRejected] = field(default_factory=list)
+    settlements: list[play_pb2.HandSettled] = field(default_factory=list)
+    reveals: list[play_pb2.HandRevealed] = field(default_factory=list)
+    messages: int = 0
+
+
+def continue_action() -> play_pb2.Action | None:
+    """The contract's 'play on' action between hands, if the contract has one (the table stream
+    carries the continue-or-leave decision, T7)."""
+    for name in play_pb2.Action.DESCRIPTOR.oneofs_by_name["kind"].fields:
+        if name.name.startswith("continue"):
+            message = play_pb2.Action()
+            getattr(message, name.name).SetInParent()
+            return message
+    return None
+
+
+def _kind(name: str) -> int:
+    return play_pb2.ActionKind.Value(name) if name in play_pb2.ActionKind.keys() else -1
+
+
+ACTION_KIND_CONTINUE = _kind("ACTION_KIND_CONTINUE")
+
+
+class _Seat:
+    def __init__(self, ready: mm.TableReady, policy: Policy, plan: MatchPlan) -> None:
+        self.ready, self.policy, self.plan = ready, policy, plan
+        self.outcome = PlayOutcome(table_id=ready.table_id)
+        self.view: play_pb2.SeatView | None = None
+        self.last_seen = 0
+        self.answered: set[int] = set()
+        self.client_action_id = 0
+        self.hand_number = 0
+        self.actions_this_hand = 0
+        self.pending_default: play_pb2.Action | None = None
+
+    def request(
+        self, action: play_pb2.Action | None = None, sequence: int | None = None
+    ) -> table_pb2.PlayRequest:
+        request = table_pb2.PlayRequest(
+            table_ticket=self.ready.table_ticket,
+            last_seen_sequence=self.last_seen if sequence is None else sequence,
+        )
+        if action is not None:
+            self.client_action_id += 1
+            request.action.CopyFrom(action)
+            request.client_action_id = self.client_action_id
+        return request
+
+    def take(self, response: table_pb2.PlayResponse) -> table_pb2.PlayRequest | None:
+        """Fold one server message; the request to send back, if any."""
+        self.outcome.messages += 1
+        kind = response.WhichOneof("kind")
+        if kind == "event":
+            return self._event(response.event)
+        if kind == "view":
+            self.view = response.view
+            self.last_seen = max(self.last_seen, response.view.table.sequence)
+            self.hand_number = max(self.hand_number, response.view.table.hand_number)
+            if response.view.HasField("legal_actions"):
+                return self._decide(response.view.legal_actions)
+            return None
+        if kind == "legal_actions":
+            return self._decide(response.legal_actions)
+        if kind == "rejected":
+            rejected = response.rejected
+            self.outcome.rejections.append(rejected)
+            if rejected.HasField("view"):
+                self.view = rejected.view
+            if rejected.code == table_pb2.REJECTION_CODE_ILLEGAL and self.pending_default is not None:
+                default, self.pending_default = self.pending_default, None
+                return self.request(default)
+            if rejected.view.HasField("legal_actions"):
+                self.answered.discard(rejected.view.legal_actions.sequence)
+                return self._decide(rejected.view.legal_actions)
+        return None
+
+    def _event(self, event: play_pb2.SeatEvent) -> None:
+        self.last_seen = max(self.last_seen, event.sequence)
+        which = event.WhichOneof("kind")
+        if which == "hand_started":
+            self.hand_number = event.hand_started.hand_number
+            self.actions_this_hand = 0
+        elif which == "hand_revealed":
+            self.outcome.reveals.append(event.hand_revealed)
+        elif which == "hand_settled":
+            self.outcome.hands_settled += 1
+            self.outcome.settlements.append(event.hand_settled)
+        elif which == "table_ended":
+            self.outcome.ended_reason = event.table_ended.reason
+        return None
+
+    def _decide(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest | None:
+        if legal.sequence in self.answered or self.view is None or not legal.actions:
+            return None
+        self.answered.add(legal.sequence)
+        kinds = {entry.kind for entry in legal.actions}
+        if ACTION_KIND_CONTINUE in kinds or (play_pb2.ACTION_KIND_LEAVE in kinds and len(kinds) == 1):
+            return self._between_hands(legal)
+        plan = self.plan
+        if plan.escape_in_hand and self.hand_number == plan.escape_in_hand:
+            if self.actions_this_hand >= plan.escape_after_actions and play_pb2.ACTION_KIND_LEAVE in kinds:
+                self.outcome.escaped = True
+                return self.request(play_pb2.Action(leave=play_pb2.LeaveAction()), legal.sequence)
+        self.actions_this_hand += 1
+        self.pending_default = legal.default_action if legal.HasField("default_action") else None
+        return self.request(self.policy.decide(self.view, legal), legal.sequence)
+
+    def _between_hands(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest:
+        carry_on = continue_action()
+        wanted = self.plan.escape_in_hand or self.plan.hands
+        if self.outcome.hands_settled < wanted and carry_on is not None:
+            return self.request(carry_on, legal.sequence)
+        return self.request(play_pb2.Action(leave=play_pb2.LeaveAction()), legal.sequence)
+
+
+async def play_table(
+    ready: mm.TableReady,
+    metadata: tuple[tuple[str, str], ...],
+    policy: Policy,
+    plan: MatchPlan,
+    *,
+    watch: Watcher | None = None,
+    stream_seconds: float = 600.0,
+) -> PlayOutcome:
+    """Connect to the table of ``ready`` and play until the server ends the stream."""
+    seat = _Seat(ready, policy, plan)
+    async with grpc.aio.insecure_channel(ready.address) as channel:
+        call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=metadata, timeout=stream_seconds)
+        await call.write(seat.request())
+        while True:
+            response = await call.read()
+            if response is grpc.aio.EOF:
+                break
+            if watch is not None:
+                watch(response)
+            answer = seat.take(response)
+            if answer is not None:
+                try:
+                    await call.write(answer)
+                except grpc.aio.AioRpcError:
+                    break  # the server ended the stream meanwhile; its status is read below
+                except grpc.aio.UsageError:
+                    break
+    return seat.outcome

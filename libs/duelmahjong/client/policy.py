@@ -1,0 +1,149 @@
+"""Policies: what a client does when the table asks it to act.
+
+A policy sees only what the server sent this seat — its :class:`SeatView` and :class:`LegalActions` —
+and answers one contract :class:`Action` among them. :class:`BaselineBot` is the engine's baseline bot
+(:func:`duelmahjong.engine.bot.choose`) run over the seat's view: :class:`SeatBoard` rebuilds the few
+facts the bot reads (own tiles, own melds, tiles visible on the table, the last discard) from the
+view, so a bot client plays exactly like the server's auto-play without ever seeing hidden state.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine import bot
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.rules.tiles import counts_of, parse_tiles
+from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
+
+_PROFILES = {rules_pb2.PROFILE_DUEL: "duel", rules_pb2.PROFILE_ERREN: "erren"}
+_KONG_KINDS = {
+    A.CONCEALED_KONG: tiles_pb2.MELD_KIND_CONCEALED_KONG,
+    A.ADDED_KONG: tiles_pb2.MELD_KIND_ADDED_KONG,
+    A.KONG: tiles_pb2.MELD_KIND_EXPOSED_KONG,
+}
+# Contract action kinds the bot never takes by itself (a match plan decides continue / leave).
+_NOT_FOR_THE_BOT = {play_pb2.ACTION_KIND_LEAVE, play_pb2.ACTION_KIND_USE_ITEM, play_pb2.ACTION_KIND_DRAW}
+
+
+class Policy(Protocol):
+    """Chooses one of ``legal`` for the seat whose view is ``view``."""
+
+    def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action: ...
+
+
+def pass_action() -> play_pb2.Action:
+    message = play_pb2.Action()
+    getattr(message, "pass").SetInParent()  # ``pass`` is a Python keyword
+    return message
+
+
+def _kinds(text: str) -> list[int]:
+    return [k for k in parse_tiles(text) if k < 34] if text else []
+
+
+class SeatBoard:
+    """The part of a table state the engine's bot reads, rebuilt from one seat's view only."""
+
+    def __init__(self, view: play_pb2.SeatView, seat: int) -> None:
+        profile = _PROFILES.get(view.table.profile, "duel")
+        self.settings = RoomSettings(profile=profile)
+        own = _kinds(view.concealed) + _kinds(view.drawn_tile)
+        self.hands = {seat: counts_of(own)}
+        self.visible = [0] * 34
+        self._melded: dict[int, list[int]] = {0: [], 1: []}
+        self.last_discard = -1
+        latest_discard: tuple[int, int] | None = None
+        for index, public in enumerate(view.table.seats):
+            for meld in public.melds:
+                tiles = _kinds(meld.tiles)
+                self._melded[index].extend(tiles)
+                for kind in tiles:
+                    self.visible[kind] += 1
+            for discard in public.discards:
+                for kind in _kinds(discard.tile):
+                    if not discard.claimed:  # a claimed tile is counted in the claimer's meld
+                        self.visible[kind] += 1
+            if index != seat and public.discards:
+                latest_discard = (index, _kinds(public.discards[-1].tile)[0])
+        if latest_discard is not None:
+            self.last_discard = latest_discard[1]
+
+    def melded_tiles(self, seat: int) -> list[int]:
+        return self._melded.get(seat, [])
+
+
+class BaselineBot:
+    """The engine's baseline bot as a client policy; keeps the dealt hand, declines doubling, offers
+    and 猜大小, and never leaves by itself."""
+
+    def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action:
+        seat = 0 if view.seat == rules_pb2.SEAT_FIRST else 1
+        options = self._engine_options(view, legal, seat)
+        if not options:
+            return legal.default_action if legal.HasField("default_action") else pass_action()
+        board = SeatBoard(view, seat)
+        choice = bot.choose(board, seat, list(options))  # type: ignore[arg-type]
+        return options.get(choice) or next(iter(options.values()))
+
+    @staticmethod
+    def _engine_options(
+        view: play_pb2.SeatView, legal: play_pb2.LegalActions, seat: int
+    ) -> dict[Action, play_pb2.Action]:
+        """Each legal choice as the engine action the bot understands → the contract action to send."""
+        own = counts_of(_kinds(view.concealed) + _kinds(view.drawn_tile))
+        my_turn = bool(view.drawn_tile) or (sum(own) + 3 * len(view.table.seats[seat].melds)) % 3 == 2
+        options: dict[Action, play_pb2.Action] = {}
+        for entry in legal.actions:
+            kind = entry.kind
+            if kind in _NOT_FOR_THE_BOT:
+                continue
+            if kind == play_pb2.ACTION_KIND_DISCARD:
+                for tile in entry.choices:
+                    options[Action(seat, A.DISCARD, _kinds(tile)[0])] = play_pb2.Action(
+                        discard=play_pb2.DiscardAction(tile=tile)
+                    )
+            elif kind == play_pb2.ACTION_KIND_DECLARE_READY:
+                for tile in entry.choices:
+                    options[Action(seat, A.DECLARE_READY, _kinds(tile)[0])] = play_pb2.Action(
+                        declare_ready=play_pb2.DeclareReadyAction(discard=tile)
+                    )
+            elif kind == play_pb2.ACTION_KIND_WIN:
+                win = A.SELF_DRAW_WIN if my_turn else A.WIN
+                options[Action(seat, win)] = play_pb2.Action(win=play_pb2.WinAction())
+            elif kind == play_pb2.ACTION_KIND_KONG:
+                for tile in entry.choices:
+                    kind_tile = _kinds(tile)[0]
+                    if not my_turn:
+                        engine_kind = A.KONG  # on the opponent's discard
+                    elif own[kind_tile] == 4:
+                        engine_kind = A.CONCEALED_KONG
+                    else:
+                        engine_kind = A.ADDED_KONG  # the fourth tile onto an own pong
+                    options[Action(seat, engine_kind, kind_tile)] = play_pb2.Action(
+                        kong=play_pb2.KongAction(kind=_KONG_KINDS[engine_kind], tile=tile)
+                    )
+            elif kind == play_pb2.ACTION_KIND_PONG:
+                options[Action(seat, A.PONG)] = play_pb2.Action(pong=play_pb2.PongAction())
+            elif kind == play_pb2.ACTION_KIND_CHI:
+                for tiles in entry.choices:
+                    options[Action(seat, A.CHI, min(_kinds(tiles)))] = play_pb2.Action(
+                        chi=play_pb2.ChiAction(tiles=tiles)
+                    )
+            elif kind == play_pb2.ACTION_KIND_PASS:
+                options[Action(seat, A.PASS)] = pass_action()
+            elif kind == play_pb2.ACTION_KIND_EXCHANGE:
+                options[Action(seat, A.EXCHANGE)] = play_pb2.Action(
+                    exchange=play_pb2.ExchangeAction(tiles="")
+                )
+            elif kind == play_pb2.ACTION_KIND_CHOOSE_DOUBLING:
+                options[Action(seat, A.DECLINE_DOUBLING)] = play_pb2.Action(
+                    choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=False)
+                )
+            elif kind == play_pb2.ACTION_KIND_GUESS:
+                options[Action(seat, A.COLLECT)] = play_pb2.Action(guess=play_pb2.GuessAction(skip=True))
+            elif kind == play_pb2.ACTION_KIND_DECLINE_WIN:
+                continue  # the bot always wins when it may
+        return options

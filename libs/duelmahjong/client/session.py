@@ -1,0 +1,127 @@
+"""A player's session with the backend: login at the wallet, rooms and queues at matchmaking.
+
+>>> # async with DuelClient(wallet="127.0.0.1:7001", matchmaking="127.0.0.1:7002") as client:
+>>> #     await client.login("alice")
+>>> #     ready = await client.find_table("duel-novice", carry=500, multiplier=2)
+>>> #     outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=3))
+
+``find_table`` follows the ``Enqueue`` stream and negotiates T7 by itself (the first seated proposes
+``multiplier``, the second accepts — or declines when told to); it returns the ``TableReady`` or
+raises :class:`QueueEnded` with the server's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+
+import grpc
+import grpc.aio
+
+from duelmahjong.client.play import MatchPlan, PlayOutcome, Watcher, play_table
+from duelmahjong.client.policy import Policy
+from duelmahjong.platform.auth import bearer_metadata
+from duelmahjong.v1 import matchmaking_pb2 as mm
+from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2, wallet_pb2, wallet_pb2_grpc
+
+QueueWatcher = Callable[[mm.QueueUpdate], None]
+
+
+class QueueEnded(Exception):
+    """The queue entry ended without a table (expired, cancelled, declined)."""
+
+
+class DuelClient:
+    def __init__(self, *, wallet: str, matchmaking: str) -> None:
+        self._wallet_channel = grpc.aio.insecure_channel(wallet)
+        self._mm_channel = grpc.aio.insecure_channel(matchmaking)
+        self.wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
+        self.matchmaking = matchmaking_pb2_grpc.MatchmakingServiceStub(self._mm_channel)
+        self.player_id = ""
+        self.display_name = ""
+        self.token = ""
+
+    async def __aenter__(self) -> DuelClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._wallet_channel.close()
+        await self._mm_channel.close()
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str]]:
+        if not self.token:
+            raise RuntimeError("log in first")
+        return bearer_metadata(self.token)
+
+    async def login(self, display_name: str) -> str:
+        """Guest login: a new player with the wallet's starting grant."""
+        reply = await self.wallet.GuestLogin(wallet_pb2.GuestLoginRequest(display_name=display_name))
+        self.player_id, self.token, self.display_name = reply.player_id, reply.session.token, display_name
+        return self.player_id
+
+    async def balance(self) -> wallet_pb2.GetBalanceResponse:
+        return await self.wallet.GetBalance(
+            wallet_pb2.GetBalanceRequest(player_id=self.player_id), metadata=self.metadata
+        )
+
+    async def rooms(self, profile: int = rules_pb2.PROFILE_UNSPECIFIED) -> list[mm.Room]:
+        reply = await self.matchmaking.ListRooms(mm.ListRoomsRequest(profile=profile), metadata=self.metadata)
+        return list(reply.rooms)
+
+    async def queue(self, room_id: str, carry: int) -> AsyncIterator[mm.QueueUpdate]:
+        """The raw ``Enqueue`` stream of this player's queue entry."""
+        call = self.matchmaking.Enqueue(
+            mm.EnqueueRequest(room_id=room_id, carry=carry), metadata=self.metadata
+        )
+        try:
+            async for reply in call:
+                yield reply.update
+        finally:
+            call.cancel()
+
+    async def find_table(
+        self,
+        room_id: str,
+        carry: int,
+        *,
+        multiplier: int = 1,
+        accept: bool = True,
+        on_update: QueueWatcher | None = None,
+    ) -> mm.TableReady:
+        """Queue, negotiate (T7) and return where to play; :class:`QueueEnded` if no table came."""
+        async for update in self.queue(room_id, carry):
+            if on_update is not None:
+                on_update(update)
+            kind = update.WhichOneof("kind")
+            if kind == "table_ready":
+                return update.table_ready
+            if kind == "expired":
+                raise QueueEnded(update.expired.reason)
+            if kind == "negotiation" and update.negotiation.your_turn:
+                await self._negotiate(update.negotiation, multiplier, accept)
+        raise QueueEnded("the queue stream ended without a table")
+
+    async def _negotiate(self, state: mm.Negotiation, multiplier: int, accept: bool) -> None:
+        if state.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
+            request = mm.ProposeMultiplierRequest(pairing_id=state.pairing_id, multiplier=multiplier)
+            await self.matchmaking.ProposeMultiplier(request, metadata=self.metadata)
+        elif state.state == mm.NEGOTIATION_STATE_PROPOSED:
+            answer = mm.RespondMultiplierRequest(pairing_id=state.pairing_id, accept=accept)
+            await self.matchmaking.RespondMultiplier(answer, metadata=self.metadata)
+
+    async def play(
+        self,
+        ready: mm.TableReady,
+        policy: Policy,
+        plan: MatchPlan | None = None,
+        *,
+        watch: Watcher | None = None,
+    ) -> PlayOutcome:
+        """Play at the table of ``ready`` until the table ends (see :func:`play_table`)."""
+        return await play_table(ready, self.metadata, policy, plan or MatchPlan(), watch=watch)

@@ -1,0 +1,158 @@
+"""Matchmaking's calls to other services over gRPC, with a short-lived service token.
+
+- :class:`WalletClient` — available balance, ``PlaceHold`` / ``ReleaseHold`` (server to server).
+- :class:`TableClient` — ``OpenTable`` on the chosen table server.
+
+Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
+unreachable) become :class:`~services.matchmaking.core.TableUnavailable` so the pairing waits.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import grpc
+import grpc.aio
+
+from duelmahjong.platform import auth
+from duelmahjong.platform.errors import FailedPrecondition, Unavailable
+from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
+from services.matchmaking.core import OpenedTable, Pairing, TableServer, TableUnavailable
+from services.matchmaking.rooms import Room
+
+SERVICE_PRINCIPAL = "service:matchmaking"
+CALL_TIMEOUT = 10.0
+_RETRY_ELSEWHERE = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+)
+PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
+
+
+class ServiceToken:
+    """A service token, renewed well before it expires."""
+
+    def __init__(self, secret: str) -> None:
+        self._secret = secret
+
+    def metadata(self) -> tuple[tuple[str, str]]:
+        token = auth.issue_token(
+            self._secret, player_id=SERVICE_PRINCIPAL, role=auth.Role.SERVICE, ttl=timedelta(minutes=5)
+        )
+        return auth.bearer_metadata(token)
+
+
+def room_rules(room: Room) -> rules_pb2.RoomRules:
+    """A room's rules as the contract carries them (ListRooms, OpenTable)."""
+    return rules_pb2.RoomRules(
+        profile=PROFILES[room.profile],
+        fan_rate=room.fan_rate,
+        fee=room.fee,
+        minimum_balance=room.minimum_balance,
+        carry_min=room.carry_min,
+        carry_max=room.carry_max,
+        minimum_fan=room.minimum_fan,
+        revealed_bonus_tiles=room.revealed_bonus_tiles,
+        triplet_offer_probability=room.triplet_offer_probability,
+        pick_offer_probability=room.pick_offer_probability,
+        items_enabled=room.items_enabled,
+        guess_enabled=room.guess_enabled,
+        exchange_fee=room.exchange_fee,
+        task_multiplier=room.task_multiplier,
+        decision_millis=room.decision_millis,
+        time_bank_millis=room.time_bank_millis,
+        reconnect_grace_millis=room.reconnect_grace_millis,
+    )
+
+
+class WalletClient:
+    def __init__(self, address: str, token: ServiceToken) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
+        self._token = token
+
+    async def available(self, player_id: str) -> int:
+        reply = await self._call(self._stub.GetBalance, wallet_pb2.GetBalanceRequest(player_id=player_id))
+        return int(reply.available)
+
+    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
+        request = wallet_pb2.PlaceHoldRequest(
+            player_id=player_id, pairing_id=pairing_id, amount=amount, fee=fee
+        )
+        await self._call(self._stub.PlaceHold, request)
+
+    async def release_hold(self, player_id: str, pairing_id: str) -> None:
+        await self._call(
+            self._stub.ReleaseHold, wallet_pb2.ReleaseHoldRequest(player_id=player_id, pairing_id=pairing_id)
+        )
+
+    async def _call(self, method, request):  # type: ignore[no-untyped-def]
+        try:
+            return await method(request, metadata=self._token.metadata(), timeout=CALL_TIMEOUT)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                raise FailedPrecondition(err.details() or "the wallet refused") from None
+            raise Unavailable(f"the wallet did not answer: {err.code().name} {err.details()}") from None
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+class WalletMissing:
+    """No ``WALLET_ADDRESS``: the service runs (health, ListRooms) but cannot queue anyone."""
+
+    async def available(self, player_id: str) -> int:
+        raise Unavailable("matchmaking has no WALLET_ADDRESS: it cannot check balances or hold carries")
+
+    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
+        await self.available(player_id)
+
+    async def release_hold(self, player_id: str, pairing_id: str) -> None:
+        await self.available(player_id)
+
+
+class TableClient:
+    """``OpenTable`` on whichever server allocation picks; one channel per server address."""
+
+    def __init__(self, token: ServiceToken) -> None:
+        self._token = token
+        self._channels: dict[str, grpc.aio.Channel] = {}
+
+    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable:
+        channel = self._channels.get(server.address)
+        if channel is None:
+            channel = self._channels[server.address] = grpc.aio.insecure_channel(server.address)
+        request = table_pb2.OpenTableRequest(
+            table_id=pairing.table_id,
+            pairing_id=pairing.pairing_id,
+            room_id=pairing.room.room_id,
+            rules=room_rules(pairing.room),
+            negotiated=pairing.multiplier or 1,
+            players=[
+                rules_pb2.SeatPlayer(
+                    seat=rules_pb2.SEAT_FIRST if seat == 0 else rules_pb2.SEAT_SECOND,
+                    player_id=entry.player_id,
+                    display_name=entry.player_id,
+                    carry=entry.carry,
+                )
+                for seat, entry in enumerate(pairing.seats)
+            ],
+        )
+        try:
+            reply = await table_pb2_grpc.TableServiceStub(channel).OpenTable(
+                request, metadata=self._token.metadata(), timeout=CALL_TIMEOUT
+            )
+        except grpc.aio.AioRpcError as err:
+            if err.code() in _RETRY_ELSEWHERE:
+                raise TableUnavailable(f"{err.code().name}: {err.details()}") from None
+            raise
+        tickets = {}
+        for ticket in reply.tickets:
+            tickets[0 if ticket.seat == rules_pb2.SEAT_FIRST else 1] = ticket.table_ticket
+        return OpenedTable(address=reply.address or server.address, tickets=tickets)
+
+    async def close(self) -> None:
+        for channel in self._channels.values():
+            await channel.close()
