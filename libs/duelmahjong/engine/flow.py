@@ -15,7 +15,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.dealing import deal
 from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement, end_hand, exhaust
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.legal import claim_actions, is_ready, legal_actions, win_allowed
+from duelmahjong.engine.legal import is_ready
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
 from duelmahjong.engine.state import (
     CLAIM,
@@ -226,27 +226,29 @@ def _offer_response(table: Table, action: Action) -> None:
 
 # --- the automatic steps ----------------------------------------------------------------------------------
 def advance(table: Table) -> None:
-    """Play every forced step until a seat has a real decision or the hand is over."""
+    """Play every forced step until a seat has a real decision or the hand is over.
+
+    A seat has a decision when its legal actions hold more than leaving; they are computed through the
+    table's cache, so the list a client asks for next is the one computed here."""
     state = table.state
     while True:
         phase = state.phase
         seat = state.current
         if phase == CLAIM:
-            if claim_actions(state, seat):
+            if len(table.legal_actions(seat)) > 1:
                 return
             draw_for(table, seat)
         elif phase == TURN and state.ready[seat] and state.last_draw >= 0:
-            choices = [a for a in legal_actions(state, seat) if a.kind not in (A.DISCARD, A.LEAVE)]
-            if choices:
+            if any(a.kind not in (A.DISCARD, A.LEAVE) for a in table.legal_actions(seat)):
                 return
             table.emit(Event("discarded", seat, public={"tile": state.last_draw}, server=_tenpai(state)))
         elif phase == ROB_KONG:
-            if win_allowed(state, seat, state.kong_tile, self_drawn=False, robbing=True):
+            if len(table.legal_actions(seat)) > 1:
                 return
             _after_kong(table, 1 - seat)
         elif phase == EXTRA_DRAW:
             if state.last_draw >= 0:
-                if win_allowed(state, seat, state.last_draw, self_drawn=True):
+                if len(table.legal_actions(seat)) > 1:
                     return
                 table.emit(Event("thrown_away", seat, public={"tile": state.last_draw}))
             elif state.extra_draws_left > 0 and state.pool:

@@ -147,9 +147,8 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     # Choices of several tiles are combinatorial: any three held tiles (or any held tile and any unseen
     # kind) are legal (``combinatorial_reason``); the list carries representatives: windows of three
     # consecutive tiles of the sorted hand, and for 偷天换日 every unseen kind for the drawn tile.
-    windows = _windows(counts)
     if state.offer == "triplet":
-        out.extend(Action(seat, A.TAKE_TRIPLET, tiles=give) for give in windows)
+        out.extend(Action(seat, A.TAKE_TRIPLET, tiles=give) for give in _windows(counts))
     elif state.offer == "rub":
         out.extend(act(seat, A.RUB, kind) for kind in unseen_kinds(state))
     items = state.items[seat]
@@ -162,7 +161,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
                 if target != own
             )
         if items.get("shuffle_item", 0) > 0 and unseen_triplet_kinds(state):
-            out.extend(Action(seat, A.SHUFFLE_ITEM, tiles=give) for give in windows)
+            out.extend(Action(seat, A.SHUFFLE_ITEM, tiles=give) for give in _windows(counts))
     return out
 
 
