@@ -24,9 +24,11 @@ from duelmahjong.engine.state import (
     TableState,
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
-from duelmahjong.rules.analysis import is_winning, shanten, shanten_keys, waits
+from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
 from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE, suit_keys
 from duelmahjong.rules.tiles import GREEN_TILES
+
+_PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
 
 
 def kinds_held(counts: list[int]) -> list[int]:
@@ -45,24 +47,30 @@ def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) ->
 def is_ready(state: TableState, seat: int, counts: list[int] | None = None) -> bool:
     """Whether the 3k+1 hand waits on a tile; the cheap shanten test first, the waits only if needed."""
     counts = state.hands[seat] if counts is None else counts
-    melded = state.melded_tiles(seat)
-    if shanten(counts, profile=state.settings.profile, melded_tiles=melded) > 0:
+    m, p, s, z = suit_keys(counts)
+    if shanten_keys(m, p, s, z, sum(counts), state.settings.is_duel, _green(state, seat)) > 0:
         return False
     return bool(hand_waits(state, seat, counts))
 
 
+def _green(state: TableState, seat: int) -> int:
+    """The rules library's ``green_melds`` argument: melded tiles if all are 绿一色 tiles, else -1."""
+    melded = state.melded_tiles(seat)
+    return len(melded) if all(tile in GREEN_TILES for tile in melded) else -1
+
+
 def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, robbing: bool = False) -> bool:
     """A win needs a winning shape and the room's minimum fan (E16); duel wins always score 推倒胡."""
+    # The rules library's hot path on suit keys: the engine's counts are valid by construction.
     counts = state.hands[seat]
     profile = state.settings.profile
+    keys = list(suit_keys(counts))
+    size = sum(counts)
     if not self_drawn:
-        counts[tile] += 1  # try the tile in place: no copy on this hot path
-    try:
-        if not is_winning(counts, profile=profile, melded_tiles=state.melded_tiles(seat)):
-            return False
-    finally:
-        if not self_drawn:
-            counts[tile] -= 1
+        keys[tile // 9 if tile < 27 else 3] += _PLACE[tile]
+        size += 1
+    if not win_keys(keys[0], keys[1], keys[2], keys[3], size, state.settings.is_duel, _green(state, seat)):
+        return False
     minimum = state.settings.effective_minimum_fan
     if state.settings.is_duel and minimum <= 1:
         return True
@@ -70,15 +78,11 @@ def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, ro
     return meets_minimum(evaluation, profile, minimum)
 
 
-_PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
-
-
 def shanten_after_discards(state: TableState, seat: int) -> dict[int, int]:
     """Shanten of the hand after each possible discard, through the rules library's hot path (suit keys
     adjusted per discard, no per-call validation). The bot and 报听 use it on every turn."""
     counts = state.hands[seat]
-    melded = state.melded_tiles(seat)
-    green = len(melded) if all(t in GREEN_TILES for t in melded) else -1
+    green = _green(state, seat)
     duel = state.settings.is_duel
     keys = list(suit_keys(counts))
     size = sum(counts) - 1
@@ -94,7 +98,8 @@ def shanten_after_discards(state: TableState, seat: int) -> dict[int, int]:
 def ready_discards(state: TableState, seat: int) -> list[int]:
     """Discards that leave the hand waiting on at least one tile (T3: 报听 needs a ready hand)."""
     counts = state.hands[seat]
-    if shanten(counts, profile=state.settings.profile, melded_tiles=state.melded_tiles(seat)) > 0:
+    m, p, s, z = suit_keys(counts)
+    if shanten_keys(m, p, s, z, sum(counts), state.settings.is_duel, _green(state, seat)) > 0:
         return []  # no discard can leave a hand ready that is two or more tiles away from winning
     found = []
     for kind, after in shanten_after_discards(state, seat).items():
