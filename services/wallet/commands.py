@@ -109,6 +109,24 @@ class TableCommand(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class TableOpening(TableCommand):
+    """A table opened for a pairing: remember which, so its events settle against that pairing's holds."""
+
+    pairing_id: str = ""
+    kind: ClassVar[str] = "table_open"
+
+    def players(self) -> tuple[str, ...]:
+        return ()
+
+    def validate(self) -> None:
+        Command.validate(self)
+        _check_ids(self.table_id, self.pairing_id)
+
+    def apply(self, draft: Draft) -> None:
+        draft.plan.table_opened = (self.table_id, self.pairing_id)
+
+
+@dataclass(frozen=True, slots=True)
 class HandSettlement(TableCommand):
     """A scored hand: the loser pays the winner, bounded by both carries (H1).
 

@@ -38,6 +38,7 @@ from services.wallet.commands import (
     HandSettlement,
     ItemUse,
     ReleaseHolds,
+    TableOpening,
 )
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
@@ -123,6 +124,10 @@ def _guess(event: events_pb2.GuessResolved) -> Command:
     )
 
 
+def _opened(event: events_pb2.TableOpened) -> Command:
+    return TableOpening(f"open:{event.table_id}", table_id=event.table_id, pairing_id=event.pairing_id)
+
+
 def _closed(event: events_pb2.TableClosed) -> Command:
     return ReleaseHolds(f"close:{event.table_id}", pairing_id=event.pairing_id, table_id=event.table_id)
 
@@ -169,6 +174,7 @@ SOURCES: tuple[Source, ...] = (
     Source(subjects.EXCHANGE_CHARGED, subjects.TABLE_STREAM, events_pb2.ExchangeCharged, _exchange),
     Source(subjects.ITEM_USED, subjects.TABLE_STREAM, events_pb2.ItemUsed, _item),
     Source(subjects.GUESS_RESOLVED, subjects.TABLE_STREAM, events_pb2.GuessResolved, _guess),
+    Source(subjects.TABLE_OPENED, subjects.TABLE_STREAM, events_pb2.TableOpened, _opened),
     Source(subjects.TABLE_CLOSED, subjects.TABLE_STREAM, events_pb2.TableClosed, _closed),
 )
 

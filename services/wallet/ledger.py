@@ -101,6 +101,7 @@ class Plan:
 
     postings: list[Posting] = field(default_factory=list)
     item_deltas: list[tuple[str, str, int]] = field(default_factory=list)  # (player, item, delta)
+    table_opened: tuple[str, str] | None = None  # (table id, pairing id) to remember
     status: Status = Status.APPLIED
     reason: str = ""
 
@@ -121,11 +122,13 @@ class Draft:
         inventory: dict[str, int],
         *,
         at_table: bool,
+        table_pairing: str = "",
     ) -> None:
         self.accounts = {a.ref: a for a in accounts}
         self.holds = list(holds)
         self.inventory = dict(inventory)  # item -> quantity for the command's one player (items)
         self.at_table = at_table
+        self.table_pairing = table_pairing  # the pairing of the command's table, once TableOpened told us
         self.plan = Plan()
 
     def account(self, ref: AccountRef) -> AccountState:
@@ -136,26 +139,34 @@ class Draft:
             raise LookupError(f"house account {ref.name!r} missing: migrations not applied?")
         return state
 
-    def open_hold(self, player_id: str) -> HoldState | None:
-        """The hold play at a table draws on and pays into; none for commands outside play."""
+    def stake_hold(self, player_id: str) -> HoldState | None:
+        """The hold play at a table draws on and pays into; none for commands outside play.
+
+        It is the hold of the table's pairing — even released, for an event that arrives after the
+        table closed, so its carry still bounds it (H1, H3) — or, while the table's pairing is not
+        known yet, the player's open hold.
+        """
         if not self.at_table:
             return None
         for hold in self.holds:
-            if hold.player_id == player_id and not hold.released:
+            if hold.player_id == player_id and (
+                hold.pairing_id == self.table_pairing if self.table_pairing else not hold.released
+            ):
                 return hold
         return None
 
     def carry(self, player_id: str) -> int:
-        """What a player stakes: their open hold's carry, else all their free prestige."""
-        hold = self.open_hold(player_id)
-        if hold is not None:
-            return hold.carry
-        return self.account(AccountRef.player(player_id)).free
+        """What a player stakes: their hold's carry (never more than they have), else their free prestige."""
+        free = self.account(AccountRef.player(player_id)).free
+        hold = self.stake_hold(player_id)
+        if hold is None:
+            return free
+        return hold.carry if not hold.released else min(hold.carry, free)
 
     def payable(self, player_id: str) -> int:
-        """The most a player can pay for a cost (fee, 换牌, item): hold first, then free prestige."""
-        hold = self.open_hold(player_id)
-        in_hold = hold.total if hold is not None else 0
+        """The most a player can pay for a cost (fee, 换牌, item): open hold first, then free prestige."""
+        hold = self.stake_hold(player_id)
+        in_hold = hold.total if hold is not None and not hold.released else 0
         return in_hold + self.account(AccountRef.player(player_id)).free
 
     def _post(self, state: AccountState, amount: int, purpose: str) -> None:
@@ -166,7 +177,7 @@ class Draft:
 
     def _debit_player(self, player_id: str, amount: int, purpose: str, *, fee: bool) -> None:
         state = self.account(AccountRef.player(player_id))
-        hold = self.open_hold(player_id)
+        hold = self.stake_hold(player_id)
         from_hold = 0
         if hold is not None:
             # A fee comes out of the fee reserve first; a stake never touches it (H1 is about carries).
@@ -177,6 +188,8 @@ class Draft:
             from_carry = min(amount - from_hold, hold.carry)
             hold.carry -= from_carry
             from_hold += from_carry
+        if hold is not None and hold.released:
+            from_hold = 0  # a released hold keeps counting the carry; the prestige itself is free again
         if amount - from_hold > state.free:
             raise InsufficientPrestigeError(
                 f"player {player_id!r} has {state.free + from_hold} prestige available, needs {amount}"
@@ -186,10 +199,11 @@ class Draft:
 
     def _credit_player(self, player_id: str, amount: int, purpose: str) -> None:
         state = self.account(AccountRef.player(player_id))
-        hold = self.open_hold(player_id)
+        hold = self.stake_hold(player_id)
         if hold is not None:
             hold.carry += amount  # winnings stay at the table: the carry grows (docs/wallet.md)
-            state.held += amount
+            if not hold.released:
+                state.held += amount
         self._post(state, amount, purpose)
 
     def move(

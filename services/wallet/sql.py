@@ -1,18 +1,23 @@
 """The wallet's SQL statements (schema: migrations/001_ledger.sql), kept apart from the logic."""
 
 # The command's accounts, locked in account-id order (a fixed order: concurrent transactions never
-# deadlock), with each player's open hold (one at a time) and, for hold commands, any earlier hold
-# of theirs in the pairing. One round trip.
+# deadlock), with each player's open hold (one at a time) and any hold of theirs in the command's
+# pairing — given ($3), or the pairing of the command's table ($4) — released or not. One round trip.
 LOCK_ACCOUNTS = """
+WITH pairing AS (
+    SELECT coalesce(
+        nullif($3::text, ''), (SELECT pairing_id FROM wallet.tables WHERE table_id = $4), ''
+    ) AS id
+)
 SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed,
-       h.pairing_id, h.carry, h.fee_reserve, h.open
+       h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT id FROM pairing) AS pairing
 FROM wallet.accounts a
 LEFT JOIN LATERAL (
     SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
     WHERE player_id = a.player_id AND open  -- holds_open_by_player
     UNION
     SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
-    WHERE pairing_id = $3 AND player_id = a.player_id  -- the (pairing_id, player_id) key
+    WHERE pairing_id = (SELECT id FROM pairing) AND player_id = a.player_id  -- (pairing_id, player_id)
 ) h ON true
 WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
 ORDER BY a.id FOR UPDATE OF a
@@ -54,6 +59,9 @@ WHERE pairing_id = $1 AND player_id = $2
 SET_INVENTORY = """
 INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
 ON CONFLICT (player_id, item) DO UPDATE SET quantity = EXCLUDED.quantity
+"""
+RECORD_TABLE = """
+INSERT INTO wallet.tables (table_id, pairing_id) VALUES ($1, $2) ON CONFLICT (table_id) DO NOTHING
 """
 INSERT_ITEM_MOVEMENT = """
 INSERT INTO wallet.item_movements (transaction_id, player_id, item, delta) VALUES ($1, $2, $3, $4)

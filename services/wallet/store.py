@@ -112,7 +112,7 @@ class WalletStore:
     async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
         players = sorted(set(command.players()))
         rows = await conn.fetch(
-            sql.LOCK_ACCOUNTS, players, [h.value for h in command.houses], command.pairing
+            sql.LOCK_ACCOUNTS, players, [h.value for h in command.houses], command.pairing, command.table
         )
         accounts: dict[int, AccountState] = {}
         holds: list[HoldState] = []
@@ -138,7 +138,11 @@ class WalletStore:
             "accounts": {a.account_id: (a.balance, a.held) for a in accounts.values()},
             "holds": {(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
         }
-        return Draft(accounts.values(), holds, inventory, at_table=command.at_table), originals
+        table_pairing = rows[0]["pairing"] if rows and command.at_table else ""
+        draft = Draft(
+            accounts.values(), holds, inventory, at_table=command.at_table, table_pairing=table_pairing
+        )
+        return draft, originals
 
     async def _write(
         self, conn: asyncpg.Connection, command: Command, draft: Draft, originals: dict
@@ -187,6 +191,8 @@ class WalletStore:
                     hold.fee_reserve,
                     not hold.released,
                 )
+        if draft.plan.table_opened is not None:
+            await conn.execute(sql.RECORD_TABLE, *draft.plan.table_opened)
         for player_id, item, delta in draft.plan.item_deltas:
             await conn.execute(sql.SET_INVENTORY, player_id, item, draft.inventory[item])
             await conn.execute(sql.INSERT_ITEM_MOVEMENT, transaction_id, player_id, item, delta)

@@ -21,6 +21,7 @@ from services.wallet.commands import (
     ItemUse,
     PlaceHold,
     ReleaseHolds,
+    TableOpening,
     carried_transfer,
 )
 from services.wallet.commands import Grant as GrantCommand
@@ -138,6 +139,27 @@ async def test_h3_uncapped_escape_penalty_paid_in_full(store: WalletStore) -> No
     await store.execute(command, record_rejection=True)
     assert (await store.balance("esc"))[0] == 2360
     assert (await store.balance("opp"))[0] == 3640
+
+
+@pytest.mark.asyncio
+async def test_h1_h3_events_after_the_table_closed_are_still_bounded_by_its_carries(
+    store: WalletStore,
+) -> None:
+    await player(store, "a", 5000)
+    await player(store, "b", 5000)
+    opened = TableOpening("open:t1", table_id="t1", pairing_id="p1")
+    await store.execute(opened, record_rejection=True)
+    await hold(store, "p1", "a", 300)
+    await hold(store, "p1", "b", 1000)
+    await store.execute(ReleaseHolds("close:t1", pairing_id="p1", table_id="t1"), record_rejection=True)
+    await hold(store, "p2", "a", 2000)  # a's next pairing must not lend its carry to table t1
+    # The last hand's settlement and an escape penalty arrive after the close (another stream).
+    await hand(store, "h9", "b", "a", 640)  # H1: a's carry at t1 was 300
+    assert (await store.balance("a"))[0] == 5300 and (await store.balance("b"))[0] == 4700
+    late = EscapePenalty("escape:h10", table_id="t1", hand_id="h10", escaper="a", opponent="b", penalty=6400)
+    await store.execute(late, record_rejection=True)  # H3: a's carry at t1 is now 600
+    assert await store.balance("a") == (4700, 2000)
+    assert (await store.balance("b"))[0] == 5300
 
 
 @pytest.mark.asyncio
