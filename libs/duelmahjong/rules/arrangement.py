@@ -67,7 +67,9 @@ _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: co
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
 _SUIT_READINGS = get_tables().suit_readings
 _HONOR_READINGS = get_tables().honor_readings
-_SHAPES: dict[tuple[int, int], list[_Shape]] = {}
+_SUIT_BASES = (0, 9, 18, 27)
+_READINGS = {0: _SUIT_READINGS, 9: _SUIT_READINGS, 18: _SUIT_READINGS, 27: _HONOR_READINGS}
+_SHAPES: dict[int, dict[int, list[_Shape]]] = {base: {} for base in _SUIT_BASES}  # per suit, per key
 
 
 def _set_order(item: tuple[int, int, WinSet]) -> tuple[int, int]:
@@ -227,62 +229,57 @@ def _chow_wait(low: int, win: int) -> str:
 
 def _suit_shapes(base: int, key: int, table: dict[int, tuple[SuitReading, ...]]) -> list[_Shape] | None:
     """The readings of one suit as absolute tiles: (pair or -1, chow tiles, pung tiles); memoised."""
-    shapes = _SHAPES.get((base, key))
-    if shapes is None:
-        readings = table.get(key)
-        if readings is None:
-            return None  # not complete; not memoised, so odd inputs cannot grow the memo
-        shapes = [
-            (
-                base + pair if pair >= 0 else -1,
-                tuple(base + rank for is_chow, rank in blocks if is_chow),
-                tuple(base + rank for is_chow, rank in blocks if not is_chow),
-            )
-            for pair, blocks in readings
-        ]
-        _SHAPES[base, key] = shapes
+    readings = table.get(key)
+    if readings is None:
+        return None  # not complete; not memoised, so odd inputs cannot grow the memo
+    shapes = [
+        (
+            base + pair if pair >= 0 else -1,
+            tuple(base + rank for is_chow, rank in blocks if is_chow),
+            tuple(base + rank for is_chow, rank in blocks if not is_chow),
+        )
+        for pair, blocks in readings
+    ]
+    _SHAPES[base][key] = shapes
     return shapes
+
+
+def _combine(combination: Iterable[_Shape]) -> _Shape | None:
+    """One reading of the whole hand from one reading per suit: exactly one suit holds the pair."""
+    pair = -1
+    chows: tuple[int, ...] = ()
+    pungs: tuple[int, ...] = ()
+    for suit_pair, suit_chows, suit_pungs in combination:
+        if suit_pair >= 0:
+            if pair >= 0:
+                return None  # two pairs: not a standard reading
+            pair = suit_pair
+        chows += suit_chows
+        pungs += suit_pungs
+    return (pair, chows, pungs) if pair >= 0 else None
 
 
 def _standard_readings(keys: tuple[int, int, int, int]) -> list[_Shape]:
     """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile,
     given as their four suit keys."""
-    m, p, s, z = keys
     per_suit = []
     single = True  # the common case: every suit splits one way only
-    for base, key, table in (
-        (0, m, _SUIT_READINGS),
-        (9, p, _SUIT_READINGS),
-        (18, s, _SUIT_READINGS),
-        (27, z, _HONOR_READINGS),
-    ):
+    for base, key in zip(_SUIT_BASES, keys, strict=True):
         if key:
-            shapes = _SHAPES.get((base, key)) or _suit_shapes(base, key, table)
+            shapes = _SHAPES[base].get(key) or _suit_shapes(base, key, _READINGS[base])
             if shapes is None:
                 return []
             if len(shapes) > 1:
                 single = False
             per_suit.append(shapes)
-    combinations: Iterable[tuple[_Shape, ...]]
     if single:
-        combinations = (tuple(shapes[0] for shapes in per_suit),)
-    else:
-        combinations = itertools.product(*per_suit)
+        reading = _combine([shapes[0] for shapes in per_suit])
+        return [] if reading is None else [reading]
     found = []
-    for combination in combinations:
-        pair = -1
-        chows: tuple[int, ...] = ()
-        pungs: tuple[int, ...] = ()
-        for suit_pair, suit_chows, suit_pungs in combination:
-            if suit_pair >= 0:
-                if pair >= 0:
-                    break  # two pairs: not a standard reading
-                pair = suit_pair
-            chows += suit_chows
-            pungs += suit_pungs
-        else:
-            if pair >= 0:
-                found.append((pair, chows, pungs))
+    for combination in itertools.product(*per_suit):
+        reading = _combine(combination)
+        if reading is not None:
+            found.append(reading)
     return found
 
 

@@ -15,8 +15,7 @@ the arrangement with the highest total.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from duelmahjong.rules.arrangement import Arrangement, arrangements
 from duelmahjong.rules.description import HandDescription
@@ -25,16 +24,14 @@ from duelmahjong.rules.patterns import Catalogue, Pattern, ScoredPattern
 from duelmahjong.rules.profiles import get_profile
 
 
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """The score of a winning hand. ``patterns`` are in catalogue order."""
+class Evaluation(NamedTuple):
+    """The score of a winning hand (immutable). ``patterns`` are in catalogue order."""
 
     patterns: tuple[ScoredPattern, ...]
     total_fan: int
     capped: bool  # the non-limit total exceeded the cap and was cut to it (D9)
     limit: bool  # a limit hand (役满): only limit patterns are listed, the total is the highest tier (D9)
     meets_minimum: bool  # the fan counted toward 起和 reaches the profile's minimum (E16)
-    arrangement: Arrangement | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +52,13 @@ def evaluate(desc: HandDescription, catalogue: Catalogue | None = None) -> Evalu
 
     Raises :class:`InvalidHandError` if the tiles do not form a win.
     """
+    return evaluate_with_arrangement(desc, catalogue)[0]
+
+
+def evaluate_with_arrangement(
+    desc: HandDescription, catalogue: Catalogue | None = None
+) -> tuple[Evaluation, Arrangement]:
+    """:func:`evaluate`, and the reading of the hand that scored best (to show or to debug)."""
     if catalogue is None:
         catalogue = get_profile(desc.profile).catalogue
     readings = arrangements(desc)
@@ -69,7 +73,7 @@ def evaluate(desc: HandDescription, catalogue: Catalogue | None = None) -> Evalu
             key = _key(catalogue, found, limit)
             if key > best_key:
                 best_key, best, best_limit, best_arrangement = key, found, limit, arrangement
-    return _result(catalogue, best, best_limit, best_arrangement)
+    return _result(catalogue, best, best_limit), best_arrangement
 
 
 # (catalogue position, pattern, occurrences): sorting these tuples gives catalogue order.
@@ -115,11 +119,12 @@ def _key(catalogue: Catalogue, found: list[Found], limit: bool) -> tuple[int, in
     return (raw if cap is None or raw <= cap else cap, raw)
 
 
-def _result(catalogue: Catalogue, found: list[Found], limit: bool, arrangement: Arrangement) -> Evaluation:
+def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation:
     found.sort()
-    scored = tuple([catalogue.scored(pattern, occurrences) for _, pattern, occurrences in found])
+    once = catalogue.scored_once
+    scored = tuple([once[p.id] if n == 1 else catalogue.scored(p, n) for _, p, n in found])
     if limit:
-        return Evaluation(scored, max(item[1].value for item in found), False, True, True, arrangement)
+        return Evaluation(scored, max(item[1].value for item in found), False, True, True)
     total = 0
     toward_minimum = 0
     for _, pattern, occurrences in found:
@@ -129,8 +134,8 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool, arrangement: 
             toward_minimum += fan
     cap = catalogue.cap
     if cap is not None and total > cap:
-        return Evaluation(scored, cap, True, False, toward_minimum >= catalogue.minimum, arrangement)
-    return Evaluation(scored, total, False, False, toward_minimum >= catalogue.minimum, arrangement)
+        return Evaluation(scored, cap, True, False, toward_minimum >= catalogue.minimum)
+    return Evaluation(scored, total, False, False, toward_minimum >= catalogue.minimum)
 
 
 def _hand_text(desc: HandDescription) -> str:

@@ -145,7 +145,9 @@ class Catalogue:
         self.position = position
         self._requires_mask = {p.id: sum(FACTS[name] for name in p.requires) for p in self.patterns}
         self._candidates: dict[int, tuple[Entry, ...]] = {}
-        self._scored_once = {p.id: ScoredPattern(p.id, p.name_zh, p.value) for p in self.patterns}
+        self.scored_once: dict[str, ScoredPattern] = {
+            p.id: ScoredPattern(p.id, p.name_zh, p.value) for p in self.patterns
+        }
         self.highest_fan: int = max((p.value for p in self.patterns), default=0)
         if cap is not None and not limit_rule:
             self.highest_fan = min(self.highest_fan, cap)
@@ -197,7 +199,7 @@ class Catalogue:
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
         """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""
         if occurrences == 1:
-            return self._scored_once[pattern.id]
+            return self.scored_once[pattern.id]
         return ScoredPattern(pattern.id, pattern.name_zh, pattern.value * occurrences)
 
     def __repr__(self) -> str:

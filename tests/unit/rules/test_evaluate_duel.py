@@ -15,7 +15,7 @@ from duelmahjong.rules.arrangement import FACT_NAMES, arrangements
 from duelmahjong.rules.catalogue_duel import DUEL
 from duelmahjong.rules.description import Context, HandDescription
 from duelmahjong.rules.errors import InvalidHandError, NotationError, UnknownProfileError
-from duelmahjong.rules.evaluate import evaluate
+from duelmahjong.rules.evaluate import evaluate, evaluate_with_arrangement
 from duelmahjong.rules.patterns import Catalogue, CatalogueError, Pattern
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.tiles import EAST, NORTH, format_tiles
@@ -112,8 +112,9 @@ def test_repeated_pattern_is_one_row_with_summed_fan_and_minimum_excludes_flagge
 
 def test_best_arrangement_is_chosen_by_total() -> None:
     # 111222333m: three pungs (三暗刻 2 + 三连刻 3) beats three identical chows (一杯口 2).
-    result = evaluate(hand("111222333m456p7z", "7z"))
-    assert result.arrangement is not None and result.arrangement.pungs_and_kongs == (0, 1, 2)
+    result, arrangement = evaluate_with_arrangement(hand("111222333m456p7z", "7z"))
+    assert arrangement.pungs_and_kongs == (0, 1, 2)
+    assert result == evaluate(hand("111222333m456p7z", "7z"))
 
 
 def test_d9_limit_hides_non_limit_patterns_and_total_is_highest_tier() -> None:
