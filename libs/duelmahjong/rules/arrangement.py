@@ -33,7 +33,7 @@ from duelmahjong.rules.facts import (
     facts_of,
 )
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.tables import SuitReading, get_tables, suit_keys
+from duelmahjong.rules.tables import get_tables
 
 __all__ = ["FACTS", "FACT_NAMES", "Arrangement", "WinSet", "arrangements"]
 
@@ -67,9 +67,12 @@ _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: co
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
 _SUIT_READINGS = get_tables().suit_readings
 _HONOR_READINGS = get_tables().honor_readings
-_SUIT_BASES = (0, 9, 18, 27)
-_READINGS = {0: _SUIT_READINGS, 9: _SUIT_READINGS, 18: _SUIT_READINGS, 27: _HONOR_READINGS}
-_SHAPES: dict[int, dict[int, list[_Shape]]] = {base: {} for base in _SUIT_BASES}  # per suit, per key
+# Memoised per suit, keyed by the suit's counts as bytes (cheaper than computing the tables' key).
+_SHAPES: dict[int, dict[bytes, list[_Shape]]] = {base: {} for base in (0, 9, 18, 27)}
+_SUIT_SLICES = tuple(
+    (base, base + size, bytes(size), _SHAPES[base]) for base, size in ((0, 9), (9, 9), (18, 9), (27, 7))
+)
+_DIGIT_OF_COUNT = bytes(range(48, 53)) + b"x" * 251  # count 0..4 -> b"0".."4", as the tables encode keys
 
 
 def _set_order(item: tuple[int, int, WinSet]) -> tuple[int, int]:
@@ -227,9 +230,11 @@ def _chow_wait(low: int, win: int) -> str:
     return "two_sided"
 
 
-def _suit_shapes(base: int, key: int, table: dict[int, tuple[SuitReading, ...]]) -> list[_Shape] | None:
-    """The readings of one suit as absolute tiles: (pair or -1, chow tiles, pung tiles); memoised."""
-    readings = table.get(key)
+def _suit_shapes(base: int, chunk: bytes) -> list[_Shape] | None:
+    """The readings of one suit (its counts as bytes) as absolute tiles: (pair or -1, chow tiles, pung
+    tiles); memoised. None if the suit cannot be split into sets and at most one pair."""
+    key = int(chunk.translate(_DIGIT_OF_COUNT), 5)  # the reading tables' suit key (base-5 digits)
+    readings = (_HONOR_READINGS if base == 27 else _SUIT_READINGS).get(key)
     if readings is None:
         return None  # not complete; not memoised, so odd inputs cannot grow the memo
     shapes = [
@@ -240,7 +245,7 @@ def _suit_shapes(base: int, key: int, table: dict[int, tuple[SuitReading, ...]])
         )
         for pair, blocks in readings
     ]
-    _SHAPES[base][key] = shapes
+    _SHAPES[base][chunk] = shapes
     return shapes
 
 
@@ -259,14 +264,15 @@ def _combine(combination: Iterable[_Shape]) -> _Shape | None:
     return (pair, chows, pungs) if pair >= 0 else None
 
 
-def _standard_readings(keys: tuple[int, int, int, int]) -> list[_Shape]:
-    """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile,
-    given as their four suit keys."""
+def _standard_readings(closed: list[int]) -> list[_Shape]:
+    """Every (pair, chow tiles, pung tiles) decomposition of the concealed tiles + the winning tile."""
+    raw = bytes(closed)
     per_suit = []
     single = True  # the common case: every suit splits one way only
-    for base, key in zip(_SUIT_BASES, keys, strict=True):
-        if key:
-            shapes = _SHAPES[base].get(key) or _suit_shapes(base, key, _READINGS[base])
+    for base, end, empty, memo in _SUIT_SLICES:
+        chunk = raw[base:end]
+        if chunk != empty:
+            shapes = memo.get(chunk) or _suit_shapes(base, chunk)
             if shapes is None:
                 return []
             if len(shapes) > 1:
@@ -296,7 +302,7 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
     win = desc.win_tile
     completed_pung = _HIDDEN_PUNG if hand.facts & _SELF_DRAWN_FACT else _OPEN_PUNG
     out: list[Arrangement] = []
-    for pair, chows, pungs in _standard_readings(suit_keys(closed)):
+    for pair, chows, pungs in _standard_readings(closed):
         if pair == win:
             out.append(Arrangement(hand, "standard", pair, (), "single", None, chows, pungs))
         if win in pungs:
