@@ -33,7 +33,7 @@ from duelmahjong.rules.facts import (
     facts_of,
 )
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.tables import get_tables
+from duelmahjong.rules.tables import get_tables, suit_keys
 
 __all__ = ["FACTS", "FACT_NAMES", "Arrangement", "WinSet", "arrangements"]
 
@@ -72,7 +72,6 @@ _SHAPES: dict[int, dict[bytes, list[_Shape]]] = {base: {} for base in (0, 9, 18,
 _SUIT_SLICES = tuple(
     (base, base + size, bytes(size), _SHAPES[base]) for base, size in ((0, 9), (9, 9), (18, 9), (27, 7))
 )
-_DIGIT_OF_COUNT = bytes(range(48, 53)) + b"x" * 251  # count 0..4 -> b"0".."4", as the tables encode keys
 
 
 def _set_order(item: tuple[int, int, WinSet]) -> tuple[int, int]:
@@ -230,10 +229,10 @@ def _chow_wait(low: int, win: int) -> str:
     return "two_sided"
 
 
-def _suit_shapes(base: int, chunk: bytes) -> list[_Shape] | None:
-    """The readings of one suit (its counts as bytes) as absolute tiles: (pair or -1, chow tiles, pung
-    tiles); memoised. None if the suit cannot be split into sets and at most one pair."""
-    key = int(chunk.translate(_DIGIT_OF_COUNT), 5)  # the reading tables' suit key (base-5 digits)
+def _suit_shapes(base: int, chunk: bytes, closed: list[int]) -> list[_Shape] | None:
+    """The readings of one suit (``chunk``: its counts as bytes) as absolute tiles: (pair or -1, chow
+    tiles, pung tiles); memoised. None if the suit cannot be split into sets and at most one pair."""
+    key = suit_keys(closed)[base // 9]  # the reading tables' key; only on a memo miss
     readings = (_HONOR_READINGS if base == 27 else _SUIT_READINGS).get(key)
     if readings is None:
         return None  # not complete; not memoised, so odd inputs cannot grow the memo
@@ -272,7 +271,7 @@ def _standard_readings(closed: list[int]) -> list[_Shape]:
     for base, end, empty, memo in _SUIT_SLICES:
         chunk = raw[base:end]
         if chunk != empty:
-            shapes = memo.get(chunk) or _suit_shapes(base, chunk)
+            shapes = memo.get(chunk) or _suit_shapes(base, chunk, closed)
             if shapes is None:
                 return []
             if len(shapes) > 1:
