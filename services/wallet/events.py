@@ -236,6 +236,9 @@ class SettlementConsumer:
             source.durable,
             self.namespace.subject(source.subject),
             ack_wait_seconds=self.ack_wait_seconds,
+            # Prestige is never dropped: an event the wallet cannot apply yet (database down) is
+            # redelivered until it can; one it refuses is recorded and acked, not retried.
+            max_deliver=-1,
         )
 
     async def declare(self) -> None:
