@@ -313,7 +313,13 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
                 wait = _chow_wait(low, win)
                 out.append(Arrangement(hand, "standard", pair, (), wait, _HIDDEN_CHOW[low], chows, pungs))
     if not desc.melds:
-        if profile.seven_pairs and not hand.odd and len(desc.concealed) == 13:
+        # Seven pairs: 14 tiles in at most 7 kinds (a kind held four times is two pairs), all even.
+        if (
+            profile.seven_pairs
+            and hand.mask.bit_count() <= 7
+            and len(desc.concealed) == 13
+            and not any(count & 1 for count in closed)
+        ):
             pairs = tuple(kind for kind, count in enumerate(closed) for _ in range(count // 2))
             out.append(Arrangement(hand, "seven_pairs", None, pairs))
         if profile.thirteen_orphans and hand.mask == TERMINAL_HONOR_MASK:

@@ -136,7 +136,6 @@ class HandFacts:
         "meld_hidden",
         "meld_kongs",
         "meld_pungs",
-        "odd",
         "waits",
         "win",
     )
@@ -146,15 +145,12 @@ class HandFacts:
         bits = _BIT
         closed = [0] * 34
         mask = 0
-        odd = 0  # kinds held an odd number of times (seven pairs needs none)
         for kind in desc.concealed:
             closed[kind] += 1
             mask |= bits[kind]
-            odd ^= bits[kind]
         win = self.win = desc.win_tile
         closed[win] += 1
         mask |= bits[win]
-        self.odd = odd ^ bits[win]
         self.closed = closed
         facts = 0
         meld_chows: list[int] = []
