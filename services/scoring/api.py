@@ -1,20 +1,20 @@
 """gRPC face of the scoring service: ``duelmahjong.v1.ScoringService``.
 
-The contract is wired; each RPC answers UNIMPLEMENTED, naming where its logic comes from, until
-issue 6 lands it.
+Converts messages (``codec``), calls the core, converts back. Bad input raises ``InvalidArgument``
+(a hand the rules refuse: ``InvalidHand``), which the platform interceptor maps to INVALID_ARGUMENT
+with the reason as the message.
 """
 
 from __future__ import annotations
 
 import grpc.aio
 
-from duelmahjong.platform.errors import NotYetImplemented
 from duelmahjong.v1 import scoring_pb2 as pb
 from duelmahjong.v1 import scoring_pb2_grpc
+from services.scoring import codec
 from services.scoring.core import ScoringCore
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ScoringService"].full_name
-ARRIVES_WITH = "issue 6 (scoring)"
 Context = grpc.aio.ServicerContext
 
 
@@ -25,12 +25,18 @@ class ScoringApi(scoring_pb2_grpc.ScoringServiceServicer):
     async def EvaluateHand(
         self, request: pb.EvaluateHandRequest, context: Context
     ) -> pb.EvaluateHandResponse:
-        raise NotYetImplemented("ScoringService.EvaluateHand", ARRIVES_WITH)
+        evaluation = self._core.evaluate_hand(codec.description_json(request.hand), request.minimum_fan)
+        return pb.EvaluateHandResponse(evaluation=codec.evaluation_message(evaluation))
 
     async def GetCatalogue(
         self, request: pb.GetCatalogueRequest, context: Context
     ) -> pb.GetCatalogueResponse:
-        raise NotYetImplemented("ScoringService.GetCatalogue", ARRIVES_WITH)
+        return codec.catalogue_response(self._core.catalogue(codec.profile_name(request.profile)))
 
     async def ScoreHand(self, request: pb.ScoreHandRequest, context: Context) -> pb.ScoreHandResponse:
-        raise NotYetImplemented("ScoringService.ScoreHand", ARRIVES_WITH)
+        """The settlement of a hand result as stated (no replay: nothing is applied or published)."""
+        scored = self._core.score(codec.hand_claim(request.result))
+        response = pb.ScoreHandResponse(settlement=codec.settlement_message(scored.settlement))
+        if scored.evaluation is not None:
+            response.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))
+        return response

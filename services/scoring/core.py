@@ -1,14 +1,129 @@
-"""Scoring's domain: stateless evaluation of hands and settlement of hand results.
+"""Scoring's domain: evaluate hands and settle hand results (no gRPC, no NATS).
 
-The fan evaluation itself lives in ``duelmahjong.rules`` (pure); this service's logic — answering
-EvaluateHand/ScoreHand and turning ``HandEnded`` into ``HandScored`` — arrives with issue 6. What is
-here is the catalogue of rule profiles the service serves.
+The fan evaluation is the rules library's (``rules.evaluate``), the money math is ``rules.settlement``
+(H1 duel transfer, H2 erren doubling, H3 escape): this module only feeds them a hand result and
+gathers their answers. Stateless: every answer is a function of its input.
+
+>>> core = ScoringCore()
+>>> claim = HandClaim(table_id="t1", hand_id="h1", hand_number=1, room_id="r", profile="duel",
+...     outcome="win", dealer=0, winner=0, escaper=-1, negotiated=5, progressive=1, fan_rate=10,
+...     players=(SeatClaim("alice", 1000), SeatClaim("bob", 1000)), last_sequence=9,
+...     description={"profile": "duel", "concealed": "234567m234p678s5s", "win_tile": "5s",
+...                  "self_drawn": True})
+>>> scored = core.score(claim)
+>>> scored.evaluation.total_fan, scored.settlement.amount, scored.settlement.payer  # H1: 3 x 5 x 1 x 10
+(3, 150, 'bob')
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+from duelmahjong.engine.result import meets_minimum
+from duelmahjong.platform.errors import InvalidArgument
+from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.errors import RulesError
+from duelmahjong.rules.evaluate import Evaluation, evaluate
+from duelmahjong.rules.patterns import Catalogue
+from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_transfer, escape_penalty
+
 # The rule profiles of the product card (ARCHITECTURE.md): id → ruleset.
 PROFILES: dict[str, str] = {"duel": "决斗麻将 Duel Mahjong", "erren": "二人麻将"}
+
+
+class InvalidHand(InvalidArgument):
+    """A hand description or hand result the rules refuse (not a win, bad notation, bad amounts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SeatClaim:
+    player_id: str
+    carry: int  # 携带威望: bounds the transfer (H1) and the penalty (H3)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskClaim:
+    """The erren task of a hand (T8); ``kind`` in the engine's words (pong, pattern, kong, double)."""
+
+    kind: str
+    pattern: str
+    multiplier: int
+    completed: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandClaim:
+    """What a ``HandResult`` says happened in a hand; seats are 0 (first) and 1 (second), -1 = none."""
+
+    table_id: str
+    hand_id: str
+    hand_number: int
+    room_id: str
+    profile: str
+    outcome: str  # win, drawn, escape
+    dealer: int
+    winner: int
+    escaper: int
+    negotiated: int
+    progressive: int
+    fan_rate: int
+    players: tuple[SeatClaim, SeatClaim]
+    last_sequence: int
+    description: dict[str, Any] | None = None  # RULES.md §7 JSON, on a win
+    start_doubled: tuple[int, ...] = ()  # erren 开始加倍 seats (H2's S)
+    win_declines: int = 0  # erren 胡加倍 k (H2's H)
+    task: TaskClaim | None = None
+    minimum_fan: int = 0  # the room's 起和; 0 = the profile's default
+
+
+@dataclass(frozen=True, slots=True)
+class SettlementFigures:
+    """One hand's prestige movement (RULES.md §6) before it becomes a ``Settlement`` message.
+
+    ``amount`` = min(``fan_amount``, winner's carry, loser's carry) (H1) or the escape penalty
+    capped by the escaper's carry (H3); ``payer`` is empty on a drawn hand (nothing moves).
+    """
+
+    hand_id: str
+    total_fan: int
+    negotiated: int
+    progressive: int
+    fan_rate: int
+    fan_amount: int = 0
+    amount: int = 0
+    payer: str = ""
+    payee: str = ""
+    reason: str = ""  # hand, escape
+    doubling: Doubling | None = None
+
+    @property
+    def capped_by_carry(self) -> bool:
+        return self.amount < self.fan_amount
+
+
+@dataclass(frozen=True, slots=True)
+class Breakdown:
+    """The rules library's evaluation, and whether it reaches the minimum asked for (E16)."""
+
+    evaluation: Evaluation
+    meets_minimum: bool
+
+    @property
+    def total_fan(self) -> int:
+        return self.evaluation.total_fan
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredHand:
+    claim: HandClaim
+    settlement: SettlementFigures
+    evaluation: Breakdown | None = None  # on a win
+
+    @property
+    def escape(self) -> bool:
+        return self.claim.outcome == "escape"
 
 
 class ScoringCore:
@@ -16,3 +131,107 @@ class ScoringCore:
 
     def __init__(self, profiles: dict[str, str] | None = None) -> None:
         self.profiles = dict(PROFILES if profiles is None else profiles)
+
+    def catalogue(self, profile: str) -> Catalogue:
+        if profile not in self.profiles:
+            raise InvalidArgument(f"unknown profile {profile!r}; known: {', '.join(self.profiles)}")
+        return get_profile(profile).catalogue
+
+    def evaluate_hand(self, description: dict[str, Any], minimum_fan: int = 0) -> Breakdown:
+        """The breakdown of a described win; ``minimum_fan`` 0 = the profile's default 起和 (E16)."""
+        try:
+            hand = HandDescription.from_json(description)
+            evaluation = evaluate(hand)
+        except RulesError as err:
+            raise InvalidHand(str(err)) from None
+        reached = evaluation.meets_minimum
+        if minimum_fan:
+            reached = meets_minimum(evaluation, hand.profile, minimum_fan)
+        return Breakdown(evaluation, reached)
+
+    def score(self, claim: HandClaim, *, minimum_fan: int | None = None) -> ScoredHand:
+        """Evaluate the winning hand (if any) and compute the hand's settlement (H1/H2/H3).
+
+        ``minimum_fan`` is the room's 起和 as the replayed table applied it (else the claim's).
+        """
+        try:
+            if claim.outcome == "win":
+                return self._win(claim, claim.minimum_fan if minimum_fan is None else minimum_fan)
+            if claim.outcome == "escape":
+                return ScoredHand(claim, self._escape(claim))
+            return ScoredHand(
+                claim,
+                SettlementFigures(claim.hand_id, 0, claim.negotiated, claim.progressive, claim.fan_rate),
+            )
+        except RulesError as err:
+            raise InvalidHand(f"hand {claim.hand_id}: {err}") from None
+
+    def _win(self, claim: HandClaim, minimum_fan: int) -> ScoredHand:
+        if claim.description is None:
+            raise InvalidHand(f"hand {claim.hand_id} is a win without a description")
+        evaluation = self.evaluate_hand(claim.description, minimum_fan)
+        winner, loser = claim.players[claim.winner], claim.players[1 - claim.winner]
+        doubling = None
+        if claim.profile == "erren":
+            # H2 then H1 with negotiated = progressive = 1 (the erren table has no T7 multipliers).
+            task = claim.task
+            completed = task is not None and task.completed and task.multiplier > 0
+            doubling, transfer = erren_transfer(
+                evaluation.total_fan,
+                fan_rate=claim.fan_rate,
+                start_doublers=len(claim.start_doubled),
+                win_doublings=claim.win_declines,
+                task_multiplier=task.multiplier if completed and task is not None else None,
+                winner_carry=winner.carry,
+                loser_carry=loser.carry,
+            )
+            total, negotiated, progressive = doubling.doubled_fan, 1, 1
+        else:
+            transfer = duel_transfer(
+                evaluation.total_fan,
+                fan_rate=claim.fan_rate,
+                negotiated=claim.negotiated,
+                progressive=claim.progressive,
+                winner_carry=winner.carry,
+                loser_carry=loser.carry,
+            )
+            total, negotiated, progressive = evaluation.total_fan, claim.negotiated, claim.progressive
+        figures = SettlementFigures(
+            claim.hand_id,
+            total,
+            negotiated,
+            progressive,
+            claim.fan_rate,
+            fan_amount=transfer.fan_amount,
+            amount=transfer.amount,
+            payer=loser.player_id,
+            payee=winner.player_id,
+            reason="hand",
+            doubling=doubling,
+        )
+        return ScoredHand(claim, figures, evaluation)
+
+    def _escape(self, claim: HandClaim) -> SettlementFigures:
+        """H3: the profile's highest fan × the hand's multipliers × N, capped by the escaper's carry."""
+        escaper, opponent = claim.players[claim.escaper], claim.players[1 - claim.escaper]
+        negotiated, progressive = claim.negotiated, claim.progressive  # erren: both 1 (no T7)
+        highest = get_profile(claim.profile).escape_fan
+        penalty = escape_penalty(
+            claim.profile,
+            fan_rate=claim.fan_rate,
+            negotiated=negotiated,
+            progressive=progressive,
+            escaper_carry=escaper.carry,
+        )
+        return SettlementFigures(
+            claim.hand_id,
+            highest,
+            negotiated,
+            progressive,
+            claim.fan_rate,
+            fan_amount=highest * negotiated * progressive * claim.fan_rate,
+            amount=penalty,
+            payer=escaper.player_id,
+            payee=opponent.player_id,
+            reason="escape",
+        )

@@ -1,10 +1,35 @@
-"""Scoring on NATS: it consumes ``HandEnded`` from the table stream and produces ``HandScored``,
-``EscapePenalty`` and ``ReplayRejected`` on its own stream."""
+"""Scoring on NATS: it consumes ``HandEnded`` from the table stream, replays the table's write-ahead
+log, and produces ``HandScored``, ``EscapePenalty`` or ``ReplayRejected`` on its own stream.
+
+Idempotent end to end: every event scoring publishes has a message id made from the hand id, so a
+redelivered ``HandEnded`` (or a second replica scoring the same hand) publishes nothing new —
+JetStream drops the repeat within its duplicate window, and the wallet keys on the hand id beyond it.
+"""
 
 from __future__ import annotations
 
+import time
+import uuid
+from datetime import UTC, datetime
+
+import nats.errors
+import nats.js.errors
+from google.protobuf.message import DecodeError
+from google.protobuf.timestamp_pb2 import Timestamp
+from nats.aio.msg import Msg
+from nats.js import api
+
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.platform.errors import DomainError
+from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.v1 import events_pb2
+from services.scoring import codec
+from services.scoring.core import ScoredHand, ScoringCore
+from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
+
+_log = get_logger("scoring.events")
 
 # Replicas of scoring bind the same durable name and share the hands to score (pull consumer).
 HANDS_ENDED = ConsumerSpec(
@@ -15,7 +40,172 @@ HANDS_ENDED = ConsumerSpec(
 
 
 async def declare(bus: Bus) -> None:
-    """Declare the stream scoring publishes to and the consumer it reads with (idempotent)."""
+    """Declare the streams scoring publishes to and reads from, and its consumer (idempotent)."""
     await bus.declare_stream(subjects.SCORING_STREAM)
-    await bus.declare_stream(subjects.TABLE_STREAM)  # so scoring may start before the table service
+    # Declared here too so scoring may start before the table service.
+    await bus.declare_stream(subjects.TABLE_STREAM)
+    await bus.declare_stream(subjects.TABLE_LOG_STREAM)
     await bus.declare_consumer(HANDS_ENDED)
+
+
+class TableLogReader:
+    """Reads one table's write-ahead log (``duel.tablelog.<table_id>``) up to a table sequence.
+
+    Each read uses its own short-lived consumer filtered on the table's subject (memory storage, no
+    acks), deleted afterwards; it stops at the claimed last sequence or the subject's last message.
+    """
+
+    def __init__(self, bus: Bus, *, batch: int = 256, fetch_seconds: float = 2.0) -> None:
+        self._bus = bus
+        self._stream = subjects.TABLE_LOG_STREAM.name
+        self._batch = batch
+        self._fetch_seconds = fetch_seconds
+
+    async def read(self, table_id: str, last_sequence: int) -> list[LogRecord]:
+        subject = subjects.table_log_subject(table_id)
+        js = self._bus.js
+        try:
+            end = (await js.get_last_msg(self._stream, subject)).seq or 0
+        except nats.js.errors.NotFoundError:
+            return []  # no log at all: the replay refuses (or waits for) it
+        name = f"scoring-replay-{uuid.uuid4().hex}"
+        config = api.ConsumerConfig(
+            name=name,
+            filter_subject=subject,
+            deliver_policy=api.DeliverPolicy.ALL,
+            ack_policy=api.AckPolicy.NONE,
+            inactive_threshold=60.0,  # the server cleans up after a reader that died
+            mem_storage=True,
+        )
+        await js.add_consumer(self._stream, config=config)
+        records: list[LogRecord] = []
+        try:
+            subscription = await js.pull_subscribe_bind(consumer=name, stream=self._stream)
+            try:
+                while True:
+                    messages = await subscription.fetch(self._batch, timeout=self._fetch_seconds)
+                    for message in messages:
+                        appended = events_pb2.TableEventAppended.FromString(message.data)
+                        if appended.sequence <= last_sequence:
+                            records.append(codec.log_record(appended))
+                        if appended.sequence >= last_sequence or message.metadata.sequence.stream >= end:
+                            return records
+            except (nats.errors.TimeoutError, TimeoutError):
+                return records  # nothing more arrived: the replay decides what a short log means
+            finally:
+                await subscription.unsubscribe()
+        finally:
+            try:
+                await js.delete_consumer(self._stream, name)
+            except nats.js.errors.NotFoundError:
+                pass
+
+
+def _envelope(kind: str, hand_id: str, producer: str) -> events_pb2.EventEnvelope:
+    stamp = Timestamp()
+    stamp.FromDatetime(datetime.now(UTC))
+    # Deterministic per hand: a retried publish of the same fact is the same message (de-duplicated).
+    return events_pb2.EventEnvelope(
+        event_id=f"scoring:{kind}:{hand_id}", producer=producer, occurred_at=stamp
+    )
+
+
+class HandEndedHandler:
+    """Verify, score and publish one ``HandEnded`` (the bus acks on return, naks on raise)."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        core: ScoringCore,
+        metrics: ServiceMetrics,
+        *,
+        producer: str,
+        reader: TableLogReader | None = None,
+        log_wait_deliveries: int = 5,
+    ) -> None:
+        self._bus = bus
+        self._core = core
+        self._reader = reader or TableLogReader(bus)
+        self._producer = producer
+        self._log_wait_deliveries = log_wait_deliveries
+        self.scored = metrics.counter(
+            "hands_scored", "total", "hands verified and scored", ["profile", "outcome"]
+        )
+        self.rejected = metrics.counter(
+            "replay_rejected", "total", "hand results refused: the table's log does not replay to them"
+        )
+        self.malformed = metrics.counter("malformed_events", "total", "HandEnded messages that do not decode")
+        self.latency = metrics.histogram(
+            "hand_scoring", "seconds", "HandEnded received → scored event published (replay included)"
+        )
+
+    async def __call__(self, message: Msg) -> None:
+        started = time.perf_counter()
+        try:
+            event = events_pb2.HandEnded.FromString(message.data)
+        except DecodeError:
+            self.malformed.inc()
+            _log.error("HandEnded does not decode; dropped", extra={"fields": {"subject": message.subject}})
+            return
+        table_id, hand_id = event.table_id or event.result.table_id, event.hand_id or event.result.hand_id
+        try:
+            claim = codec.hand_claim(event.result)
+            if (claim.table_id, claim.hand_id) != (table_id, hand_id):
+                raise ReplayMismatch("the event's table or hand id differs from its result's")
+            records = await self._reader.read(claim.table_id, claim.last_sequence)
+            replayed = verify_hand(records, claim)
+            scored = self._core.score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
+        except LogIncomplete as short:
+            if message.metadata.num_delivered < self._log_wait_deliveries:
+                raise  # redelivered after a delay: the log may still be landing
+            await self._reject(table_id, hand_id, str(short), 0)
+            return
+        except ReplayMismatch as mismatch:
+            await self._reject(table_id, hand_id, mismatch.reason, mismatch.sequence)
+            return
+        except DomainError as invalid:  # a result that breaks the contract or the rules
+            await self._reject(table_id, hand_id, invalid.message, 0)
+            return
+        await self.publish(scored)
+        self.scored.labels(profile=claim.profile, outcome=claim.outcome).inc()
+        self.latency.observe(time.perf_counter() - started)
+
+    async def publish(self, scored: ScoredHand) -> None:
+        claim, figures = scored.claim, scored.settlement
+        if scored.escape:
+            penalty = events_pb2.EscapePenalty(
+                envelope=_envelope("escape_penalty", claim.hand_id, self._producer),
+                table_id=claim.table_id,
+                hand_id=claim.hand_id,
+                escaper_player_id=figures.payer,
+                opponent_player_id=figures.payee,
+                amount=figures.amount,
+            )
+            await self._bus.publish_event(subjects.ESCAPE_PENALTY, penalty)
+            return
+        event = events_pb2.HandScored(
+            envelope=_envelope("hand_scored", claim.hand_id, self._producer),
+            table_id=claim.table_id,
+            hand_id=claim.hand_id,
+            settlement=codec.settlement_message(figures),
+        )
+        if scored.evaluation is not None:
+            event.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))
+        await self._bus.publish_event(subjects.HAND_SCORED, event)
+
+    async def _reject(self, table_id: str, hand_id: str, reason: str, sequence: int) -> None:
+        self.rejected.inc()
+        _log.error(
+            "hand result refused: it does not replay from the table's log",
+            extra={
+                "fields": {"table_id": table_id, "hand_id": hand_id, "reason": reason, "sequence": sequence}
+            },
+        )
+        rejected = events_pb2.ReplayRejected(
+            envelope=_envelope("replay_rejected", hand_id or "unknown", self._producer),
+            table_id=table_id,
+            hand_id=hand_id,
+            reason=reason,
+            sequence=sequence,
+        )
+        await self._bus.publish_event(subjects.REPLAY_REJECTED, rejected)

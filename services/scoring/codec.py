@@ -1,0 +1,280 @@
+"""The one boundary between the contract's messages and scoring's domain values.
+
+Inbound: a ``HandDescription`` becomes the RULES.md §7 JSON the rules library validates; a
+``HandResult`` becomes a :class:`~services.scoring.core.HandClaim` (contract invariants checked here,
+so the core sees only well-formed claims); the table's ``TableEventAppended`` records become
+:class:`~services.scoring.replay.LogRecord` values. Outbound: evaluations, catalogue rows and
+settlements as messages. Contract seats ``SEAT_FIRST``/``SEAT_SECOND`` are engine seats 0/1.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from duelmahjong.platform.errors import InvalidArgument
+from duelmahjong.rules.patterns import Catalogue
+from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2, tiles_pb2
+from services.scoring.core import Breakdown, HandClaim, SeatClaim, SettlementFigures, TaskClaim
+from services.scoring.replay import HandBegunFacts, LogRecord
+
+PROFILE_NAMES = {rules_pb2.PROFILE_DUEL: "duel", rules_pb2.PROFILE_ERREN: "erren"}
+PROFILE_ENUMS = {name: number for number, name in PROFILE_NAMES.items()}
+SEATS = {rules_pb2.SEAT_FIRST: 0, rules_pb2.SEAT_SECOND: 1}
+SEAT_ENUMS = {seat: number for number, seat in SEATS.items()}
+OUTCOMES = {
+    rules_pb2.HAND_OUTCOME_WIN: "win",
+    rules_pb2.HAND_OUTCOME_DRAWN: "drawn",
+    rules_pb2.HAND_OUTCOME_ESCAPE: "escape",
+}
+TASK_KINDS = {
+    rules_pb2.TASK_KIND_PONG: "pong",
+    rules_pb2.TASK_KIND_PATTERN: "pattern",
+    rules_pb2.TASK_KIND_KONG: "kong",
+    rules_pb2.TASK_KIND_DOUBLING: "double",  # the engine's name of the 加倍 task (T8)
+}
+_WINDS = {
+    rules_pb2.WIND_EAST: "east",
+    rules_pb2.WIND_SOUTH: "south",
+    rules_pb2.WIND_WEST: "west",
+    rules_pb2.WIND_NORTH: "north",
+}
+_MELDS = {
+    tiles_pb2.MELD_KIND_CHI: "chi",
+    tiles_pb2.MELD_KIND_PONG: "pong",
+    tiles_pb2.MELD_KIND_EXPOSED_KONG: "exposed_kong",
+    tiles_pb2.MELD_KIND_CONCEALED_KONG: "concealed_kong",
+    tiles_pb2.MELD_KIND_ADDED_KONG: "added_kong",
+}
+_CONTEXT_FLAGS = (
+    "dealer",
+    "declared_ready",
+    "declared_first_turn",
+    "first_turn_after_declare",
+    "last_wall_tile",
+    "last_discard",
+    "after_kong",
+    "after_flower_replacement",
+    "robbing_kong",
+    "fourth_tile_visible",
+    "extra_draw_after_exhaustion",
+)
+_POSTING_REASONS = {
+    "hand": rules_pb2.POSTING_REASON_HAND_TRANSFER,
+    "escape": rules_pb2.POSTING_REASON_ESCAPE_PENALTY,
+}
+
+
+def profile_name(profile: int) -> str:
+    name = PROFILE_NAMES.get(profile)
+    if name is None:
+        raise InvalidArgument("a profile is required: PROFILE_DUEL or PROFILE_ERREN")
+    return name
+
+
+def pattern_enum(pattern_id: str) -> int:
+    return rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}")
+
+
+def pattern_name(number: int) -> str:
+    return rules_pb2.PatternId.Name(number).removeprefix("PATTERN_ID_").lower()
+
+
+# --- inbound ------------------------------------------------------------------------------------------
+def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
+    """RULES.md §7 JSON of a described hand; the rules library validates the rest."""
+    melds = []
+    for index, meld in enumerate(hand.melds):
+        kind = _MELDS.get(meld.kind)
+        if kind is None:
+            raise InvalidArgument(f"melds[{index}] needs a kind (MELD_KIND_CHI … MELD_KIND_ADDED_KONG)")
+        melds.append({"kind": kind, "tiles": meld.tiles})
+    source = hand.context
+    context: dict[str, Any] = {flag: True for flag in _CONTEXT_FLAGS if getattr(source, flag)}
+    for key in ("seat_wind", "round_wind"):
+        wind = getattr(source, key)
+        if wind:
+            if wind not in _WINDS:
+                raise InvalidArgument(f"context.{key} {wind} is not a wind")
+            context[key] = _WINDS[wind]
+    for key in ("flowers", "revealed_bonus_tiles"):
+        if getattr(source, key):
+            context[key] = getattr(source, key)
+    if source.first_turn_win:
+        name = rules_pb2.FirstTurnWin.Name(source.first_turn_win)
+        context["first_turn_win"] = name.removeprefix("FIRST_TURN_WIN_").lower()
+    out: dict[str, Any] = {
+        "profile": profile_name(hand.profile),
+        "concealed": hand.concealed,
+        "melds": melds,
+        "win_tile": hand.win_tile,
+        "self_drawn": hand.self_drawn,
+    }
+    if context:
+        out["context"] = context
+    return out
+
+
+def _seat(value: int, what: str, *, required: bool) -> int:
+    if value in SEATS:
+        return SEATS[value]
+    if required or value != rules_pb2.SEAT_UNSPECIFIED:
+        raise InvalidArgument(f"{what} must be SEAT_FIRST or SEAT_SECOND")
+    return -1
+
+
+def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
+    """The claim a ``HandResult`` makes, after the contract's invariants (rules.proto)."""
+    outcome = OUTCOMES.get(result.outcome)
+    if outcome is None:
+        raise InvalidArgument("the hand result needs an outcome (win, drawn or escape)")
+    if len(result.players) != 2:
+        raise InvalidArgument(f"a hand result names exactly two players, got {len(result.players)}")
+    seats: dict[int, SeatClaim] = {}
+    for player in result.players:
+        seat = _seat(player.seat, "players[].seat", required=True)
+        if seat in seats:
+            raise InvalidArgument("the two players must sit in different seats")
+        if not player.player_id:
+            raise InvalidArgument("every player of a hand result needs a player_id")
+        if player.carry < 0:
+            raise InvalidArgument(f"carry must not be negative, got {player.carry}")
+        seats[seat] = SeatClaim(player.player_id, player.carry)
+    winner = _seat(result.winner, "winner", required=outcome == "win")
+    escaper = _seat(result.escaper, "escaper", required=outcome == "escape")
+    if (outcome == "win") != result.HasField("description"):
+        raise InvalidArgument("a won hand, and only a won hand, carries a description")
+    if outcome != "win" and winner >= 0:
+        raise InvalidArgument(f"a {outcome} hand has no winner")
+    if outcome != "escape" and escaper >= 0:
+        raise InvalidArgument(f"a {outcome} hand has no escaper")
+    if outcome == "win" and profile_name(result.description.profile) != profile_name(result.rules.profile):
+        raise InvalidArgument("the description's profile differs from the room's")
+    task = None
+    if result.HasField("task") and result.task.kind:
+        task = TaskClaim(
+            kind=TASK_KINDS.get(result.task.kind, "unknown"),
+            pattern=pattern_name(result.task.pattern) if result.task.pattern else "",
+            multiplier=result.task.multiplier,
+            completed=result.task.completed_by_winner,
+        )
+    return HandClaim(
+        table_id=result.table_id,
+        hand_id=result.hand_id,
+        hand_number=result.hand_number,
+        room_id=result.room_id,
+        profile=profile_name(result.rules.profile),
+        outcome=outcome,
+        dealer=_seat(result.dealer, "dealer", required=False),
+        winner=winner,
+        escaper=escaper,
+        description=description_json(result.description) if outcome == "win" else None,
+        negotiated=result.multipliers.negotiated or 1,
+        progressive=result.multipliers.progressive or 1,
+        fan_rate=result.multipliers.fan_rate or result.rules.fan_rate,
+        players=(seats[0], seats[1]),
+        start_doubled=tuple(
+            sorted(_seat(s, "doubling.start_doubled", required=True) for s in result.doubling.start_doubled)
+        ),
+        win_declines=result.doubling.win_declines,
+        task=task,
+        minimum_fan=result.rules.minimum_fan,
+        last_sequence=result.last_sequence,
+    )
+
+
+def _hand_begun(begun: server_state_pb2.HandBegun) -> HandBegunFacts:
+    players = {SEATS.get(p.seat, -1): (p.player_id, p.carry) for p in begun.players}
+    return HandBegunFacts(
+        hand_number=begun.hand_number,
+        profile=PROFILE_NAMES.get(begun.rules.profile, ""),
+        fan_rate=begun.multipliers.fan_rate or begun.rules.fan_rate,
+        players=tuple(players.get(seat, ("", 0)) for seat in (0, 1)),
+    )
+
+
+def log_record(appended: events_pb2.TableEventAppended) -> LogRecord:
+    """One write-ahead record as replay reads it (an unreadable one is kept, and refused by replay)."""
+    record = appended.record
+    which = record.WhichOneof("kind")
+    base = {"sequence": appended.sequence, "hand_id": appended.hand_id, "table_id": appended.table_id}
+    if which == "engine_event":
+        return LogRecord(**base, canonical=record.engine_event.canonical_json)
+    if which == "action_applied":
+        return LogRecord(**base, action=record.action_applied.engine_action or "?")
+    if which == "hand_begun":
+        return LogRecord(**base, begun=_hand_begun(record.hand_begun))
+    return LogRecord(**base)
+
+
+# --- outbound -----------------------------------------------------------------------------------------
+def evaluation_message(breakdown: Breakdown) -> rules_pb2.Evaluation:
+    evaluation = breakdown.evaluation
+    return rules_pb2.Evaluation(
+        patterns=[
+            rules_pb2.PatternScore(id=pattern_enum(p.id), name_zh=p.name_zh, fan=p.fan)
+            for p in evaluation.patterns
+        ],
+        total_fan=evaluation.total_fan,
+        capped=evaluation.capped,
+        limit=evaluation.limit,
+        meets_minimum=breakdown.meets_minimum,
+    )
+
+
+def catalogue_response(catalogue: Catalogue) -> scoring_pb2.GetCatalogueResponse:
+    """Every pattern of a profile in catalogue order; a limit hand's fan is its tier (D9)."""
+    entries = [
+        scoring_pb2.CatalogueEntry(
+            id=pattern_enum(p.id),
+            name_zh=p.name_zh,
+            fan=p.value,
+            limit=p.limit_tier is not None,
+            excludes=[pattern_enum(e) for e in sorted(p.excludes, key=catalogue.position.__getitem__)],
+        )
+        for p in catalogue
+    ]
+    return scoring_pb2.GetCatalogueResponse(profile=PROFILE_ENUMS[catalogue.profile], entries=entries)
+
+
+def settlement_message(figures: SettlementFigures) -> rules_pb2.Settlement:
+    """The settlement with its two postings (invariant: they sum to 0)."""
+    message = rules_pb2.Settlement(
+        hand_id=figures.hand_id,
+        total_fan=figures.total_fan,
+        multipliers=rules_pb2.Multipliers(
+            negotiated=figures.negotiated, progressive=figures.progressive, fan_rate=figures.fan_rate
+        ),
+        fan_amount=figures.fan_amount,
+        capped_by_carry=figures.capped_by_carry,
+    )
+    doubling = figures.doubling
+    if doubling is not None:
+        message.doubling.CopyFrom(
+            rules_pb2.DoublingBreakdown(
+                base_fan=doubling.base_fan,
+                s=doubling.s,
+                h=doubling.h,
+                t=doubling.t,
+                doubled_fan=doubling.doubled_fan,
+            )
+        )
+    if figures.payer:
+        message.transfer.CopyFrom(
+            rules_pb2.Transfer(
+                from_player_id=figures.payer, to_player_id=figures.payee, amount=figures.amount
+            )
+        )
+        reason = _POSTING_REASONS[figures.reason]
+        message.postings.extend(
+            [
+                rules_pb2.Posting(account=f"player:{figures.payee}", amount=figures.amount, reason=reason),
+                rules_pb2.Posting(account=f"player:{figures.payer}", amount=-figures.amount, reason=reason),
+            ]
+        )
+    return message
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces: how replay compares JSON (the engine's ``Event.canonical`` form)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

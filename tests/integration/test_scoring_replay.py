@@ -1,0 +1,402 @@
+"""Scoring re-verifies a hand by replaying the table's write-ahead log (issue 6).
+
+The tables here are engine tables that keep their log laid out as the table service writes it (the
+contract: events.proto ``TableEventAppended``, server_state.proto ``TableLogRecord``).
+
+Sequence 1 is ``table_opened``; each hand starts with a ``HandBegun`` record followed by its engine
+events; each applied action is an ``ActionApplied`` record followed by the events it produced. The
+``HandResult`` of a finished hand is what the table publishes in ``HandEnded``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import secrets
+from typing import Any
+
+import nats.errors
+import pytest
+from google.protobuf.message import Message
+
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.bot import choose
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.table import Table
+from duelmahjong.platform import subjects
+from duelmahjong.platform.bus import Bus
+from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
+from services.scoring import codec
+from services.scoring.config import ScoringConfig
+from services.scoring.core import ScoringCore
+from services.scoring.main import SPEC as SCORING
+from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
+
+SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
+_WINDS = {name: number for number, name in codec._WINDS.items()}
+_MELDS = {name: number for number, name in codec._MELDS.items()}
+_TASKS = {name: number for number, name in codec.TASK_KINDS.items()}
+
+
+class LoggedTable:
+    """One engine table and its log, played by the baseline bot or by given actions."""
+
+    def __init__(
+        self,
+        profile: str = "duel",
+        *,
+        table_id: str | None = None,
+        players: tuple[tuple[str, int], tuple[str, int]] = (("alice", 5000), ("bob", 5000)),
+        fan_rate: int = 10,
+        **settings: Any,
+    ) -> None:
+        self.table_id = table_id or f"t-{secrets.token_hex(6)}"
+        self.engine = Table(RoomSettings(profile=profile, **settings))
+        self.rules = rules_pb2.RoomRules(profile=codec.PROFILE_ENUMS[profile], fan_rate=fan_rate)
+        self.players = [
+            rules_pb2.SeatPlayer(seat=SEATS[seat], player_id=player_id, carry=carry)
+            for seat, (player_id, carry) in enumerate(players)
+        ]
+        self.records: list[events_pb2.TableEventAppended] = []
+        self.hand_id = "table"
+        self._write([], self.engine.events[:1])
+
+    def _write(self, leading: list[server_state_pb2.TableLogRecord], events: list[Event]) -> None:
+        records = list(leading) + [
+            server_state_pb2.TableLogRecord(
+                engine_event=server_state_pb2.EngineEventRecord(
+                    kind=e.kind, seat=SEATS[e.seat] if e.seat >= 0 else 0, canonical_json=e.canonical()
+                )
+            )
+            for e in events
+        ]
+        for record in records:
+            sequence = len(self.records) + 1
+            self.records.append(
+                events_pb2.TableEventAppended(
+                    envelope=events_pb2.EventEnvelope(event_id=f"{self.table_id}/{self.hand_id}/{sequence}"),
+                    table_id=self.table_id,
+                    hand_id=self.hand_id,
+                    sequence=sequence,
+                    record=record,
+                )
+            )
+
+    def deal(self, seed: int | None = None) -> None:
+        number = self.engine.state.hand_number + 1
+        self.hand_id = f"{self.table_id}-h{number}"
+        events = self.engine.start_hand(secrets.randbits(64) if seed is None else seed)
+        begun = server_state_pb2.HandBegun(
+            hand_number=number,
+            rules=self.rules,
+            players=self.players,
+            multipliers=rules_pb2.Multipliers(fan_rate=self.rules.fan_rate),
+        )
+        self._write([server_state_pb2.TableLogRecord(hand_begun=begun)], events)
+
+    def play(self, action: Action | str) -> list[Event]:
+        action = Action.parse(action) if isinstance(action, str) else action
+        events = self.engine.apply(action)
+        applied = server_state_pb2.ActionApplied(seat=SEATS[action.seat], engine_action=str(action))
+        self._write([server_state_pb2.TableLogRecord(action_applied=applied)], events)
+        return events
+
+
+def bot_hand(table: LoggedTable, seed: int | None = None) -> dict[str, Any]:
+    """Deal and let the baseline bot play both seats through ``table.play`` until the hand ends."""
+    table.deal(seed)
+    while table.engine.outcome is None:
+        for seat in (0, 1):
+            legal = [a for a in table.engine.legal_actions(seat) if a.kind != "leave"]
+            if legal:
+                table.play(choose(table.engine.state, seat, table.engine.legal_actions(seat)))
+                break
+        else:
+            raise RuntimeError("nobody can act, yet the hand is not over")
+    return table.engine.outcome
+
+
+def hand_result(table: LoggedTable, result: dict[str, Any]) -> rules_pb2.HandResult:
+    """The ``HandResult`` of the hand just finished, as the table publishes it."""
+    message = rules_pb2.HandResult(
+        table_id=table.table_id,
+        hand_id=table.hand_id,
+        hand_number=result["hand"],
+        room_id="room-test",
+        rules=table.rules,
+        players=table.players,
+        dealer=SEATS[result["dealer"]],
+        outcome={"win": 1, "drawn": 2, "escape": 3}[result["outcome"]],
+        winner=SEATS[result["winner"]] if result["winner"] >= 0 else 0,
+        escaper=SEATS[result["escaper"]] if result["escaper"] >= 0 else 0,
+        multipliers=rules_pb2.Multipliers(
+            negotiated=result["negotiated"], progressive=result["progressive"], fan_rate=table.rules.fan_rate
+        ),
+        last_sequence=len(table.records),
+    )
+    if result["outcome"] == "win":
+        message.description.CopyFrom(description_message(result["description"]))
+    if "doubling" in result:
+        message.doubling.start_doubled.extend(SEATS[s] for s, chose in enumerate(result["doubling"]) if chose)
+        message.doubling.win_declines = result.get("win_doublings", 0)
+    task = result.get("task")
+    if task:
+        message.task.CopyFrom(
+            rules_pb2.HandTask(
+                kind=_TASKS[task["kind"]],
+                pattern=codec.pattern_enum(task["pattern"]) if task.get("pattern") else 0,
+                multiplier=task["multiplier"],
+                completed_by_winner=bool(result.get("task_completed")),
+            )
+        )
+    return message
+
+
+def description_message(description: dict[str, Any]) -> rules_pb2.HandDescription:
+    context = dict(description.get("context", {}))
+    message = rules_pb2.HandDescription(
+        profile=codec.PROFILE_ENUMS[description["profile"]],
+        concealed=description["concealed"],
+        win_tile=description["win_tile"],
+        self_drawn=bool(description.get("self_drawn")),
+    )
+    for meld in description.get("melds", []):
+        message.melds.add(kind=_MELDS[meld["kind"]], tiles=meld["tiles"])
+    out = message.context
+    for key, value in context.items():
+        if key in ("seat_wind", "round_wind"):
+            setattr(out, key, _WINDS[value])
+        elif key in ("flowers", "revealed_bonus_tiles"):
+            setattr(out, key, "".join(value))
+        elif key == "first_turn_win":
+            out.first_turn_win = rules_pb2.FirstTurnWin.Value(f"FIRST_TURN_WIN_{value.upper()}")
+        else:
+            setattr(out, key, bool(value))
+    return message
+
+
+def records_of(table: LoggedTable) -> list[LogRecord]:
+    return [codec.log_record(record) for record in table.records]
+
+
+def first_hand(profile: str, outcome: str, **settings: Any) -> tuple[LoggedTable, dict[str, Any]]:
+    """A fresh table whose first bot hand ends with ``outcome`` (seeds tried in order: deterministic)."""
+    for seed in range(1, 200):
+        table = LoggedTable(profile, **settings)
+        result = bot_hand(table, seed)
+        if result["outcome"] == outcome:
+            return table, result
+    raise AssertionError(f"no {profile} hand ended {outcome} in 200 seeds")
+
+
+def edited(result: rules_pb2.HandResult, change: Any) -> rules_pb2.HandResult:
+    copy = rules_pb2.HandResult()
+    copy.CopyFrom(result)
+    change(copy)
+    return copy
+
+
+# --- replay, in process --------------------------------------------------------------------------------
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_bot_hands_replay_to_their_results_hand_after_hand(profile: str) -> None:
+    table = LoggedTable(profile)
+    for number in range(1, 4):
+        result = bot_hand(table, seed=100 + number)
+        claim = codec.hand_claim(hand_result(table, result))
+        replayed = verify_hand(records_of(table), claim)
+        assert replayed.result == result
+        scored = ScoringCore().score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
+        if result["outcome"] == "win":
+            assert scored.evaluation is not None
+            assert scored.evaluation.total_fan == result["evaluation"]["total_fan"]
+        if profile == "duel":  # T7: the progressive multiplier doubles every hand of the pairing
+            assert claim.progressive == 2 ** (number - 1)
+
+
+def test_a_changed_win_tile_is_refused() -> None:
+    table, result = first_hand("duel", "win")
+    genuine = hand_result(table, result)
+    other = "1z" if genuine.description.win_tile != "1z" else "2z"
+    tampered = edited(genuine, lambda r: setattr(r.description, "win_tile", other))
+    with pytest.raises(ReplayMismatch, match="description"):
+        verify_hand(records_of(table), codec.hand_claim(tampered))
+
+
+def test_a_swapped_winner_is_refused() -> None:
+    table, result = first_hand("duel", "win")
+    loser = SEATS[1 - result["winner"]]
+    tampered = edited(hand_result(table, result), lambda r: setattr(r, "winner", loser))
+    with pytest.raises(ReplayMismatch, match="winner"):
+        verify_hand(records_of(table), codec.hand_claim(tampered))
+
+
+def test_a_rewritten_log_event_is_refused_at_its_sequence() -> None:
+    table, result = first_hand("duel", "win")
+    discard = next(r for r in table.records if r.record.engine_event.kind == "discarded")
+    text = discard.record.engine_event.canonical_json
+    tile = json.loads(text)["public"]["tile"]
+    swapped = "9m" if tile != "9m" else "1m"
+    discard.record.engine_event.canonical_json = text.replace(f'"tile":"{tile}"', f'"tile":"{swapped}"')
+    with pytest.raises(ReplayMismatch) as refused:
+        verify_hand(records_of(table), codec.hand_claim(hand_result(table, result)))
+    assert refused.value.sequence == discard.sequence
+
+
+def test_a_log_missing_an_action_is_refused() -> None:
+    table, result = first_hand("duel", "win")
+    claim = codec.hand_claim(hand_result(table, result))
+    records = records_of(table)
+    action = next(r for r in records if r.action and "discard" in r.action)
+    kept = [r for r in records if r is not action]
+    renumbered = [dataclasses.replace(r, sequence=n) for n, r in enumerate(kept, start=1)]
+    claim = dataclasses.replace(claim, last_sequence=len(renumbered))
+    with pytest.raises(ReplayMismatch):
+        verify_hand(renumbered, claim)
+
+
+def test_a_carry_other_than_the_hand_began_with_is_refused() -> None:
+    table, result = first_hand("duel", "win")
+    tampered = edited(hand_result(table, result), lambda r: setattr(r.players[0], "carry", 10**9))
+    with pytest.raises(ReplayMismatch, match="players"):
+        verify_hand(records_of(table), codec.hand_claim(tampered))
+
+
+def test_a_log_short_of_last_sequence_is_incomplete_not_refused() -> None:
+    table, result = first_hand("duel", "win")
+    claim = codec.hand_claim(hand_result(table, result))
+    with pytest.raises(LogIncomplete):
+        verify_hand(records_of(table)[:-3], claim)
+
+
+def test_escape_mid_hand_replays_and_costs_the_t10_h3_penalty() -> None:
+    table = LoggedTable("duel", players=(("alice", 5000), ("bob", 300)))
+    table.deal(seed=7)
+    for seat in (0, 1):
+        table.play(f"{seat} exchange []")
+    table.play("1 leave")  # T10: leaving during a hand is escape
+    result = table.engine.outcome
+    assert result is not None and result["outcome"] == "escape"
+    claim = codec.hand_claim(hand_result(table, result))
+    verify_hand(records_of(table), claim)
+    scored = ScoringCore().score(claim)
+    # H3: 64 fan × 1 × 1 × N=10 = 640, capped by the escaper's carry of 300.
+    assert (scored.settlement.payer, scored.settlement.payee) == ("bob", "alice")
+    assert (scored.settlement.fan_amount, scored.settlement.amount) == (640, 300)
+
+
+def test_a_drawn_hand_moves_nothing() -> None:
+    table, result = first_hand("erren", "drawn")
+    claim = codec.hand_claim(hand_result(table, result))
+    verify_hand(records_of(table), claim)
+    settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
+    assert not settlement.HasField("transfer") and not settlement.postings
+
+
+# --- the service on real NATS --------------------------------------------------------------------------
+async def write_log(bus: Bus, table: LoggedTable) -> None:
+    subject = subjects.table_log_subject(table.table_id)
+    for record in table.records:
+        await bus.publish(subject, record.SerializeToString(), msg_id=record.envelope.event_id)
+
+
+async def hand_ended(bus: Bus, result: rules_pb2.HandResult, event_id: str = "") -> None:
+    event = events_pb2.HandEnded(
+        envelope=events_pb2.EventEnvelope(event_id=event_id or f"hand_ended:{result.hand_id}"),
+        table_id=result.table_id,
+        hand_id=result.hand_id,
+        result=result,
+    )
+    await bus.publish_event(subjects.HAND_ENDED, event)
+
+
+async def stored(
+    bus: Bus, subject: str, message: type[Message], hand_id: str, *, within: float = 15
+) -> list[Any]:
+    """The events of ``hand_id`` stored on ``subject`` once at least one is there."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        subscription = await bus.js.pull_subscribe(subject, stream=subjects.SCORING_STREAM.name)
+        found = []
+        try:
+            while True:
+                batch = await subscription.fetch(100, timeout=0.3)
+                found += [e for e in (message.FromString(m.data) for m in batch) if e.hand_id == hand_id]
+        except (nats.errors.TimeoutError, TimeoutError):
+            pass
+        finally:
+            await subscription.unsubscribe()
+        if found or asyncio.get_running_loop().time() > deadline:
+            return found
+        await asyncio.sleep(0.2)
+
+
+async def start_scoring(start_service: Any, service_env: dict[str, str]) -> Any:
+    return await start_service(SCORING, ScoringConfig.from_env(service_env))
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_a_good_hand_is_scored_and_published_once(
+    bus: Bus, start_service: Any, service_env: dict[str, str]
+) -> None:
+    runtime = await start_scoring(start_service, service_env)
+    table, result = first_hand("duel", "win")
+    await write_log(bus, table)
+    genuine = hand_result(table, result)
+    await hand_ended(bus, genuine)
+    await hand_ended(bus, genuine, event_id="hand_ended:redelivered")  # a duplicate is harmless
+    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id)
+    await asyncio.sleep(0.5)  # room for a second, wrongly published settlement
+    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id)
+    assert len(scored) == 1
+    event = scored[0]
+    assert event.envelope.event_id == f"scoring:hand_scored:{genuine.hand_id}"
+    fan = result["evaluation"]["total_fan"]
+    assert event.evaluation.total_fan == fan
+    winner, loser = genuine.players[result["winner"]], genuine.players[1 - result["winner"]]
+    assert event.settlement.transfer.to_player_id == winner.player_id
+    assert event.settlement.transfer.amount == fan * 1 * 1 * 10  # H1 with N = 10
+    assert sum(p.amount for p in event.settlement.postings) == 0
+    assert {p.account for p in event.settlement.postings} == {
+        f"player:{winner.player_id}",
+        f"player:{loser.player_id}",
+    }
+    exposition = runtime.metrics.exposition().decode()
+    assert 'duel_scoring_hands_scored_total{outcome="win",profile="duel"} 2.0' in exposition
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_a_tampered_result_is_refused_with_the_event_and_the_metric(
+    bus: Bus, start_service: Any, service_env: dict[str, str]
+) -> None:
+    runtime = await start_scoring(start_service, service_env)
+    table, result = first_hand("duel", "win")
+    await write_log(bus, table)
+    genuine = hand_result(table, result)
+    other = "1z" if genuine.description.win_tile != "1z" else "2z"
+    await hand_ended(bus, edited(genuine, lambda r: setattr(r.description, "win_tile", other)))
+    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, genuine.hand_id)
+    assert len(rejected) == 1 and "win_tile" in rejected[0].reason
+    assert "duel_scoring_replay_rejected_total 1.0" in runtime.metrics.exposition().decode()
+    assert not await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id, within=0)
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_an_escape_publishes_the_penalty_for_the_wallet(
+    bus: Bus, start_service: Any, service_env: dict[str, str]
+) -> None:
+    await start_scoring(start_service, service_env)
+    table = LoggedTable("duel")
+    table.deal(seed=11)
+    table.play("0 leave")
+    await write_log(bus, table)
+    escaped = hand_result(table, table.engine.outcome or {})
+    await hand_ended(bus, escaped)
+    penalties = await stored(bus, subjects.ESCAPE_PENALTY, events_pb2.EscapePenalty, escaped.hand_id)
+    assert [(p.escaper_player_id, p.opponent_player_id, p.amount) for p in penalties] == [
+        ("alice", "bob", 640)
+    ]
