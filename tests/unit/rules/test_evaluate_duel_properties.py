@@ -10,12 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from duelmahjong.rules.analysis import is_winning
+from duelmahjong.rules.analysis import decompositions, is_winning
+from duelmahjong.rules.arrangement import _standard_readings
 from duelmahjong.rules.catalogue_duel import DUEL
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import InvalidHandError
 from duelmahjong.rules.evaluate import evaluate
-from duelmahjong.rules.tiles import format_tiles
+from duelmahjong.rules.tiles import format_tiles, parse_tiles
 
 # --- properties -----------------------------------------------------------------------------------------
 MELD_KINDS_OF = {"chow": ("chi",), "pung": ("pong", "exposed_kong", "concealed_kong", "added_kong")}
@@ -101,3 +102,32 @@ def test_evaluate_raises_exactly_when_the_tiles_do_not_win(kinds: list[int]) -> 
     else:
         with pytest.raises(InvalidHandError, match="not a winning hand"):
             evaluate(desc)
+
+
+def _as_readings(decompositions: list[Any]) -> set[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    return {
+        (
+            d.pair,
+            tuple(sorted(b.tile for b in d.blocks if b.kind == "chow")),
+            tuple(sorted(b.tile for b in d.blocks if b.kind == "pung")),
+        )
+        for d in decompositions
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.randoms(use_true_random=False))
+def test_arrangement_readings_are_the_analysis_decompositions(rng: random.Random) -> None:
+    # The evaluator reads the per-suit tables itself (memoised); it must find exactly what
+    # analysis.decompositions finds, for winning hands and for arbitrary 14-tile hands alike.
+    if rng.random() < 0.5:
+        data = random_winning_hand(rng)
+        kinds = [*parse_tiles(data["concealed"]), *parse_tiles(data["win_tile"])]
+        kinds += [kind for meld in data["melds"] for kind in parse_tiles(meld["tiles"])][: 14 - len(kinds)]
+    else:
+        wall = [kind for kind in range(34) for _ in range(4)]
+        kinds = rng.sample(wall, 14)
+    counts = [kinds.count(kind) for kind in range(34)]
+    if max(counts) > 4:
+        return
+    assert set(_standard_readings(counts)) == _as_readings(decompositions(counts))
