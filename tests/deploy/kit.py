@@ -223,6 +223,11 @@ def address_variables() -> dict[str, str]:
 
 def requires_database(service: str) -> bool:
     """Whether the service's own config class says it keeps data in Postgres."""
+    return bool(config_class(service).REQUIRES_DATABASE)
+
+
+def config_class(service: str) -> type:
+    """The service's own ServiceConfig subclass (services/<name>/config.py)."""
     import importlib
 
     from duelmahjong.platform.config import ServiceConfig
@@ -235,4 +240,11 @@ def requires_database(service: str) -> bool:
         and issubclass(value, ServiceConfig)
         and value.__module__ == module.__name__
     ]
-    return bool(config.REQUIRES_DATABASE)
+    return config
+
+
+def known_variables(service: str) -> set[str]:
+    """What a service's environment may hold: its settings, plus the addresses `make run` passes to
+    every service (not every service reads all of them)."""
+    settings = {variable for variable, _default, _help in config_class(service).settings_table()}
+    return settings | set(address_variables().values())

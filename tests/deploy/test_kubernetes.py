@@ -221,3 +221,22 @@ def test_only_services_that_keep_data_get_and_reach_postgres(
         assert ("DATABASE_URL" in env) == wants_db, workload["metadata"]["name"]
         assert kit.egress_allowed(policies, template, 5432) == wants_db, workload["metadata"]["name"]
         assert kit.egress_allowed(policies, template, 4222), workload["metadata"]["name"]
+
+
+# Set for $(VAR) expansion in other variables (the table's advertised address), read by no config.
+DOWNWARD_API = {"POD_NAME", "POD_NAMESPACE"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_variable_a_service_gets_is_a_setting_it_reads(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    for workload in kit.duel_workloads(docs):
+        name = workload["metadata"]["name"]
+        (container,) = workload["spec"]["template"]["spec"]["containers"]
+        given = {env["name"] for env in container.get("env", [])}
+        for source in container.get("envFrom", []):
+            given |= set(kit.find(docs, "ConfigMap", source["configMapRef"]["name"])["data"])
+        unknown = given - kit.known_variables(name) - DOWNWARD_API
+        assert not unknown, f"{name} is given variables no setting reads: {sorted(unknown)}"
