@@ -1,5 +1,15 @@
 """The wallet's SQL statements (schema: migrations/001_ledger.sql), kept apart from the logic."""
 
+# The command's accounts locked first, in a statement of their own. In READ COMMITTED a statement that
+# waits for a row lock gets the locked rows' new versions but reads every other table (the holds) as
+# of its own start: a fee and a hand transfer of the same player settled concurrently would then write
+# back a stale hold (a lost update; seen end to end as a negative `held` on release). The load below
+# starts after the locks are held, so it sees everything committed before them.
+LOCK_ACCOUNT_ROWS = """
+SELECT id FROM wallet.accounts
+WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
+ORDER BY id FOR UPDATE
+"""
 # The command's accounts, locked in account-id order (a fixed order: concurrent transactions never
 # deadlock), with each player's open hold (one at a time) and any hold of theirs in the command's
 # pairing — given ($3), or the pairing of the command's table ($4) — released or not. One round trip.

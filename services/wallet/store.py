@@ -111,9 +111,9 @@ class WalletStore:
 
     async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
         players = sorted(set(command.players()))
-        rows = await conn.fetch(
-            sql.LOCK_ACCOUNTS, players, [h.value for h in command.houses], command.pairing, command.table
-        )
+        houses = [h.value for h in command.houses]
+        await conn.execute(sql.LOCK_ACCOUNT_ROWS, players, houses)  # before the load: see sql.py
+        rows = await conn.fetch(sql.LOCK_ACCOUNTS, players, houses, command.pairing, command.table)
         accounts: dict[int, AccountState] = {}
         holds: list[HoldState] = []
         for row in rows:
