@@ -12,52 +12,35 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2, tiles_pb2
 from services.scoring.core import Breakdown, HandClaim, SeatClaim, SettlementFigures, TaskClaim
 from services.scoring.replay import HandBegunFacts, LogRecord
 
-PROFILE_NAMES = {rules_pb2.PROFILE_DUEL: "duel", rules_pb2.PROFILE_ERREN: "erren"}
+
+def _enum_words(enum: EnumTypeWrapper, prefix: str) -> dict[int, str]:
+    """An enum's values by their names in the rules' words: ``WIND_EAST`` → ``"east"``."""
+    return {v.number: v.name.removeprefix(prefix).lower() for v in enum.DESCRIPTOR.values if v.number}
+
+
+PROFILE_NAMES = _enum_words(rules_pb2.Profile, "PROFILE_")
 PROFILE_ENUMS = {name: number for number, name in PROFILE_NAMES.items()}
 SEATS = {rules_pb2.SEAT_FIRST: 0, rules_pb2.SEAT_SECOND: 1}
 SEAT_ENUMS = {seat: number for number, seat in SEATS.items()}
-OUTCOMES = {
-    rules_pb2.HAND_OUTCOME_WIN: "win",
-    rules_pb2.HAND_OUTCOME_DRAWN: "drawn",
-    rules_pb2.HAND_OUTCOME_ESCAPE: "escape",
+OUTCOMES = _enum_words(rules_pb2.HandOutcome, "HAND_OUTCOME_")  # win, drawn, escape
+TASK_KINDS = _enum_words(rules_pb2.TaskKind, "TASK_KIND_") | {
+    rules_pb2.TASK_KIND_DOUBLING: "double"  # the engine's name of the 加倍 task (T8)
 }
-TASK_KINDS = {
-    rules_pb2.TASK_KIND_PONG: "pong",
-    rules_pb2.TASK_KIND_PATTERN: "pattern",
-    rules_pb2.TASK_KIND_KONG: "kong",
-    rules_pb2.TASK_KIND_DOUBLING: "double",  # the engine's name of the 加倍 task (T8)
-}
-_WINDS = {
-    rules_pb2.WIND_EAST: "east",
-    rules_pb2.WIND_SOUTH: "south",
-    rules_pb2.WIND_WEST: "west",
-    rules_pb2.WIND_NORTH: "north",
-}
-_MELDS = {
-    tiles_pb2.MELD_KIND_CHI: "chi",
-    tiles_pb2.MELD_KIND_PONG: "pong",
-    tiles_pb2.MELD_KIND_EXPOSED_KONG: "exposed_kong",
-    tiles_pb2.MELD_KIND_CONCEALED_KONG: "concealed_kong",
-    tiles_pb2.MELD_KIND_ADDED_KONG: "added_kong",
-}
-_CONTEXT_FLAGS = (
-    "dealer",
-    "declared_ready",
-    "declared_first_turn",
-    "first_turn_after_declare",
-    "last_wall_tile",
-    "last_discard",
-    "after_kong",
-    "after_flower_replacement",
-    "robbing_kong",
-    "fourth_tile_visible",
-    "extra_draw_after_exhaustion",
+WINDS = _enum_words(rules_pb2.Wind, "WIND_")
+MELD_KINDS = _enum_words(tiles_pb2.MeldKind, "MELD_KIND_")  # chi, pong, exposed_kong…
+FIRST_TURN_WINS = _enum_words(rules_pb2.FirstTurnWin, "FIRST_TURN_WIN_")
+# The context keys RULES.md §7 makes true/false: the contract's bool fields of HandContext.
+_CONTEXT_FLAGS = tuple(
+    f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
 )
 _POSTING_REASONS = {
     "hand": rules_pb2.POSTING_REASON_HAND_TRANSFER,
@@ -85,7 +68,7 @@ def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
     """RULES.md §7 JSON of a described hand; the rules library validates the rest."""
     melds = []
     for index, meld in enumerate(hand.melds):
-        kind = _MELDS.get(meld.kind)
+        kind = MELD_KINDS.get(meld.kind)
         if kind is None:
             raise InvalidArgument(f"melds[{index}] needs a kind (MELD_KIND_CHI … MELD_KIND_ADDED_KONG)")
         melds.append({"kind": kind, "tiles": meld.tiles})
@@ -94,15 +77,14 @@ def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
     for key in ("seat_wind", "round_wind"):
         wind = getattr(source, key)
         if wind:
-            if wind not in _WINDS:
+            if wind not in WINDS:
                 raise InvalidArgument(f"context.{key} {wind} is not a wind")
-            context[key] = _WINDS[wind]
+            context[key] = WINDS[wind]
     for key in ("flowers", "revealed_bonus_tiles"):
         if getattr(source, key):
             context[key] = getattr(source, key)
     if source.first_turn_win:
-        name = rules_pb2.FirstTurnWin.Name(source.first_turn_win)
-        context["first_turn_win"] = name.removeprefix("FIRST_TURN_WIN_").lower()
+        context["first_turn_win"] = FIRST_TURN_WINS.get(source.first_turn_win, "unknown")
     out: dict[str, Any] = {
         "profile": profile_name(hand.profile),
         "concealed": hand.concealed,
