@@ -63,7 +63,7 @@ _HIDDEN_PUNG = tuple(WinSet("pung", tile, True) for tile in range(34))
 _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: completed by a discard
 
 
-# Per-suit readings (R's precomputed tables) turned into absolute chow/pung tiles, memoised per key.
+# Per-suit readings of the precomputed tables (tables.py) turned into absolute chow/pung tiles.
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
 _SUIT_READINGS = get_tables().suit_readings
 _HONOR_READINGS = get_tables().honor_readings
