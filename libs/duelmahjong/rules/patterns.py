@@ -72,6 +72,9 @@ class Pattern:
         return self.limit_tier if self.limit_tier is not None else self.fan
 
 
+_MEMO_LIMIT = 1 << 14
+
+
 def always(arrangement: Arrangement) -> int:
     """The ``detect`` of a pattern its required facts define completely (e.g. 门清 = ``concealed``)."""
     return 1
@@ -193,7 +196,8 @@ class Catalogue:
                 for p in self.evaluation_order
                 if masks[p.id] & facts == masks[p.id]
             )
-            self._candidates[facts] = found
+            if len(self._candidates) < _MEMO_LIMIT:  # real hands use a few hundred facts values
+                self._candidates[facts] = found
         return found
 
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
