@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,11 @@ _KEYS = ["profile", "concealed", "melds", "win_tile", "self_drawn", "context", "
 def test_any_json_object_gets_a_result_or_an_error_never_a_crash(data: dict[str, object]) -> None:
     (out,) = _score(json.dumps(data).encode() + b"\n")
     assert set(out) == {"error"} or set(out) == set(NINE_GATES_OUT)
+
+
+def test_readme_example_shows_what_duel_score_prints() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"^\$ echo '(.+)' \| \.venv/bin/duel score\n(.+)$", readme, re.M)
+    assert match, "README lost its duel score example"
+    (out,) = _score(match.group(1).encode() + b"\n")
+    assert out == json.loads(match.group(2))
