@@ -104,11 +104,12 @@ def checked_records(records: Sequence[LogRecord], claim: HandClaim) -> list[LogR
 def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
     """Replay the hand ``claim`` describes from ``records`` (the table's log); see the module doc."""
     log = checked_records(records, claim)
-    starts = [r for r in log if r.canonical and _event(r).kind == "hand_started"]
+    events = {r.sequence: _event(r) for r in log if r.canonical}  # each record parsed once
+    starts = [sequence for sequence, event in events.items() if event.kind == "hand_started"]
     if not starts:
         raise ReplayMismatch("the log up to last_sequence starts no hand")
-    start = starts[-1]
-    prior = [_event(r) for r in log if r.canonical and r.sequence < start.sequence]
+    start = log[starts[-1] - 1]  # sequences are 1..n without gaps
+    prior = [event for sequence, event in events.items() if sequence < start.sequence]
     try:
         table = Table.replay(prior)
     except EngineError as err:
@@ -120,7 +121,7 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
                 f"record {record.sequence} belongs to hand {record.hand_id}", record.sequence
             )
     logged = [r for r in hand if r.canonical]
-    produced = _deal_again(table, _event(start), start.sequence)
+    produced = _deal_again(table, events[start.sequence], start.sequence)
     for record in hand:
         if record.action:
             produced.extend(_apply(table, record))
