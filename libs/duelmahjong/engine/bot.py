@@ -10,13 +10,13 @@ concealed when it does not raise it; keep the dealt hand, decline doubling, offe
 
 from __future__ import annotations
 
+from itertools import combinations
+
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.legal import shanten_after_discards
 from duelmahjong.engine.state import TableState
 from duelmahjong.rules.analysis import shanten, waits
-
-_DECLINE_FIRST = (A.EXCHANGE, A.DECLINE_DOUBLING, A.COLLECT)
 
 
 def _isolation(counts: list[int], kind: int) -> int:
@@ -48,9 +48,14 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
     for kind in (A.SELF_DRAW_WIN, A.WIN):
         if kind in by_kind:
             return by_kind[kind][0]
-    for kind in _DECLINE_FIRST:
-        if kind in by_kind:
-            return Action(seat, kind)
+    if A.EXCHANGE in by_kind:
+        return Action(seat, A.EXCHANGE)  # keep the dealt hand
+    if A.CHOOSE_DOUBLING in by_kind:  # 开始加倍 before the deal: only the dealer (14 tiles, first move)
+        return by_kind[A.CHOOSE_DOUBLING if seat == state.dealer else A.DECLINE_DOUBLING][0]
+    if A.GUESS_BIG in by_kind:
+        # T12: big is right with probability 105/216 and pays 2–5 times (3.5 on average), wrong loses
+        # the winnings once: 0.486 × 3.5 − 0.514 > 0, so guessing beats collecting.
+        return by_kind[A.GUESS_BIG][0]
     profile = state.settings.profile
     counts = state.hands[seat]
     melded = state.melded_tiles(seat)
@@ -67,9 +72,52 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
             return best[1]
     if A.PASS in by_kind:
         return by_kind[A.PASS][0]
-    if A.GUESS_SMALL in by_kind:
-        return Action(seat, A.COLLECT)
     return next(a for a in legal if a.kind != A.LEAVE)
+
+
+def _trade(
+    state: TableState,
+    seat: int,
+    by_kind: dict[str, list[Action]],
+    counts: list[int],
+    melded: list[int],
+    current: int,
+) -> Action | None:
+    """Take a T5 offer or use 偷天换日 (T6) when it lowers shanten; else None."""
+    profile = state.settings.profile
+
+    def after(give: list[int], take: list[int]) -> int:
+        work = list(counts)
+        for tile in give:
+            work[tile] -= 1
+        for tile in take:
+            work[tile] += 1
+        return shanten(work, profile=profile, melded_tiles=melded)
+
+    if A.TAKE_TRIPLET in by_kind:
+        triplet = [state.offer_tile] * 3
+        # Give back three of the least connected tiles: every choice among the five least connected.
+        loose = sorted(
+            (t for t in range(34) for _ in range(counts[t]) if t != state.offer_tile),
+            key=lambda t: -_isolation(counts, t),
+        )[:5]
+        gives = {tuple(sorted(c)) for c in combinations(loose, 3)}
+        if gives:
+            give = min(sorted(gives), key=lambda g: after(list(g), triplet))
+            if after(list(give), triplet) < current:
+                return Action(seat, A.TAKE_TRIPLET, tiles=give)
+    if A.RUB in by_kind:
+        drawn = state.last_draw
+        best = min(by_kind[A.RUB], key=lambda a: after([drawn], [a.tile]))
+        if after([drawn], [best.tile]) < current:
+            return best
+    if A.SWAP_ITEM in by_kind:
+        worst = max((t for t in range(34) if counts[t]), key=lambda t: _isolation(counts, t))
+        targets = sorted({a.target for a in by_kind[A.SWAP_ITEM]})
+        best_target = min(targets, key=lambda u: after([worst], [u])) if targets else -1
+        if best_target >= 0 and best_target != worst and after([worst], [best_target]) < current:
+            return Action(seat, A.SWAP_ITEM, worst, target=best_target)
+    return None
 
 
 def _after_claim(profile: str, counts: list[int], melded: list[int], action: Action, discard: int) -> int:
@@ -82,8 +130,10 @@ def _after_claim(profile: str, counts: list[int], melded: list[int], action: Act
         meld = [discard] * (4 if action.kind == A.KONG else 3)
     for tile in used:
         work[tile] -= 1
-    # After a pong or chi the hand is 3k+2 (a discard follows); after a kong 3k+1 (a draw follows).
-    return shanten(work, profile=profile, melded_tiles=melded + meld)
+    # After a pong or chi the hand is 3k+2 and a discard follows: a complete shape (-1) still leaves it
+    # only ready (0) once the discard is made. After a kong the hand is 3k+1 and a draw follows.
+    after = shanten(work, profile=profile, melded_tiles=melded + meld)
+    return after if action.kind == A.KONG else max(after, 0)
 
 
 def _turn(
@@ -101,6 +151,9 @@ def _turn(
         if best_ready is not None and best_ready[0] > 0:
             return best_ready[1]
     current = shanten(counts, profile=profile, melded_tiles=melded)
+    trade = _trade(state, seat, by_kind, counts, melded, current)
+    if trade is not None:
+        return trade
     for action in by_kind.get(A.CONCEALED_KONG, []) + by_kind.get(A.ADDED_KONG, []):
         work = list(counts)
         work[action.tile] -= 4 if action.kind == A.CONCEALED_KONG else 1
