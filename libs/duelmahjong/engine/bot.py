@@ -2,10 +2,11 @@
 disconnects), load tests and the demo.
 
 Policy: always win when allowed (legality already includes the room's minimum fan); declare ready
-when a discard leaves the hand ready (the discard with the most live waits); otherwise discard the
-tile that leaves the lowest shanten, ties broken by the most live waits when ready and then by
-discarding the least connected tile; claim (pong, chi, kong) only when that lowers shanten, kong
-concealed when it does not raise it; keep the dealt hand, decline doubling, offers and 猜大小.
+when a discard leaves the hand ready (the discard with the most live waits); take a T5 offer or use
+偷天换日 when it lowers shanten; otherwise discard the tile that leaves the lowest shanten, ties broken by
+the most live waits when ready and then by the least connected tile; claim (pong, chi, kong) only when
+that lowers shanten (judged after the discard that follows), kong concealed when it does not raise it;
+keep the dealt hand; double (开始加倍) only as dealer; guess big at 猜大小 (positive expectation).
 """
 
 from __future__ import annotations
