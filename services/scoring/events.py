@@ -62,7 +62,10 @@ class TableLogReader:
         self._fetch_seconds = fetch_seconds
 
     async def read(self, table_id: str, last_sequence: int) -> list[LogRecord]:
-        subject = subjects.table_log_subject(table_id)
+        try:
+            subject = subjects.table_log_subject(table_id)
+        except ValueError as err:  # an id no table could have logged under
+            raise ReplayMismatch(str(err)) from None
         js = self._bus.js
         try:
             end = (await js.get_last_msg(self._stream, subject)).seq or 0
@@ -85,7 +88,7 @@ class TableLogReader:
                 while True:
                     messages = await subscription.fetch(self._batch, timeout=self._fetch_seconds)
                     for message in messages:
-                        appended = events_pb2.TableEventAppended.FromString(message.data)
+                        appended = _appended(message)
                         if appended.sequence <= last_sequence:
                             records.append(codec.log_record(appended))
                         if appended.sequence >= last_sequence or message.metadata.sequence.stream >= end:
@@ -99,6 +102,14 @@ class TableLogReader:
                 await js.delete_consumer(self._stream, name)
             except nats.js.errors.NotFoundError:
                 pass
+
+
+def _appended(message: Msg) -> events_pb2.TableEventAppended:
+    try:
+        return events_pb2.TableEventAppended.FromString(message.data)
+    except DecodeError:
+        stream_sequence = message.metadata.sequence.stream
+        raise ReplayMismatch(f"the log's message {stream_sequence} is not a TableEventAppended") from None
 
 
 def _envelope(kind: str, hand_id: str, producer: str) -> events_pb2.EventEnvelope:

@@ -412,3 +412,19 @@ async def test_an_escape_publishes_the_penalty_for_the_wallet(
     assert [(p.escaper_player_id, p.opponent_player_id, p.amount) for p in penalties] == [
         ("alice", "bob", 640)
     ]
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_a_hand_without_a_log_is_refused_and_garbage_is_dropped(
+    bus: Bus, start_service: Any, service_env: dict[str, str]
+) -> None:
+    config = ScoringConfig.from_env({**service_env, "SCORING_LOG_WAIT_DELIVERIES": "1"})
+    runtime = await start_service(SCORING, config)
+    await bus.publish(subjects.HAND_ENDED, b"\x0a\x05ab", msg_id=f"garbage-{secrets.token_hex(4)}")
+    table, result = first_hand("duel", "win")  # played, but its log never reaches NATS
+    unlogged = hand_result(table, result)
+    await hand_ended(bus, unlogged)
+    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, unlogged.hand_id)
+    assert len(rejected) == 1 and "before" in rejected[0].reason
+    assert metric(runtime, "duel_scoring_malformed_events_total") >= 1
