@@ -11,8 +11,10 @@ them for hidden information).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -45,7 +47,18 @@ class PlayOutcome:
     rejections: list[table_pb2.ActionRejected] = field(default_factory=list)
     settlements: list[play_pb2.HandSettled] = field(default_factory=list)
     reveals: list[play_pb2.HandRevealed] = field(default_factory=list)
+    # The engine's "won" event as this seat saw it (SeatEvent.detail_json): description and
+    # evaluation of each won hand, by hand number.
+    wins: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: int = 0
+
+
+def win_detail(event: play_pb2.SeatEvent) -> dict[str, Any] | None:
+    """The engine's public "won" record (winning hand and its evaluation), if ``event`` is one."""
+    if not event.detail_json or '"won"' not in event.detail_json:
+        return None
+    detail = json.loads(event.detail_json)
+    return detail if detail.get("kind") == "won" else None
 
 
 def continue_action() -> play_pb2.Action | None:
@@ -66,13 +79,19 @@ def _kind(name: str) -> int:
 ACTION_KIND_CONTINUE = _kind("ACTION_KIND_CONTINUE")
 
 
+def _decision_key(legal: play_pb2.LegalActions) -> tuple[int, bytes]:
+    """One decision: the sequence it follows and what it offers (deadlines aside), answered once."""
+    choices = play_pb2.LegalActions(actions=legal.actions)
+    return legal.sequence, choices.SerializeToString(deterministic=True)
+
+
 class _Seat:
     def __init__(self, ready: mm.TableReady, policy: Policy, plan: MatchPlan) -> None:
         self.ready, self.policy, self.plan = ready, policy, plan
         self.outcome = PlayOutcome(table_id=ready.table_id)
         self.view: play_pb2.SeatView | None = None
         self.last_seen = 0
-        self.answered: set[int] = set()
+        self.answered: set[tuple[int, bytes]] = set()
         self.client_action_id = 0
         self.hand_number = 0
         self.actions_this_hand = 0
@@ -115,12 +134,15 @@ class _Seat:
                 default, self.pending_default = self.pending_default, None
                 return self.request(default)
             if rejected.view.HasField("legal_actions"):
-                self.answered.discard(rejected.view.legal_actions.sequence)
+                self.answered.discard(_decision_key(rejected.view.legal_actions))
                 return self._decide(rejected.view.legal_actions)
         return None
 
     def _event(self, event: play_pb2.SeatEvent) -> None:
         self.last_seen = max(self.last_seen, event.sequence)
+        detail = win_detail(event)
+        if detail is not None:
+            self.outcome.wins[self.hand_number] = detail
         which = event.WhichOneof("kind")
         if which == "hand_started":
             self.hand_number = event.hand_started.hand_number
@@ -135,9 +157,10 @@ class _Seat:
         return None
 
     def _decide(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest | None:
-        if legal.sequence in self.answered or self.view is None or not legal.actions:
+        key = _decision_key(legal)
+        if key in self.answered or self.view is None or not legal.actions:
             return None
-        self.answered.add(legal.sequence)
+        self.answered.add(key)
         kinds = {entry.kind for entry in legal.actions}
         if ACTION_KIND_CONTINUE in kinds or (play_pb2.ACTION_KIND_LEAVE in kinds and len(kinds) == 1):
             return self._between_hands(legal)

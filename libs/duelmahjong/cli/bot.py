@@ -1,0 +1,79 @@
+"""``duel bot --room R``: play as a bot client over gRPC, exactly as a game client would.
+
+Logs in as a guest at the wallet, queues in the room at matchmaking (negotiating T7 with
+``--multiplier``), plays the table with the baseline bot policy for ``--hands`` hands and leaves.
+Addresses: ``--wallet`` / ``--matchmaking``, else ``WALLET_ADDRESS`` / ``MATCHMAKING_ADDRESS``, else
+the state file of ``make run``. ``--verbose`` prints the play as it happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+import grpc
+
+from duelmahjong.client.narrate import Narrator
+from duelmahjong.client.play import MatchPlan
+from duelmahjong.client.policy import BaselineBot
+from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--room", required=True, help="room id (see ListRooms)")
+    parser.add_argument("--name", default="bot", help="display name (default bot)")
+    parser.add_argument(
+        "--carry", type=int, default=0, help="carry (default: the room's maximum you can afford)"
+    )
+    parser.add_argument("--hands", type=int, default=1, help="hands to play before leaving (default 1)")
+    parser.add_argument(
+        "--multiplier", type=int, choices=(1, 2, 5, 10), default=1, help="T7 proposal if first"
+    )
+    parser.add_argument("--verbose", action="store_true", help="print the play as it happens")
+    parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
+    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
+    parser.add_argument(
+        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    addresses = service_addresses(
+        args.state_file, overrides={"wallet": args.wallet, "matchmaking": args.matchmaking}
+    )
+    if not addresses["wallet"] or not addresses["matchmaking"]:
+        print("no wallet/matchmaking address: start a stack with `make run` or give --wallet/--matchmaking")
+        return 2
+    try:
+        return asyncio.run(_play(args, str(addresses["wallet"]), str(addresses["matchmaking"])))
+    except QueueEnded as err:
+        print(f"no table: {err}", file=sys.stderr)
+        return 1
+    except grpc.RpcError as err:
+        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+        return 1
+
+
+async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
+    async with DuelClient(wallet=wallet, matchmaking=matchmaking) as client:
+        player = await client.login(args.name)
+        rooms = {room.room_id: room for room in await client.rooms()}
+        if args.room not in rooms:
+            print(f"no room {args.room!r}; rooms: {', '.join(sorted(rooms))}", file=sys.stderr)
+            return 2
+        rules = rooms[args.room].rules
+        available = (await client.balance()).available
+        carry = args.carry or max(rules.carry_min, min(rules.carry_max, available - rules.fee))
+        print(f"{args.name} ({player}) queues in {args.room} with carry {carry}", flush=True)
+        ready = await client.find_table(args.room, carry, multiplier=args.multiplier)
+        print(f"table {ready.table_id} at {ready.address}", flush=True)
+        watch = Narrator({0: "first", 1: "second"}) if args.verbose else None
+        outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=args.hands), watch=watch)
+        balance = (await client.balance()).balance
+        print(
+            f"played {outcome.hands_settled} hand(s); table ended: {outcome.ended_reason}; balance {balance}"
+        )
+        return 0

@@ -1,0 +1,168 @@
+"""Readable lines for what one seat receives on its Play stream (the demo prints them).
+
+Draws are hidden: even the watching seat's own draws print as "draws a tile". Discards, melds, 报听,
+the revealed winning hand with its breakdown and the prestige moved are shown; and :func:`hand_summary`
+turns a revealed + settled hand into the demo's JSON record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from duelmahjong.client.play import win_detail
+from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, tiles_pb2
+
+_OUTCOMES = {
+    rules_pb2.HAND_OUTCOME_WIN: "win",
+    rules_pb2.HAND_OUTCOME_DRAWN: "drawn",
+    rules_pb2.HAND_OUTCOME_ESCAPE: "escape",
+}
+_MELDS = {
+    tiles_pb2.MELD_KIND_CHI: "chi",
+    tiles_pb2.MELD_KIND_PONG: "pong",
+    tiles_pb2.MELD_KIND_EXPOSED_KONG: "kong",
+    tiles_pb2.MELD_KIND_CONCEALED_KONG: "concealed kong",
+    tiles_pb2.MELD_KIND_ADDED_KONG: "added kong",
+}
+
+
+def seat_index(seat: int) -> int:
+    return 0 if seat == rules_pb2.SEAT_FIRST else 1
+
+
+def pattern_id(pattern: rules_pb2.PatternScore) -> str:
+    return rules_pb2.PatternId.Name(pattern.id).removeprefix("PATTERN_ID_").lower()
+
+
+def winning_hand(description: rules_pb2.HandDescription | Mapping[str, Any]) -> str:
+    """``123m [555z] + 4m (self-drawn)`` from the contract's description or the engine's JSON one."""
+    if isinstance(description, rules_pb2.HandDescription):
+        concealed, win_tile, self_drawn = description.concealed, description.win_tile, description.self_drawn
+        melds = [m.tiles for m in description.melds]
+    else:
+        concealed, win_tile = description.get("concealed", ""), description.get("win_tile", "")
+        self_drawn = bool(description.get("self_drawn"))
+        melds = [m.get("tiles", "") for m in description.get("melds", [])]
+    shown = " ".join([concealed, *(f"[{tiles or '????'}]" for tiles in melds)])
+    return f"{shown} + {win_tile} ({'self-drawn' if self_drawn else 'on a discard'})"
+
+
+def _patterns(
+    revealed: play_pb2.HandRevealed, won: Mapping[str, Any] | None
+) -> tuple[list[dict[str, Any]], int]:
+    if revealed.evaluation.patterns:
+        patterns = [
+            {"id": pattern_id(p), "name_zh": p.name_zh, "fan": p.fan} for p in revealed.evaluation.patterns
+        ]
+        return patterns, revealed.evaluation.total_fan
+    evaluation = (won or {}).get("evaluation") or {}
+    patterns = [
+        {"id": p["id"], "name_zh": p["name_zh"], "fan": p["fan"]} for p in evaluation.get("patterns", [])
+    ]
+    return patterns, int(evaluation.get("total_fan", 0))
+
+
+def hand_summary(
+    revealed: play_pb2.HandRevealed,
+    settled: play_pb2.HandSettled | None,
+    players: Mapping[int, str],
+    won: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One hand as the demo's JSON reports it (``won``: the engine's "won" record of the hand)."""
+    outcome = _OUTCOMES.get(revealed.outcome, "unknown")
+    patterns, total_fan = _patterns(revealed, won) if outcome == "win" else ([], 0)
+    description = revealed.description if revealed.description.win_tile else (won or {}).get("description")
+    record: dict[str, Any] = {
+        "outcome": outcome,
+        "winner": players.get(seat_index(revealed.winner)) if outcome == "win" else None,
+        "escaper": players.get(seat_index(revealed.escaper)) if outcome == "escape" else None,
+        "total_fan": total_fan,
+        "patterns": patterns,
+        "winning_hand": winning_hand(description) if outcome == "win" and description else None,
+        "transfer": 0,
+    }
+    if settled is not None:
+        settlement = settled.settlement
+        record["transfer"] = settlement.transfer.amount
+        record["from"] = settlement.transfer.from_player_id or None
+        record["to"] = settlement.transfer.to_player_id or None
+        record["multipliers"] = {
+            "negotiated": settlement.multipliers.negotiated,
+            "progressive": settlement.multipliers.progressive,
+            "fan_rate": settlement.multipliers.fan_rate,
+        }
+        record["balances"] = {
+            players.get(seat_index(b.seat), str(b.seat)): b.balance for b in settled.balances
+        }
+    return record
+
+
+class Narrator:
+    """Prints one seat's stream as the hands go; ``names`` maps seat index → a display name."""
+
+    def __init__(self, names: Mapping[int, str], say: Callable[[str], None] = print) -> None:
+        self.names = names
+        self.say = say
+
+    def __call__(self, response: table_pb2.PlayResponse) -> None:
+        if response.WhichOneof("kind") != "event":
+            return
+        event = response.event
+        won = win_detail(event)
+        if won is not None:
+            self._won(won)
+        which = event.WhichOneof("kind")
+        handler = getattr(self, f"_{which}", None)
+        if handler is not None:
+            handler(getattr(event, which))
+
+    def _won(self, won: Mapping[str, Any]) -> None:
+        self.say(
+            f"   {self.names.get(int(won['seat']), '?')} wins: {winning_hand(won.get('description') or {})}"
+        )
+        evaluation = won.get("evaluation") or {}
+        for pattern in evaluation.get("patterns", []):
+            self.say(f"      {pattern['name_zh']} {pattern['id']} {pattern['fan']}")
+        self.say(f"      total {evaluation.get('total_fan', 0)} fan")
+
+    def _name(self, seat: int) -> str:
+        return self.names.get(seat_index(seat), "?")
+
+    def _hand_started(self, started: play_pb2.HandStarted) -> None:
+        m = started.multipliers
+        bonus = f", 花牌 {started.revealed_bonus_tiles}" if started.revealed_bonus_tiles else ""
+        self.say(
+            f"\n── hand {started.hand_number}: dealer {self._name(started.dealer)}, "
+            f"multipliers {m.negotiated}× negotiated · {m.progressive}× progressive"
+            f" · 1番 = {m.fan_rate}{bonus}"
+        )
+
+    def _tile_drawn(self, drawn: play_pb2.TileDrawn) -> None:
+        self.say(f"   {self._name(drawn.seat)} draws a tile")
+
+    def _tile_discarded(self, discarded: play_pb2.TileDiscarded) -> None:
+        ready = " and declares ready (报听)" if discarded.declared_ready else ""
+        self.say(f"   {self._name(discarded.seat)} discards {discarded.tile}{ready}")
+
+    def _meld_made(self, made: play_pb2.MeldMade) -> None:
+        tiles = made.meld.tiles or "(face down)"
+        self.say(f"   {self._name(made.seat)} {_MELDS.get(made.meld.kind, 'meld')} {tiles}")
+
+    def _ready_declared(self, ready: play_pb2.ReadyDeclared) -> None:
+        self.say(f"   {self._name(ready.seat)} is ready{' (天听)' if ready.first_turn else ''}")
+
+    def _hand_revealed(self, revealed: play_pb2.HandRevealed) -> None:
+        outcome = _OUTCOMES.get(revealed.outcome, "?")
+        if outcome == "escape":
+            self.say(f"   {self._name(revealed.escaper)} left mid-hand: escape (逃跑)")
+        elif outcome == "drawn":
+            self.say("   drawn hand (no winner)")
+
+    def _hand_settled(self, settled: play_pb2.HandSettled) -> None:
+        transfer = settled.settlement.transfer
+        balances = ", ".join(f"{self._name(b.seat)} {b.balance}" for b in settled.balances)
+        self.say(f"   prestige moved: {transfer.amount}; balances {balances}")
+
+    def _table_ended(self, ended: play_pb2.TableEnded) -> None:
+        self.say(f"── table closed: {ended.reason}")
