@@ -8,6 +8,8 @@ Combinatorial choices (which tiles to give back in an exchange or for a triplet 
 
 from __future__ import annotations
 
+from itertools import compress
+
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
@@ -26,13 +28,13 @@ from duelmahjong.engine.state import (
 from duelmahjong.engine.swaps import unseen_triplet_kinds
 from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
 from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE, suit_keys
-from duelmahjong.rules.tiles import GREEN_TILES
 
+_KINDS = range(34)
 _PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
 
 
 def kinds_held(counts: list[int]) -> list[int]:
-    return [kind for kind in range(34) if counts[kind]]
+    return list(compress(_KINDS, counts))
 
 
 def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) -> list[int]:
@@ -55,8 +57,7 @@ def is_ready(state: TableState, seat: int, counts: list[int] | None = None) -> b
 
 def _green(state: TableState, seat: int) -> int:
     """The rules library's ``green_melds`` argument: melded tiles if all are 绿一色 tiles, else -1."""
-    melded = state.melded_tiles(seat)
-    return len(melded) if all(tile in GREEN_TILES for tile in melded) else -1
+    return state.green_melds[seat]
 
 
 def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, robbing: bool = False) -> bool:

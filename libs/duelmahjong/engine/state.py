@@ -17,6 +17,7 @@ from typing import Any
 from duelmahjong.engine.errors import ReplayError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.rules.tiles import GREEN_TILES
 
 # Phases of a table (docs/engine.md has the diagram).
 IDLE = "idle"  # no hand yet, or between hands
@@ -66,6 +67,7 @@ class TableState:
         self.flowers: list[list[int]] = [[], []]
         self.melds: list[list[tuple[str, int]]] = [[], []]  # (meld kind, tile: lowest tile of a chow)
         self._melded: list[list[int]] = [[], []]
+        self.green_melds = [0, 0]
         self.rivers: list[list[int]] = [[], []]
         self.thrown: list[int] = []  # duel T9 extra draws thrown away
         self.visible = [0] * 34  # discards + exposed meld tiles (和绝张, E13)
@@ -120,6 +122,8 @@ class TableState:
             else:
                 tiles.extend([tile] * (3 if kind == "pong" else 4))
         self._melded[seat] = tiles
+        # The rules library's ``green_melds``: the melded tiles if all are 绿一色 tiles (D12), else -1.
+        self.green_melds[seat] = len(tiles) if all(tile in GREEN_TILES for tile in tiles) else -1
 
     def first_discard_since_ready(self, seat: int) -> bool:
         """Whether the opponent's last discard is its first since ``seat`` declared, with no call (E8)."""
