@@ -8,6 +8,7 @@ JetStream drops the repeat within its duplicate window, and the wallet keys on t
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import UTC, datetime
@@ -164,7 +165,8 @@ class HandEndedHandler:
             if (claim.table_id, claim.hand_id) != (table_id, hand_id):
                 raise ReplayMismatch("the event's table or hand id differs from its result's")
             records = await self._reader.read(claim.table_id, claim.last_sequence)
-            replayed = verify_hand(records, claim)
+            # CPU-bound (tens of ms): in a thread, so gRPC calls and other hands' log reads go on.
+            replayed = await asyncio.to_thread(verify_hand, records, claim)
             scored = self._core.score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
         except LogIncomplete as short:
             if message.metadata.num_delivered < self._log_wait_deliveries:

@@ -23,7 +23,10 @@ async def wire(runtime: ServiceRuntime[ScoringConfig]) -> None:
         reader=events.TableLogReader(bus, fetch_seconds=config.log_fetch_seconds),
         log_wait_deliveries=config.log_wait_deliveries,
     )
-    runtime.spawn(bus.consume(events.HANDS_ENDED, handler, stop=runtime.stopping), name="hands-ended")
+    for worker in range(config.consumer_workers):  # each binds the shared durable and fetches from it
+        runtime.spawn(
+            bus.consume(events.HANDS_ENDED, handler, stop=runtime.stopping), name=f"hands-ended-{worker}"
+        )
     api = ScoringApi(core)
     runtime.server.add_service(SERVICE_NAME, scoring_pb2_grpc.add_ScoringServiceServicer_to_server, api)
 
