@@ -2,9 +2,9 @@
 
 A policy sees only what the server sent this seat — its :class:`SeatView` and :class:`LegalActions` —
 and answers one contract :class:`Action` among them. :class:`BaselineBot` is the engine's baseline bot
-(:func:`duelmahjong.engine.bot.choose`) run over the seat's view: :class:`SeatBoard` rebuilds the few
-facts the bot reads (own tiles, own melds, tiles visible on the table, the last discard) from the
-view, so a bot client plays exactly like the server's auto-play without ever seeing hidden state.
+(:func:`duelmahjong.engine.bot.choose`) run over the seat's view: :func:`seat_board` builds an engine
+state holding only what the view shows (own tiles, melds, tiles visible on the table, the last
+discard), so a bot client plays like the server's auto-play without ever seeing hidden state.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.state import TableState
 from duelmahjong.rules.tiles import counts_of, parse_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 
@@ -44,48 +45,51 @@ def _kinds(text: str) -> list[int]:
     return [k for k in parse_tiles(text) if k < 34] if text else []
 
 
-class SeatBoard:
-    """The part of a table state the engine's bot reads, rebuilt from one seat's view only."""
+_MELD_NAMES = {
+    tiles_pb2.MELD_KIND_CHI: "chi",
+    tiles_pb2.MELD_KIND_PONG: "pong",
+    tiles_pb2.MELD_KIND_EXPOSED_KONG: "exposed_kong",
+    tiles_pb2.MELD_KIND_CONCEALED_KONG: "concealed_kong",
+    tiles_pb2.MELD_KIND_ADDED_KONG: "added_kong",
+}
 
-    def __init__(self, view: play_pb2.SeatView, seat: int) -> None:
-        profile = _PROFILES.get(view.table.profile, "duel")
-        self.settings = RoomSettings(profile=profile)
-        own = _kinds(view.concealed) + _kinds(view.drawn_tile)
-        self.hands = {seat: counts_of(own)}
-        self.visible = [0] * 34
-        self._melded: dict[int, list[int]] = {0: [], 1: []}
-        self.last_discard = -1
-        latest_discard: tuple[int, int] | None = None
-        for index, public in enumerate(view.table.seats):
-            for meld in public.melds:
-                tiles = _kinds(meld.tiles)
-                self._melded[index].extend(tiles)
+
+def seat_board(view: play_pb2.SeatView, seat: int) -> TableState:
+    """An engine state holding only what ``view`` shows its seat — own tiles, both seats' melds and
+    discards, the last discard, the dealer — for the engine's bot to read. The opponent's hand, the
+    wall and the pool stay empty: the client never knows them."""
+    state = TableState()
+    state.settings = RoomSettings(profile=_PROFILES.get(view.table.profile, "duel"))
+    state.hands[seat] = counts_of(_kinds(view.concealed) + _kinds(view.drawn_tile))
+    state.dealer = next((i for i, public in enumerate(view.table.seats) if public.dealer), -1)
+    for index, public in enumerate(view.table.seats):
+        for meld in public.melds:
+            tiles = _kinds(meld.tiles)
+            if tiles and meld.kind in _MELD_NAMES:
+                state.melds[index].append((_MELD_NAMES[meld.kind], min(tiles)))
                 for kind in tiles:
-                    self.visible[kind] += 1
-            for discard in public.discards:
-                for kind in _kinds(discard.tile):
-                    if not discard.claimed:  # a claimed tile is counted in the claimer's meld
-                        self.visible[kind] += 1
-            if index != seat and public.discards:
-                latest_discard = (index, _kinds(public.discards[-1].tile)[0])
-        if latest_discard is not None:
-            self.last_discard = latest_discard[1]
-
-    def melded_tiles(self, seat: int) -> list[int]:
-        return self._melded.get(seat, [])
+                    state.visible[kind] += 1
+        state._melds_changed(index)  # the engine's own derived meld facts (green melds, tile lists)
+        for discard in public.discards:
+            for kind in _kinds(discard.tile):
+                if not discard.claimed:  # a claimed tile is counted in the claimer's meld
+                    state.visible[kind] += 1
+        if index != seat and public.discards:
+            state.last_discard = _kinds(public.discards[-1].tile)[0]
+    return state
 
 
 class BaselineBot:
-    """The engine's baseline bot as a client policy; keeps the dealt hand, declines doubling, offers
-    and 猜大小, and never leaves by itself."""
+    """The engine's baseline bot as a client policy (wins, 报听, discards, claims, kongs, 开始加倍 and
+    猜大小 as the engine's bot decides them). It declines T5 offers and never uses items (their
+    choices are not mapped here), and never leaves by itself: a match plan decides that."""
 
     def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action:
         seat = 0 if view.seat == rules_pb2.SEAT_FIRST else 1
         options = self._engine_options(view, legal, seat)
         if not options:
             return legal.default_action if legal.HasField("default_action") else pass_action()
-        board = SeatBoard(view, seat)
-        choice = bot.choose(board, seat, list(options))  # type: ignore[arg-type]
+        choice = bot.choose(seat_board(view, seat), seat, list(options))
         return options.get(choice) or next(iter(options.values()))
 
     @staticmethod
@@ -139,11 +143,20 @@ class BaselineBot:
                     exchange=play_pb2.ExchangeAction(tiles="")
                 )
             elif kind == play_pb2.ACTION_KIND_CHOOSE_DOUBLING:
-                options[Action(seat, A.DECLINE_DOUBLING)] = play_pb2.Action(
-                    choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=False)
-                )
+                for doubled, engine_kind in ((True, A.CHOOSE_DOUBLING), (False, A.DECLINE_DOUBLING)):
+                    options[Action(seat, engine_kind)] = play_pb2.Action(
+                        choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=doubled)
+                    )
             elif kind == play_pb2.ACTION_KIND_GUESS:
                 options[Action(seat, A.COLLECT)] = play_pb2.Action(guess=play_pb2.GuessAction(skip=True))
+                for choice, engine_kind, guess in (
+                    ("big", A.GUESS_BIG, rules_pb2.GUESS_BIG),
+                    ("small", A.GUESS_SMALL, rules_pb2.GUESS_SMALL),
+                ):
+                    if choice in entry.choices:
+                        options[Action(seat, engine_kind)] = play_pb2.Action(
+                            guess=play_pb2.GuessAction(guess=guess)
+                        )
             elif kind == play_pb2.ACTION_KIND_DECLINE_WIN:
                 continue  # the bot always wins when it may
         return options

@@ -1,0 +1,82 @@
+"""The client's baseline bot decides from a seat's view only, and answers one of the legal actions."""
+
+from __future__ import annotations
+
+from duelmahjong.client.play import MatchPlan, _Seat, continue_action
+from duelmahjong.client.policy import BaselineBot, seat_board
+from duelmahjong.v1 import matchmaking_pb2, play_pb2, rules_pb2, table_pb2, tiles_pb2
+
+
+def _view(concealed: str, drawn: str = "", profile: int = rules_pb2.PROFILE_DUEL) -> play_pb2.SeatView:
+    table = play_pb2.PublicTableState(
+        profile=profile,
+        seats=[
+            play_pb2.PublicSeatState(seat=rules_pb2.SEAT_FIRST, dealer=True),
+            play_pb2.PublicSeatState(
+                seat=rules_pb2.SEAT_SECOND,
+                melds=[tiles_pb2.Meld(kind=tiles_pb2.MELD_KIND_PONG, tiles="999p")],
+                discards=[play_pb2.Discard(tile="1z"), play_pb2.Discard(tile="5s")],
+            ),
+        ],
+    )
+    return play_pb2.SeatView(seat=rules_pb2.SEAT_FIRST, table=table, concealed=concealed, drawn_tile=drawn)
+
+
+def _legal(*entries: tuple[int, list[str]], sequence: int = 7) -> play_pb2.LegalActions:
+    return play_pb2.LegalActions(
+        sequence=sequence, actions=[play_pb2.LegalAction(kind=k, choices=c) for k, c in entries]
+    )
+
+
+def test_the_board_holds_only_what_the_seat_may_see() -> None:
+    board = seat_board(_view("123456789m1122z", drawn="3z"), 0)
+    assert sum(board.hands[0]) == 14 and sum(board.hands[1]) == 0  # nothing of the opponent's hand
+    assert board.melded_tiles(1) == [17, 17, 17]  # 999p
+    assert board.last_discard == 22  # 5s, the opponent's last discard
+    assert board.dealer == 0
+
+
+def test_the_bot_wins_when_it_may() -> None:
+    view = _view("123456789m1122z", drawn="2z")
+    legal = _legal(
+        (play_pb2.ACTION_KIND_WIN, []),
+        (play_pb2.ACTION_KIND_DISCARD, ["1m", "2z"]),
+    )
+    assert BaselineBot().decide(view, legal).WhichOneof("kind") == "win"
+
+
+def test_the_bot_discards_a_legal_tile_and_keeps_its_shape() -> None:
+    view = _view("123456789m1127z", drawn="2z")
+    choices = ["1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "1z", "2z", "7z"]
+    action = BaselineBot().decide(view, _legal((play_pb2.ACTION_KIND_DISCARD, choices)))
+    assert action.WhichOneof("kind") == "discard"
+    assert action.discard.tile in ("7z", "1z")  # an isolated honour, not a tile of the straight
+
+
+def test_the_bot_claims_only_what_brings_it_closer() -> None:
+    legal = _legal((play_pb2.ACTION_KIND_PONG, []), (play_pb2.ACTION_KIND_PASS, []))
+    # The opponent's last discard is 5s.
+    helps = _view("123456789m55s13z")
+    assert BaselineBot().decide(helps, legal).WhichOneof("kind") == "pong"  # ready after its discard
+    ready = _view("123456789m1155s")  # ready already: the pong's discard would leave it no closer
+    assert BaselineBot().decide(ready, legal).WhichOneof("kind") == "pass"
+
+
+def test_a_seat_answers_each_decision_once_and_leaves_after_its_hands() -> None:
+    ready = matchmaking_pb2.TableReady(table_id="t-1", table_ticket="ticket", seat=rules_pb2.SEAT_FIRST)
+    seat = _Seat(ready, BaselineBot(), MatchPlan(hands=1))
+    view = _view("123456789m1127z", drawn="2z")
+    view.legal_actions.CopyFrom(_legal((play_pb2.ACTION_KIND_DISCARD, ["7z"]), sequence=9))
+    first = seat.take(table_pb2.PlayResponse(view=view))
+    assert first is not None and first.last_seen_sequence == 9 and first.table_ticket == "ticket"
+    assert seat.take(table_pb2.PlayResponse(view=view)) is None  # the same decision again: no answer
+
+    settled = play_pb2.SeatEvent(sequence=10, hand_settled=play_pb2.HandSettled())
+    assert seat.take(table_pb2.PlayResponse(event=settled)) is None
+    between = _view("")
+    between.legal_actions.CopyFrom(
+        _legal((play_pb2.ACTION_KIND_CONTINUE, []), (play_pb2.ACTION_KIND_LEAVE, []), sequence=10)
+    )
+    answer = seat.take(table_pb2.PlayResponse(view=between))
+    assert answer is not None and answer.action.WhichOneof("kind") == "leave"  # one hand was the plan
+    assert continue_action() is not None
