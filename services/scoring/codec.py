@@ -132,6 +132,11 @@ def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
         raise InvalidArgument(f"a {outcome} hand has no escaper")
     if outcome == "win" and profile_name(result.description.profile) != profile_name(result.rules.profile):
         raise InvalidArgument("the description's profile differs from the room's")
+    doubled = tuple(
+        sorted(_seat(s, "doubling.start_doubled", required=True) for s in result.doubling.start_doubled)
+    )
+    if len(set(doubled)) != len(doubled):
+        raise InvalidArgument("doubling.start_doubled names a seat twice (each seat chooses 开始加倍 once)")
     task = None
     if result.HasField("task") and result.task.kind:
         task = TaskClaim(
@@ -155,9 +160,7 @@ def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
         progressive=result.multipliers.progressive or 1,
         fan_rate=result.multipliers.fan_rate or result.rules.fan_rate,
         players=(seats[0], seats[1]),
-        start_doubled=tuple(
-            sorted(_seat(s, "doubling.start_doubled", required=True) for s in result.doubling.start_doubled)
-        ),
+        start_doubled=doubled,
         win_declines=result.doubling.win_declines,
         task=task,
         minimum_fan=result.rules.minimum_fan,

@@ -243,6 +243,7 @@ async def test_score_hand_refuses_a_result_that_breaks_the_contract(scoring: Any
         (result(description=None), "description"),
         (result(players=result().players[:1]), "two players"),
         (result(multipliers=rules_pb2.Multipliers(negotiated=3, progressive=1, fan_rate=10)), "negotiated"),
+        (result(doubling=rules_pb2.DoublingChoices(start_doubled=[FIRST, FIRST])), "twice"),
     ):
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=broken), metadata=token)
