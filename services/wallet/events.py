@@ -42,7 +42,7 @@ from services.wallet.commands import (
 )
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
-from services.wallet.store import Outcome, WalletStore
+from services.wallet.store import ConnectionLender, Outcome, WalletStore
 
 _log = get_logger("wallet.events")
 
@@ -216,7 +216,8 @@ class SettlementConsumer:
     ) -> None:
         self.bus = bus
         self.store = store
-        self.workers = workers
+        self.workers = workers  # ledger transactions in flight (connections kept), and hot consume loops
+        self._lender = ConnectionLender(store.pool, workers)
         self.ack_wait_seconds = ack_wait_seconds
         self.producer = producer
         self.sources = sources
@@ -251,6 +252,7 @@ class SettlementConsumer:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Consume until ``stop`` is set or cancelled. If any worker dies, all stop (like a crash)."""
         await self.declare()
+        self._lender = ConnectionLender(self.store.pool, self.workers)
         tasks = [
             asyncio.create_task(
                 self.bus.consume(self.consumer_spec(source), self._handler(source), stop=stop),
@@ -270,6 +272,7 @@ class SettlementConsumer:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self._lender.close()
 
     def _handler(self, source: Source) -> Callable[[Msg], Awaitable[None]]:
         async def handle(message: Msg) -> None:
@@ -291,7 +294,8 @@ class SettlementConsumer:
         await self._reached("received", source_event_id)
         try:
             command = source.to_command(event)
-            outcome = await self.store.execute(command, record_rejection=True)
+            async with self._lender.borrow() as conn:  # a worker: one ledger transaction at a time
+                outcome = await self.store.execute(command, record_rejection=True, conn=conn)
         except WalletError as err:
             # A malformed event (bad id, unknown item kind): nothing recorded, and the same answer on
             # every redelivery, so publishing a rejection keyed by the source event is idempotent.

@@ -9,8 +9,11 @@ postings, balances, holds and items. A redelivered command returns the outcome r
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -62,16 +65,68 @@ def _balances_json(draft: Draft) -> str:
     )
 
 
+class ConnectionLender:
+    """A few pool connections the settlement workers keep between events.
+
+    Borrowing one costs no round trip, where every return to the pool costs one (asyncpg resets the
+    session). A connection in an unknown state — its task cancelled mid-query, the server gone — goes
+    back to the pool for good and a fresh one is taken on the next borrow.
+    """
+
+    def __init__(self, pool: asyncpg.Pool, size: int) -> None:
+        self._pool = pool
+        self._idle: asyncio.Queue[asyncpg.Connection | None] = asyncio.Queue()
+        for _ in range(size):
+            self._idle.put_nowait(None)  # taken from the pool on first use
+
+    @contextlib.asynccontextmanager
+    async def borrow(self) -> AsyncIterator[asyncpg.Connection]:
+        conn = await self._idle.get()
+        try:
+            if conn is None or conn.is_closed():
+                conn = await self._pool.acquire()
+            yield conn
+        except WalletError:
+            raise  # an expected refusal: the transaction was rolled back, the connection is fine
+        except BaseException:
+            if conn is not None:
+                conn.terminate()
+                await self._pool.release(conn)
+                conn = None
+            raise
+        finally:
+            self._idle.put_nowait(conn)
+
+    async def close(self) -> None:
+        while not self._idle.empty():
+            conn = self._idle.get_nowait()
+            if conn is not None:
+                await self._pool.release(conn)
+
+
 class WalletStore:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self._pool = pool
 
-    async def execute(self, command: Command, *, record_rejection: bool) -> Outcome:
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self._pool
+
+    async def execute(
+        self, command: Command, *, record_rejection: bool, conn: asyncpg.Connection | None = None
+    ) -> Outcome:
         """Apply ``command`` at most once. A rejected command raises its :class:`WalletError`, or,
         with ``record_rejection`` (events, which must not be redelivered forever), is recorded as
-        rejected under its key and returned."""
+        rejected under its key and returned. ``conn``: a connection the caller holds (the settlement
+        workers keep one each), else one from the pool."""
         command.validate()
-        async with self._pool.acquire() as conn, conn.transaction():
+        if conn is None:
+            async with self._pool.acquire() as acquired:
+                return await self._execute(acquired, command, record_rejection)
+        return await self._execute(conn, command, record_rejection)
+
+    async def _execute(self, conn: asyncpg.Connection, command: Command, record_rejection: bool) -> Outcome:
+        async with conn.transaction():
             if isinstance(command, ReleaseHolds) and not command.seats:
                 seats = tuple(
                     r["player_id"] for r in await conn.fetch(sql.PAIRING_PLAYERS, command.pairing_id)
