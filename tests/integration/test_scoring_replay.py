@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import secrets
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import nats.errors
 import pytest
 from google.protobuf.message import Message
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import choose
@@ -292,6 +295,40 @@ def test_a_drawn_hand_moves_nothing() -> None:
     verify_hand(records_of(table), claim)
     settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
     assert not settlement.HasField("transfer") and not settlement.postings
+
+
+@functools.cache
+def _logged_pair(profile: str) -> tuple[tuple[LogRecord, ...], Any]:
+    table = LoggedTable(profile)
+    bot_hand(table, seed=5)
+    result = bot_hand(table, seed=6)  # the second hand: a log with a hand before it
+    return tuple(records_of(table)), codec.hand_claim(hand_result(table, result))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    profile=st.sampled_from(["duel", "erren"]),
+    pick=st.integers(0, 10**6),
+    how=st.sampled_from(["swap", "drop"]),
+)
+def test_any_reordered_or_dropped_event_of_the_hand_is_refused(profile: str, pick: int, how: str) -> None:
+    records, claim = _logged_pair(profile)
+    start = max(r.sequence for r in records if r.canonical and '"kind":"hand_started"' in r.canonical)
+    events = [r for r in records if r.canonical and r.sequence >= start]
+    first = events[pick % (len(events) - 1)]
+    second = events[events.index(first) + 1]
+    log = list(records)
+    if how == "swap":
+        assume(first.canonical != second.canonical)
+        log[first.sequence - 1] = dataclasses.replace(first, canonical=second.canonical)
+        log[second.sequence - 1] = dataclasses.replace(second, canonical=first.canonical)
+    else:  # the record is gone and the rest renumbered, so the log has no gap to give it away
+        log = [
+            dataclasses.replace(r, sequence=n) for n, r in enumerate([r for r in log if r is not first], 1)
+        ]
+        claim = dataclasses.replace(claim, last_sequence=claim.last_sequence - 1)
+    with pytest.raises(ReplayMismatch):
+        verify_hand(log, claim)
 
 
 # --- the service on real NATS --------------------------------------------------------------------------
