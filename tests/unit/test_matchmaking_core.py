@@ -1,0 +1,157 @@
+"""Matchmaking's domain on an injected clock: the rating window widens with waiting, tickets expire,
+a refused hold sends the other player back to the queue, allocation picks the roomiest live server
+and a pairing waits while none has room. The wallet and the table servers are in-memory ports here;
+tests/integration/test_matchmaking.py runs the same core against the real wallet over gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from duelmahjong.platform.errors import FailedPrecondition
+from services.matchmaking import updates as U
+from services.matchmaking.core import (
+    ALLOCATING,
+    PLAYING,
+    Matchmaker,
+    OpenedTable,
+    Pairing,
+    QueueEntry,
+    TableServer,
+    TableServerDirectory,
+    TableUnavailable,
+)
+from services.matchmaking.rooms import Room
+
+pytestmark = pytest.mark.asyncio
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Wallet:
+    def __init__(self, balances: dict[str, int], refuse: frozenset[str] = frozenset()) -> None:
+        self.balances, self.refuse = balances, refuse
+        self.holds: dict[tuple[str, str], int] = {}
+
+    async def available(self, player_id: str) -> int:
+        return self.balances[player_id]
+
+    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
+        if player_id in self.refuse:
+            raise FailedPrecondition("not enough prestige")
+        self.holds[(player_id, pairing_id)] = amount
+
+    async def release_hold(self, player_id: str, pairing_id: str) -> None:
+        self.holds.pop((player_id, pairing_id), None)
+
+
+class Tables:
+    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+        self.refuse = refuse
+        self.opened: list[tuple[str, str]] = []
+
+    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable:
+        if server.server_id in self.refuse:
+            raise TableUnavailable("full")
+        self.opened.append((server.server_id, pairing.table_id))
+        return OpenedTable(server.address, {0: "ticket-0", 1: "ticket-1"})
+
+
+def _room(**overrides: object) -> Room:
+    settings: dict[str, object] = {"room_id": "r", "profile": "erren", "fan_rate": 1, "fee": 5}
+    settings.update(overrides)
+    return Room(**settings)  # type: ignore[arg-type]
+
+
+def _drain(entry: QueueEntry) -> list[U.Update]:
+    seen = []
+    while not entry.updates.empty():
+        seen.append(entry.updates.get_nowait())
+    return seen
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_the_rating_window_widens_with_waiting_time() -> None:
+    clock = Clock()
+    room = _room(rating_window=100, rating_window_per_second=50)
+    wallet = Wallet({"rich": 1000, "poor": 700})
+    mm = Matchmaker({"r": room}, wallet, Tables(), TableServerDirectory(clock=clock), clock=clock)
+    rich = await mm.enqueue("rich", "r", 200)
+    poor = await mm.enqueue("poor", "r", 200)
+    assert rich.pairing is None  # 300 apart, window 100
+    clock.now += 3.0  # window 100 + 3 × 50 = 250: still apart
+    mm.tick()
+    assert rich.pairing is None
+    clock.now += 1.0  # 300: they pair
+    mm.tick()
+    assert rich.pairing is not None and rich.pairing is poor.pairing
+    assert rich.pairing.seats[0] is rich  # the longer waiter is SEAT_FIRST (T7 proposer)
+
+
+async def test_tickets_expire_on_the_clock() -> None:
+    clock = Clock()
+    mm = Matchmaker(
+        {"r": _room(ticket_seconds=10)}, Wallet({"a": 500}), Tables(), TableServerDirectory(), clock=clock
+    )
+    entry = await mm.enqueue("a", "r", 100)
+    clock.now += 9.9
+    mm.tick()
+    assert not entry.done
+    clock.now += 0.2
+    mm.tick()
+    assert entry.done and isinstance(_drain(entry)[-2], U.Expired)
+    await mm.enqueue("a", "r", 100)  # free to queue again
+
+
+async def test_a_refused_hold_keeps_the_other_player_waiting() -> None:
+    clock = Clock()
+    wallet = Wallet({"a": 500, "b": 500, "c": 500}, refuse=frozenset({"b"}))
+    mm = Matchmaker({"r": _room()}, wallet, Tables(), TableServerDirectory(clock=clock), clock=clock)
+    a = await mm.enqueue("a", "r", 100)
+    b = await mm.enqueue("b", "r", 100)
+    await _settle()
+    assert b.done and any(isinstance(u, U.Expired) and "hold" in u.reason for u in _drain(b))
+    assert not a.done and a.pairing is None
+    assert wallet.holds == {}  # a's hold (placed first) was released again
+    c = await mm.enqueue("c", "r", 100)
+    await _settle()
+    assert a.pairing is not None and a.pairing is c.pairing
+
+
+async def test_allocation_picks_the_roomiest_live_server_and_waits_when_none_has_room() -> None:
+    clock = Clock()
+    directory = TableServerDirectory(clock=clock, ttl_seconds=10)
+    tables = Tables(refuse=frozenset({"full-liar"}))
+    mm = Matchmaker({"r": _room()}, Wallet({"a": 500, "b": 500}), tables, directory, clock=clock)
+    a = await mm.enqueue("a", "r", 100)
+    await mm.enqueue("b", "r", 100)
+    await _settle()
+    assert a.pairing is not None and a.pairing.state == ALLOCATING  # erren: no negotiation, 1×
+    assert tables.opened == []  # no server known: the pairing waits, not lost
+
+    directory.observe(TableServer("old", "h:1", 50, 1))
+    clock.now += 11  # "old" fell silent
+    directory.observe(TableServer("draining", "h:2", 99, 1, draining=True))
+    directory.observe(TableServer("small", "h:3", 2, 1))
+    directory.observe(TableServer("small", "h:3", 1, 0))  # an older announcement: ignored
+    directory.observe(TableServer("full-liar", "h:4", 5, 1))
+    mm.tick()
+    await _settle()
+    # The roomiest live server refused; it is skipped until it announces again, then "small" is used.
+    assert a.pairing.state == ALLOCATING
+    mm.tick()
+    await _settle()
+    assert a.pairing.state == PLAYING and tables.opened == [("small", a.pairing.table_id)]
+    ready = [u for u in _drain(a) if isinstance(u, U.TableReady)]
+    assert ready and ready[0].address == "h:3" and ready[0].table_ticket == "ticket-0"
