@@ -95,7 +95,7 @@ class WalletCore:
         if not 1 <= len(name) <= 32:
             raise InvalidArgument(f"display name must be 1-32 characters, got {len(name)}")
         player_id = uuid.uuid4().hex
-        await self.store.create_player(player_id, name)
+        grant = None
         if self.config.starting_grant > 0:
             grant = Grant(
                 starting_grant_key(player_id),
@@ -104,7 +104,7 @@ class WalletCore:
                 grant_reason="starting grant",
                 granted_by="wallet",
             )
-            await self.store.execute(grant, record_rejection=False)
+        await self.store.create_player(player_id, name, grant)
         return await self._new_session(player_id)
 
     async def _new_session(self, player_id: str) -> Session:

@@ -297,12 +297,19 @@ class WalletStore:
 
     # -- players and sessions ---------------------------------------------------------------------
 
-    async def create_player(self, player_id: str, display_name: str) -> None:
+    async def create_player(
+        self, player_id: str, display_name: str, starting_grant: Command | None = None
+    ) -> None:
+        """A player and their account, with the starting grant's ledger transaction in the same
+        database transaction: a player never exists without it."""
         async with self._pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO wallet.players (id, display_name) VALUES ($1, $2)", player_id, display_name
             )
             await conn.execute("INSERT INTO wallet.accounts (player_id) VALUES ($1)", player_id)
+            if starting_grant is not None:
+                starting_grant.validate()
+                await self._execute(conn, starting_grant, record_rejection=False)  # nested: a savepoint
 
     async def create_session(
         self, session_id: str, player_id: str, refresh_hash: bytes, refresh_expires_at: datetime
