@@ -139,11 +139,12 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
 
 def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
     """Deal the hand from the logged seed, items and 乾坤大挪移 seats (T6)."""
-    public, server = started.public or {}, started.server or {}
+    # Item counts and 乾坤大挪移 seats are in the server part (older logs: the public part).
+    server = {**(started.public or {}), **(started.server or {})}
     if "seed" not in server:
         raise ReplayMismatch("the hand_started record carries no seed", sequence)
-    items = [dict(counts) for counts in public.get("items", ({}, {}))]
-    qiankun = tuple(public.get("qiankun", ()))
+    items = [dict(counts) for counts in server.get("items", ({}, {}))]
+    qiankun = tuple(server.get("qiankun", ()))
     for seat in qiankun:  # the event records the counts after the item was spent
         items[seat]["qiankun"] = items[seat].get("qiankun", 0) + 1
     try:

@@ -87,10 +87,11 @@ class LoggedTable:
                 )
             )
 
-    def deal(self, seed: int | None = None) -> None:
+    def deal(self, seed: int | None = None, **options: Any) -> None:
+        """Deal the next hand (``options``: the engine's ``items`` and ``qiankun``, T6)."""
         number = self.engine.state.hand_number + 1
         self.hand_id = f"{self.table_id}-h{number}"
-        events = self.engine.start_hand(secrets.randbits(64) if seed is None else seed)
+        events = self.engine.start_hand(secrets.randbits(64) if seed is None else seed, **options)
         begun = server_state_pb2.HandBegun(
             hand_number=number,
             rules=self.rules,
@@ -107,9 +108,9 @@ class LoggedTable:
         return events
 
 
-def bot_hand(table: LoggedTable, seed: int | None = None) -> dict[str, Any]:
+def bot_hand(table: LoggedTable, seed: int | None = None, **options: Any) -> dict[str, Any]:
     """Deal and let the baseline bot play both seats through ``table.play`` until the hand ends."""
-    table.deal(seed)
+    table.deal(seed, **options)
     while table.engine.outcome is None:
         for seat in (0, 1):
             legal = [a for a in table.engine.legal_actions(seat) if a.kind != "leave"]
@@ -216,6 +217,12 @@ def test_bot_hands_replay_to_their_results_hand_after_hand(profile: str) -> None
             assert scored.evaluation.total_fan == result["evaluation"]["total_fan"]
         if profile == "duel":  # T7: the progressive multiplier doubles every hand of the pairing
             assert claim.progressive == 2 ** (number - 1)
+
+
+def test_a_hand_dealt_with_the_t6_grand_shift_item_replays() -> None:
+    table = LoggedTable("duel")
+    result = bot_hand(table, seed=3, items=({"qiankun": 2}, {}), qiankun=(0,))  # 乾坤大挪移 for seat 0
+    verify_hand(records_of(table), codec.hand_claim(hand_result(table, result)))
 
 
 def test_a_changed_win_tile_is_refused() -> None:
