@@ -7,6 +7,7 @@ H1 (a hand's transfer is bounded by both carries) and H3 (an escape penalty by t
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
@@ -18,10 +19,15 @@ from services.wallet.ledger import AccountRef, Draft, House
 FEES = AccountRef.house(House.FEES)
 
 
+# Ids end idempotency keys ("hold:<pairing>:<player>"), so they never hold a ':' that could make
+# two different commands share a key.
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
 def _check_ids(*ids: str) -> None:
     for value in ids:
-        if not value or len(value) > 64:
-            raise InvalidAmountError(f"bad id {value!r}: 1 to 64 characters")
+        if not _ID.match(value):
+            raise InvalidAmountError(f"bad id {value!r}: 1 to 64 letters, digits, '_', '.' or '-'")
 
 
 def _check_non_negative(**amounts: int) -> None:
