@@ -1,9 +1,11 @@
 """A player's session with the backend: login at the wallet, rooms and queues at matchmaking.
 
->>> # async with DuelClient(wallet="127.0.0.1:7001", matchmaking="127.0.0.1:7002") as client:
->>> #     await client.login("alice")
->>> #     ready = await client.find_table("duel-novice", carry=500, multiplier=2)
->>> #     outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=3))
+::
+
+    async with DuelClient(wallet="127.0.0.1:7001", matchmaking="127.0.0.1:7002") as client:
+        await client.login("alice")
+        ready = await client.find_table("duel-novice", carry=500, multiplier=2)
+        outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=3))
 
 ``find_table`` follows the ``Enqueue`` stream and negotiates T7 by itself (the first seated proposes
 ``multiplier``, the second accepts — or declines when told to); it returns the ``TableReady`` or
