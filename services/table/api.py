@@ -1,22 +1,24 @@
 """gRPC face of the table service: ``duelmahjong.v1.TableService``.
 
-The contract is wired; each RPC answers UNIMPLEMENTED, naming where its logic comes from, until
-issue 6 lands it.
+``OpenTable`` is server to server (matchmaking's service token); ``Play`` is one bidirectional stream
+per seat, authenticated twice: the session token (the interceptor) and the table ticket of the first
+message, whose player must be the token's player.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from typing import NoReturn
 
 import grpc.aio
 
-from duelmahjong.platform.errors import NotYetImplemented
+from duelmahjong.platform.auth import Role, current_principal, require_role
+from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
-from services.table.core import TableHost
+from services.table.core import TableHost, check_open_request
+from services.table.live import LiveTable, SeatSession
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
-ARRIVES_WITH = "issue 6 (table authority)"
 
 
 class TableApi(table_pb2_grpc.TableServiceServicer):
@@ -25,15 +27,78 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
 
     async def Play(
         self, request_iterator: AsyncIterator[table_pb2.PlayRequest], context: grpc.aio.ServicerContext
-    ) -> NoReturn:
-        raise NotYetImplemented("TableService.Play", ARRIVES_WITH)
+    ) -> None:
+        # Written with context.write (not yielded): a client that goes away cancels this coroutine
+        # where it waits, and the finally below runs in the RPC's own context.
+        principal = current_principal()
+        try:
+            first = await anext(request_iterator)
+        except StopAsyncIteration:
+            raise InvalidArgument("the first Play message must carry the table ticket") from None
+        if self._host.tickets is None:
+            raise PermissionDenied("this table server cannot check tickets")
+        ticket = self._host.tickets.verify(first.table_ticket)
+        if ticket.player_id != principal.player_id:
+            raise PermissionDenied("this table ticket belongs to another player")
+        table = self._host.find(ticket.table_id)
+        if not isinstance(table, LiveTable):
+            raise PermissionDenied("no such table")
+        session = SeatSession(ticket.seat)
+        table.attach(session, first.last_seen_sequence)
+        if first.HasField("action"):
+            table.submit(session, first)
+        reader = asyncio.create_task(self._read(request_iterator, table, session))
+        try:
+            while True:
+                response = await session.outbox.get()
+                if response is None:
+                    return
+                await context.write(response)
+        finally:
+            reader.cancel()
+            table.detach(session)
+
+    @staticmethod
+    async def _read(
+        request_iterator: AsyncIterator[table_pb2.PlayRequest], table: LiveTable, session: SeatSession
+    ) -> None:
+        async for request in request_iterator:
+            if request.HasField("action"):
+                table.submit(session, request)
 
     async def OpenTable(
         self, request: table_pb2.OpenTableRequest, context: grpc.aio.ServicerContext
     ) -> table_pb2.OpenTableResponse:
-        raise NotYetImplemented("TableService.OpenTable", ARRIVES_WITH)
+        require_role(Role.SERVICE, Role.ADMIN)
+        checked = check_open_request(
+            request.table_id,
+            request.pairing_id,
+            request.room_id,
+            request.rules,
+            list(request.players),
+            request.negotiated,
+        )
+        self._host.open(checked)
+        tickets = self._host.tickets
+        if tickets is None:
+            raise PermissionDenied("this table server cannot issue tickets")
+        return table_pb2.OpenTableResponse(
+            table_id=checked.table_id,
+            address=self._host.address,
+            tickets=[
+                table_pb2.SeatTicket(
+                    seat=player.seat,
+                    player_id=player.player_id,
+                    table_ticket=tickets.issue(checked.table_id, seat, player.player_id),
+                )
+                for seat, player in enumerate(checked.players)
+            ],
+        )
 
     async def GetTableStatus(
         self, request: table_pb2.GetTableStatusRequest, context: grpc.aio.ServicerContext
     ) -> table_pb2.GetTableStatusResponse:
-        raise NotYetImplemented("TableService.GetTableStatus", ARRIVES_WITH)
+        table = self._host.find(request.table_id)
+        if not isinstance(table, LiveTable):
+            raise PermissionDenied("no such table")
+        return table.status_message()

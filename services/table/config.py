@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 from duelmahjong.platform.config import ServiceConfig, setting
@@ -13,9 +14,32 @@ class TableConfig(ServiceConfig):
     table_capacity: int = setting(
         200, help="live tables this server hosts at most (announced to matchmaking)"
     )
+    server_id: str = setting("", help="this table server's id in announcements; '' = host name + port")
+    advertise_address: str = setting(
+        "", help="host:port clients and matchmaking reach this server at; '' = GRPC_HOST:bound port"
+    )
+    announce_seconds: float = setting(2.0, help="how often the server announces its load on NATS")
+    table_queue_size: int = setting(
+        64, help="actions waiting per table; a full queue answers RESOURCE_EXHAUSTED (BUSY) to the sender"
+    )
+    settlement_wait_seconds: float = setting(
+        15.0, help="how long a finished hand waits for its SettlementApplied before the table carries on"
+    )
+    join_seconds: float = setting(60.0, help="how long an opened table waits for both seats to connect")
+    drain_seconds: float = setting(
+        600.0, help="on SIGTERM, how long live hands get to finish before their tables are closed"
+    )
 
     def validate(self) -> list[str]:
         problems = super().validate()
         if self.table_capacity < 1:
             problems.append(f"TABLE_CAPACITY={self.table_capacity} must be at least 1")
+        if self.table_queue_size < 1:
+            problems.append(f"TABLE_QUEUE_SIZE={self.table_queue_size} must be at least 1")
+        for name in ("announce_seconds", "settlement_wait_seconds", "join_seconds", "drain_seconds"):
+            if getattr(self, name) <= 0:
+                problems.append(f"{name.upper()}={getattr(self, name)} must be positive")
         return problems
+
+    def server_name(self, port: int) -> str:
+        return self.server_id or f"{socket.gethostname()}-{port}"

@@ -2,23 +2,66 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import table_pb2_grpc
 from services.table import events
-from services.table.api import ARRIVES_WITH, SERVICE_NAME, TableApi
+from services.table.api import SERVICE_NAME, TableApi
 from services.table.config import TableConfig
-from services.table.core import TableHost
+from services.table.core import TableHost, TableMetrics
+from services.table.tickets import TicketBook
+
+HOSTS: dict[int, TableHost] = {}  # runtime id → host, for the drain hook
 
 
 async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
-    await events.declare(runtime.require_bus())
-    host = TableHost(runtime.config.table_capacity)
+    config = runtime.config
+    bus = runtime.require_bus()
+    await events.declare(bus)
+    journal = events.NatsJournal(bus, producer=f"table/{config.server_id or 'table'}")
+    await journal.start()
+    host = TableHost(
+        config.table_capacity,
+        journal=journal,
+        tickets=TicketBook(config.token_secret),
+        metrics=TableMetrics.create(runtime.metrics),
+        queue_size=config.table_queue_size,
+        settlement_wait=config.settlement_wait_seconds,
+        join_seconds=config.join_seconds,
+    )
+    HOSTS[id(runtime)] = host
     runtime.server.add_service(
         SERVICE_NAME, table_pb2_grpc.add_TableServiceServicer_to_server, TableApi(host)
     )
+    runtime.spawn(_announce(runtime, journal, host), name="announce")
 
 
-SPEC = ServiceSpec(wire=wire, pending_note=ARRIVES_WITH)
+async def _announce(
+    runtime: ServiceRuntime[TableConfig], journal: events.NatsJournal, host: TableHost
+) -> None:
+    while True:  # the gRPC port is known once the server has started, right after wiring
+        try:
+            port = runtime.server.port
+            break
+        except RuntimeError:
+            await asyncio.sleep(0.05)
+    config = runtime.config
+    host.address = config.advertise_address or f"{config.grpc_host}:{port}"
+    server_id = config.server_name(port)
+    journal.producer = f"table/{server_id}"
+    await events.announce_forever(journal, server_id, host, config.announce_seconds)
+
+
+async def drain(runtime: ServiceRuntime[Any]) -> None:
+    """SIGTERM: announce draining, take no new tables, let live hands finish, then stop (exit 0)."""
+    host = HOSTS.pop(id(runtime), None)
+    if host is not None:
+        await host.drain(runtime.config.drain_seconds)
+
+
+SPEC = ServiceSpec(wire=wire, drain=drain)
 
 
 def main() -> int:

@@ -108,6 +108,9 @@ class ServiceSpec:
     public_methods: Collection[str] = ()
     # Where the RPCs not implemented yet come from, for their honest UNIMPLEMENTED message.
     pending_note: str = "a later issue"
+    # Called once the stop signal arrives and before gRPC stops (still serving): a service that must
+    # finish work first (the table server's live hands) waits here. Skipped after a crash.
+    drain: Callable[[ServiceRuntime[Any]], Awaitable[None]] | None = None
 
 
 async def serve(
@@ -147,6 +150,8 @@ async def serve(
         if on_ready is not None:
             on_ready(runtime)
         await runtime.stopping.wait()
+        if spec.drain is not None and not runtime.failed:
+            await spec.drain(runtime)
     finally:
         if started:
             await runtime.server.stop()

@@ -1,0 +1,306 @@
+"""The one boundary between the engine's values and the contract's messages (table side).
+
+Engine seats are 0 and 1; the contract's are ``SEAT_FIRST`` and ``SEAT_SECOND`` (fixed for the
+pairing). Engine actions are small values with a text form; the contract's are the ``Action`` oneof.
+Views and events arrive here already filtered by the engine (``Table.view(seat)``,
+``Event.for_seat(seat)``), so nothing this module builds for a seat can hold the opponent's concealed
+tiles, the wall, the pool or the seed: it only re-shapes what the engine let that seat see.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.errors import IllegalActionError
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.platform.errors import InvalidArgument
+from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name
+from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
+
+SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
+WINDS = {"east": rules_pb2.WIND_EAST, "south": rules_pb2.WIND_SOUTH, "west": rules_pb2.WIND_WEST}
+WINDS["north"] = rules_pb2.WIND_NORTH
+PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
+MELD_KINDS = {
+    "chi": tiles_pb2.MELD_KIND_CHI,
+    "pong": tiles_pb2.MELD_KIND_PONG,
+    "exposed_kong": tiles_pb2.MELD_KIND_EXPOSED_KONG,
+    "concealed_kong": tiles_pb2.MELD_KIND_CONCEALED_KONG,
+    "added_kong": tiles_pb2.MELD_KIND_ADDED_KONG,
+}
+_KONG_OF_MELD = {
+    tiles_pb2.MELD_KIND_EXPOSED_KONG: A.KONG,
+    tiles_pb2.MELD_KIND_CONCEALED_KONG: A.CONCEALED_KONG,
+    tiles_pb2.MELD_KIND_ADDED_KONG: A.ADDED_KONG,
+}
+PHASES = {
+    "idle": play_pb2.HAND_PHASE_BETWEEN_HANDS,
+    "doubling": play_pb2.HAND_PHASE_DOUBLING,
+    "exchange": play_pb2.HAND_PHASE_EXCHANGE,
+    "turn": play_pb2.HAND_PHASE_PLAY,
+    "claim": play_pb2.HAND_PHASE_PLAY,
+    "rob_kong": play_pb2.HAND_PHASE_PLAY,
+    "extra_draw": play_pb2.HAND_PHASE_EXTRA_DRAW,
+    "guess": play_pb2.HAND_PHASE_GUESS,
+    "over": play_pb2.HAND_PHASE_BETWEEN_HANDS,
+    "closed": play_pb2.HAND_PHASE_ENDED,
+}
+# Engine action kind → contract action kind (the LegalActions list groups by the latter).
+ACTION_KINDS = {
+    A.CHOOSE_DOUBLING: play_pb2.ACTION_KIND_CHOOSE_DOUBLING,
+    A.DECLINE_DOUBLING: play_pb2.ACTION_KIND_CHOOSE_DOUBLING,
+    A.EXCHANGE: play_pb2.ACTION_KIND_EXCHANGE,
+    A.DISCARD: play_pb2.ACTION_KIND_DISCARD,
+    A.DECLARE_READY: play_pb2.ACTION_KIND_DECLARE_READY,
+    A.SELF_DRAW_WIN: play_pb2.ACTION_KIND_WIN,
+    A.WIN: play_pb2.ACTION_KIND_WIN,
+    A.CONCEALED_KONG: play_pb2.ACTION_KIND_KONG,
+    A.ADDED_KONG: play_pb2.ACTION_KIND_KONG,
+    A.KONG: play_pb2.ACTION_KIND_KONG,
+    A.TAKE_TRIPLET: play_pb2.ACTION_KIND_RESPOND_OFFER,
+    A.RUB: play_pb2.ACTION_KIND_RESPOND_OFFER,
+    A.SWAP_ITEM: play_pb2.ACTION_KIND_USE_ITEM,
+    A.SHUFFLE_ITEM: play_pb2.ACTION_KIND_USE_ITEM,
+    A.PONG: play_pb2.ACTION_KIND_PONG,
+    A.CHI: play_pb2.ACTION_KIND_CHI,
+    A.PASS: play_pb2.ACTION_KIND_PASS,
+    A.GUESS_BIG: play_pb2.ACTION_KIND_GUESS,
+    A.GUESS_SMALL: play_pb2.ACTION_KIND_GUESS,
+    A.COLLECT: play_pb2.ACTION_KIND_GUESS,
+    A.LEAVE: play_pb2.ACTION_KIND_LEAVE,
+}
+
+
+def seat_enum(seat: int) -> int:
+    return SEATS[seat] if seat in (0, 1) else rules_pb2.SEAT_UNSPECIFIED
+
+
+def _compact(kinds: Sequence[int]) -> str:
+    return format_tiles(kinds) if kinds else ""
+
+
+# --- room rules ---------------------------------------------------------------------------------------
+def room_settings(rules: rules_pb2.RoomRules, negotiated: int) -> RoomSettings:
+    """The engine's settings of a room (validated by the engine: bad rules are INVALID_ARGUMENT)."""
+    profile = {v: k for k, v in PROFILES.items()}.get(rules.profile)
+    if profile is None:
+        raise InvalidArgument("room rules need a profile (PROFILE_DUEL or PROFILE_ERREN)")
+    options: dict[str, Any] = {
+        "profile": profile,
+        "triplet_offer_probability": rules.triplet_offer_probability,
+        "rub_offer_probability": rules.pick_offer_probability,
+        "items_enabled": rules.items_enabled,
+        "guess_enabled": rules.guess_enabled,
+        "exchange_fee": rules.exchange_fee,
+        "negotiated_multiplier": negotiated if profile == "duel" else 1,
+    }
+    if rules.minimum_fan:
+        options["minimum_fan"] = rules.minimum_fan
+    if rules.revealed_bonus_tiles:
+        options["bonus_tile_count"] = rules.revealed_bonus_tiles
+    if rules.task_multiplier:
+        options["task_multiplier"] = rules.task_multiplier
+    if rules.decision_millis:
+        options["decision_seconds"] = rules.decision_millis / 1000
+    if rules.time_bank_millis or rules.decision_millis:
+        options["time_bank_seconds"] = rules.time_bank_millis / 1000
+    try:
+        return RoomSettings(**options)
+    except ValueError as err:
+        raise InvalidArgument(f"room rules are not valid: {err}") from None
+
+
+# --- actions ------------------------------------------------------------------------------------------
+def encode_action(action: Action) -> play_pb2.Action:
+    """The contract's form of an engine action (for listing choices, defaults and the log)."""
+    kind, tile = action.kind, tile_name(action.tile) if action.tile >= 0 else ""
+    if kind in (A.CHOOSE_DOUBLING, A.DECLINE_DOUBLING):
+        return play_pb2.Action(
+            choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=kind == A.CHOOSE_DOUBLING)
+        )
+    if kind == A.EXCHANGE:
+        return play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=_compact(action.tiles)))
+    if kind == A.DISCARD:
+        return play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile))
+    if kind == A.DECLARE_READY:
+        return play_pb2.Action(declare_ready=play_pb2.DeclareReadyAction(discard=tile))
+    if kind in (A.SELF_DRAW_WIN, A.WIN):
+        return play_pb2.Action(win=play_pb2.WinAction())
+    if kind in (A.CONCEALED_KONG, A.ADDED_KONG, A.KONG):
+        meld = {A.CONCEALED_KONG: "concealed_kong", A.ADDED_KONG: "added_kong", A.KONG: "exposed_kong"}[kind]
+        return play_pb2.Action(kong=play_pb2.KongAction(kind=MELD_KINDS[meld], tile=tile))
+    if kind == A.TAKE_TRIPLET:
+        return play_pb2.Action(
+            respond_offer=play_pb2.RespondOfferAction(accept=True, give_back=_compact(action.tiles))
+        )
+    if kind == A.RUB:
+        return play_pb2.Action(respond_offer=play_pb2.RespondOfferAction(accept=True, pick=tile))
+    if kind == A.SWAP_ITEM:
+        target = tile_name(action.target)
+        return play_pb2.Action(
+            use_item=play_pb2.UseItemAction(
+                item=rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY, tiles=tile, target=target
+            )
+        )
+    if kind == A.SHUFFLE_ITEM:
+        return play_pb2.Action(
+            use_item=play_pb2.UseItemAction(
+                item=rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS, tiles=_compact(action.tiles)
+            )
+        )
+    if kind == A.PONG:
+        return play_pb2.Action(pong=play_pb2.PongAction())
+    if kind == A.CHI:
+        return play_pb2.Action(
+            chi=play_pb2.ChiAction(tiles=_compact([action.tile, action.tile + 1, action.tile + 2]))
+        )
+    if kind == A.PASS:
+        return _pass()
+    if kind in (A.GUESS_BIG, A.GUESS_SMALL):
+        guess = rules_pb2.GUESS_BIG if kind == A.GUESS_BIG else rules_pb2.GUESS_SMALL
+        return play_pb2.Action(guess=play_pb2.GuessAction(guess=guess))
+    if kind == A.COLLECT:
+        return play_pb2.Action(guess=play_pb2.GuessAction(skip=True))
+    return play_pb2.Action(leave=play_pb2.LeaveAction())
+
+
+def _pass() -> play_pb2.Action:
+    # ``pass`` is a Python keyword: the generated field is reachable only by name.
+    message = play_pb2.Action()
+    getattr(message, "pass").SetInParent()
+    return message
+
+
+def _tiles(text: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(sorted(parse_tiles(text)))
+    except ValueError as err:
+        raise InvalidArgument(f"{what} {text!r} is not tile notation: {err}") from None
+
+
+def _tile(text: str, what: str) -> int:
+    try:
+        return Tile.parse(text).kind
+    except ValueError as err:
+        raise InvalidArgument(f"{what} {text!r} is not one tile: {err}") from None
+
+
+def _one_of(legal: Sequence[Action], kinds: Sequence[str], why: str) -> Action:
+    for action in legal:
+        if action.kind in kinds:
+            return action
+    raise IllegalActionError(why)
+
+
+def decode_action(message: play_pb2.Action, seat: int, legal: Sequence[Action]) -> Action:
+    """The engine action a seat's message means, given the seat's legal actions (which tell a win on
+    a discard from a self-draw and name the claimed tile). Raises :class:`InvalidArgument` for bad
+    notation and :class:`IllegalActionError` for an action that cannot mean anything now."""
+    which = message.WhichOneof("kind")
+    if which is None:
+        raise InvalidArgument("the action has no kind set")
+    if which == "discard":
+        return Action(seat, A.DISCARD, _tile(message.discard.tile, "discard"))
+    if which == "declare_ready":
+        return Action(seat, A.DECLARE_READY, _tile(message.declare_ready.discard, "declare_ready.discard"))
+    if which == "exchange":
+        return Action(seat, A.EXCHANGE, tiles=_tiles(message.exchange.tiles, "exchange.tiles"))
+    if which == "chi":
+        tiles = _tiles(message.chi.tiles, "chi.tiles")
+        if len(tiles) != 3:
+            raise InvalidArgument(f"a chow is three tiles, got {message.chi.tiles!r}")
+        return Action(seat, A.CHI, tiles[0])
+    if which == "pong":
+        return _one_of(legal, (A.PONG,), "there is no discard you can pong now")
+    if which == "kong":
+        tile = _tile(message.kong.tile, "kong.tile")
+        kinds = (
+            (_KONG_OF_MELD[message.kong.kind],)
+            if message.kong.kind in _KONG_OF_MELD
+            else tuple(_KONG_OF_MELD.values())
+        )
+        for action in legal:
+            if action.kind in kinds and action.tile == tile:
+                return action
+        return Action(seat, kinds[0], tile)
+    if which == "win":
+        return _one_of(legal, (A.SELF_DRAW_WIN, A.WIN), "there is no win for you now")
+    if which in ("pass", "decline_win"):
+        return Action(seat, A.PASS)
+    if which == "respond_offer":
+        offer = message.respond_offer
+        if not offer.accept:
+            raise IllegalActionError("decline an offer by simply playing your turn (discard)")
+        if offer.give_back:
+            return Action(seat, A.TAKE_TRIPLET, tiles=_tiles(offer.give_back, "give_back"))
+        return Action(seat, A.RUB, _tile(offer.pick, "pick"))
+    if which == "use_item":
+        item = message.use_item
+        if item.item == rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY:
+            return Action(seat, A.SWAP_ITEM, _tile(item.tiles, "tiles"), target=_tile(item.target, "target"))
+        if item.item == rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS:
+            return Action(seat, A.SHUFFLE_ITEM, tiles=_tiles(item.tiles, "tiles"))
+        raise IllegalActionError("that item is not used during play")
+    if which == "choose_doubling":
+        kind = A.CHOOSE_DOUBLING if message.choose_doubling.start_doubled else A.DECLINE_DOUBLING
+        return Action(seat, kind)
+    if which == "guess":
+        if message.guess.skip:
+            return Action(seat, A.COLLECT)
+        return Action(seat, A.GUESS_BIG if message.guess.guess == rules_pb2.GUESS_BIG else A.GUESS_SMALL)
+    if which == "leave":
+        return Action(seat, A.LEAVE)
+    if which == "draw":
+        raise IllegalActionError("the table draws for you: there is no draw to ask for")
+    raise IllegalActionError(f"{which} is not an action of a hand in play")
+
+
+def encode_legal(
+    legal: Sequence[Action], exchange_limit: int | None, hand_size: int
+) -> list[play_pb2.LegalAction]:
+    """The seat's legal actions grouped by contract kind, each with its tile choices."""
+    grouped: dict[int, play_pb2.LegalAction] = {}
+    for action in legal:
+        kind = ACTION_KINDS[action.kind]
+        entry = grouped.get(kind)
+        if entry is None:
+            entry = grouped[kind] = play_pb2.LegalAction(kind=kind)
+        choice = _choice(action)
+        if choice and choice not in entry.choices:
+            entry.choices.append(choice)
+        if action.kind == A.EXCHANGE:
+            entry.max_tiles = hand_size if exchange_limit is None else min(exchange_limit, hand_size)
+    return list(grouped.values())
+
+
+def _choice(action: Action) -> str:
+    if action.kind == A.CHI:
+        return _compact([action.tile, action.tile + 1, action.tile + 2])
+    if action.kind in (A.EXCHANGE, A.TAKE_TRIPLET, A.SHUFFLE_ITEM):
+        return _compact(action.tiles)
+    if action.kind in (A.CHOOSE_DOUBLING, A.DECLINE_DOUBLING):
+        return "double" if action.kind == A.CHOOSE_DOUBLING else "no_double"
+    if action.kind in (A.GUESS_BIG, A.GUESS_SMALL, A.COLLECT):
+        return action.kind
+    if action.kind in (A.PONG, A.WIN, A.SELF_DRAW_WIN, A.PASS, A.LEAVE):
+        return ""
+    name = tile_name(action.tile) if action.tile >= 0 else ""
+    return f"{name}>{tile_name(action.target)}" if action.kind == A.SWAP_ITEM else name
+
+
+def between_hands_legal() -> list[play_pb2.LegalAction]:
+    """Between hands a seat continues or leaves (T7 / T10); the table, not the engine, decides this."""
+    return [
+        play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_CONTINUE),
+        play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_LEAVE),
+    ]
+
+
+def seat_event_detail(event: Event, seat: int) -> str:
+    """``SeatEvent.detail_json``: what the engine lets ``seat`` see of ``event`` (never its server part)."""
+    return json.dumps(event.for_seat(seat), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

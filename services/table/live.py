@@ -1,0 +1,561 @@
+"""One live table: an asyncio task that alone owns its engine ``Table``, fed by its inbox.
+
+Play streams put what happens to them (a seat attaches, sends an action, goes away) into the inbox and
+read what the table sends them from their own outbox; nothing else touches the engine. Every action the
+engine accepts becomes log records written ahead (acked by JetStream) before any seat sees its effect.
+Timers (T11), auto-play of disconnected seats (T10), the hand's end, settlement and the next deal all
+happen inside this one task, so their order is the log's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine import bot
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.errors import IllegalActionError
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.state import CLOSED
+from duelmahjong.engine.table import Table
+from duelmahjong.platform.errors import DomainError
+from duelmahjong.platform.logging import get_logger
+from duelmahjong.rules.tiles import tile_name
+from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2, table_pb2
+from services.table import codec, results, views
+from services.table.core import OpenRequest, TableHost, TableJournal
+
+_log = get_logger("table.live")
+ORIGINS = {
+    "player": server_state_pb2.ACTION_ORIGIN_PLAYER,
+    "timeout": server_state_pb2.ACTION_ORIGIN_TIMEOUT,
+    "autoplay": server_state_pb2.ACTION_ORIGIN_AUTOPLAY,
+}
+DEFAULT_GRACE_SECONDS = 60.0
+
+
+class SeatSession:
+    """One Play stream's end of a seat: the table writes to ``outbox``; ``None`` ends the stream."""
+
+    def __init__(self, seat: int) -> None:
+        self.seat = seat
+        self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+
+    def send(self, response: table_pb2.PlayResponse) -> None:
+        self.outbox.put_nowait(response)
+
+    def end(self) -> None:
+        self.outbox.put_nowait(None)
+
+
+@dataclass
+class _SeatState:
+    player: rules_pb2.SeatPlayer
+    session: SeatSession | None = None
+    ever_attached: bool = False
+    left_at: float | None = None  # disconnected since (T10 grace)
+    decision_since: float | None = None  # T11: when the pending decision was offered
+    decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
+    bank: float = 0.0
+    continuing: bool = False
+
+    @property
+    def connected(self) -> bool:
+        return self.session is not None
+
+
+@dataclass
+class _Item:
+    what: str  # "attach", "detach", "action"
+    session: SeatSession
+    request: table_pb2.PlayRequest | None = None
+    received: float = 0.0
+    last_seen: int = 0
+
+
+@dataclass
+class _Log:
+    sequence: int = 0
+    events: list[tuple[int, Event]] = field(default_factory=list)
+
+
+class LiveTable:
+    def __init__(self, request: OpenRequest, host: TableHost) -> None:
+        self.request = request
+        self.host = host
+        self.table_id = request.table_id
+        self.settings = codec.room_settings(request.rules, request.negotiated)
+        self.engine = Table(self.settings)
+        self.seats = [_SeatState(request.players[0]), _SeatState(request.players[1])]
+        self.status = table_pb2.TABLE_STATUS_WAITING
+        self.hand_id = ""
+        self.hands_played = 0
+        self._log = _Log()
+        self._inbox: deque[_Item] = deque()
+        self._wake = asyncio.Event()
+        self._pending_actions = 0
+        self._between = False
+        self._between_since = 0.0
+        self._opened_at = 0.0
+        self._task: asyncio.Task[None] | None = None
+        rules = request.rules
+        self.grace = (rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS
+        if host.journal is None:
+            raise ValueError("a live table needs the host's journal (the write-ahead log)")
+        self._journal: TableJournal = host.journal
+
+    # --- outside: Play streams and the host ------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"table-{self.table_id}")
+
+    async def stop(self) -> None:
+        """End the table's task now (drain deadline passed); it closes the table on its way out."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def now(self) -> float:
+        return self.host.clock() if self.host.clock else asyncio.get_running_loop().time()
+
+    def attach(self, session: SeatSession, last_seen: int) -> None:
+        self._put(_Item("attach", session, last_seen=last_seen))
+
+    def detach(self, session: SeatSession) -> None:
+        self._put(_Item("detach", session))
+
+    def submit(self, session: SeatSession, request: table_pb2.PlayRequest) -> None:
+        """Queue a seat's action, or refuse it BUSY when the table's queue is full (back-pressure)."""
+        if self._pending_actions >= self.host.queue_size:
+            if self.host.metrics is not None:
+                self.host.metrics.queue_full.inc()
+            self._reject(session, request, table_pb2.REJECTION_CODE_BUSY, "the table is busy; send again")
+            return
+        self._pending_actions += 1
+        self._put(_Item("action", session, request, received=time.perf_counter()))
+
+    def _put(self, item: _Item) -> None:
+        self._inbox.append(item)
+        self._wake.set()
+
+    # --- the task ---
+    async def _run(self) -> None:
+        try:
+            self._opened_at = self.now()
+            await self._publish([], self.engine.events[:1])  # table_opened: sequence 1
+            await self._journal.table_opened(self.request)
+            while self.engine.phase != CLOSED and self.status != table_pb2.TABLE_STATUS_CLOSED:
+                await self._next()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            _log.exception(
+                "table task failed; closing the table", extra={"fields": {"table_id": self.table_id}}
+            )
+        finally:
+            await self._close("table closed")
+
+    async def _next(self) -> None:
+        if not self._inbox:
+            self._wake.clear()
+            deadline = self._next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self.now())
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+        if self._inbox:
+            item = self._inbox.popleft()
+            if item.what == "action":
+                self._pending_actions -= 1
+            await self._handle(item)
+        await self._on_clock()
+
+    async def _handle(self, item: _Item) -> None:
+        seat = item.session.seat
+        state = self.seats[seat]
+        if item.what == "attach":
+            await self._attach(item.session, item.last_seen)
+        elif item.what == "detach":
+            if state.session is item.session:
+                state.session = None
+                state.left_at = self.now()
+                await self._autoplay()
+                self._send_views()
+        elif state.session is item.session and item.request is not None:
+            await self._seat_action(item.session, item.request, item.received)
+
+    async def _attach(self, session: SeatSession, last_seen: int) -> None:
+        state = self.seats[session.seat]
+        if state.session is not None and state.session is not session:
+            state.session.end()  # a second stream for the seat replaces the first
+        if state.ever_attached and self.host.metrics is not None:
+            self.host.metrics.reconnects.inc()
+        state.session, state.ever_attached, state.left_at = session, True, None
+        facts = self._facts()
+        for sequence, event in self._log.events:  # T10: resume from the last event the client saw
+            if sequence > last_seen:
+                session.send(
+                    table_pb2.PlayResponse(event=views.seat_event(event, session.seat, sequence, facts))
+                )
+        if self.status == table_pb2.TABLE_STATUS_WAITING and all(s.connected for s in self.seats):
+            await self._deal()
+        else:
+            self._send_views()
+
+    # --- actions ---
+    async def _seat_action(
+        self, session: SeatSession, request: table_pb2.PlayRequest, received: float
+    ) -> None:
+        seat, message = session.seat, request.action
+        which = message.WhichOneof("kind")
+        if self._between:
+            await self._between_hands(seat, which)
+            return
+        legal = self.engine.legal_actions(seat)
+        deciding = any(a.kind != A.LEAVE for a in legal)
+        if which != "leave":
+            if self.status != table_pb2.TABLE_STATUS_PLAYING or not deciding:
+                self._reject(session, request, table_pb2.REJECTION_CODE_STALE, "it is not your decision now")
+                return
+            if request.last_seen_sequence < self.seats[seat].decision_sequence:
+                why = (
+                    f"decided on an older state (sequence {request.last_seen_sequence}; "
+                    f"the table is at {self.seats[seat].decision_sequence})"
+                )
+                self._reject(session, request, table_pb2.REJECTION_CODE_STALE, why)
+                return
+        try:
+            action = codec.decode_action(message, seat, legal)
+            self.engine.check(action)
+        except IllegalActionError as err:
+            self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, str(err))
+            return
+        except DomainError as err:
+            self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, err.message)
+            return
+        await self._apply(action, "player")
+        if self.host.metrics is not None:
+            self.host.metrics.action_latency.observe(time.perf_counter() - received)
+
+    def _reject(self, session: SeatSession, request: table_pb2.PlayRequest, code: int, reason: str) -> None:
+        legal = self._legal_message(session.seat)
+        rejected = table_pb2.ActionRejected(
+            client_action_id=request.client_action_id,
+            code=code,
+            reason=reason,
+            view=views.seat_view(self.engine, session.seat, self._facts(), legal),
+        )
+        session.send(table_pb2.PlayResponse(rejected=rejected))
+
+    async def _apply(self, action: Action, origin: str) -> None:
+        """Apply one legal action: write its records ahead, then show its events, then what follows."""
+        self._record_time(action.seat)
+        events = self.engine.apply(action)
+        record = server_state_pb2.TableLogRecord(
+            action_applied=server_state_pb2.ActionApplied(
+                seat=codec.seat_enum(action.seat),
+                action=codec.encode_action(action),
+                origin=ORIGINS[origin],
+                engine_action=str(action),
+            )
+        )
+        await self._publish([record], events)
+        if self.host.metrics is not None:
+            self.host.metrics.actions.labels(kind=action.kind, origin=origin).inc()
+            if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
+                self.host.metrics.escapes.inc()
+        ended = next((e for e in events if e.kind == "hand_ended"), None)
+        if ended is not None:
+            await self._hand_over((ended.public or {})["result"])
+        elif self.engine.phase != CLOSED:
+            self._offer_decisions()
+            await self._autoplay()
+
+    async def _publish(self, leading: list[server_state_pb2.TableLogRecord], events: list[Event]) -> None:
+        start = self._log.sequence
+        await self._write(leading, events, self.hand_id)
+        sequence = start + len(leading)
+        facts = self._facts()
+        for event in events:
+            sequence += 1
+            self._log.events.append((sequence, event))
+            for state in self.seats:
+                if state.session is not None:
+                    state.session.send(
+                        table_pb2.PlayResponse(
+                            event=views.seat_event(event, state.session.seat, sequence, facts)
+                        )
+                    )
+
+    async def _write(
+        self, leading: list[server_state_pb2.TableLogRecord], events: list[Event], hand_id: str
+    ) -> None:
+        """Write-ahead: the leading records then one record per engine event, numbered without gaps."""
+        records = list(leading) + [
+            server_state_pb2.TableLogRecord(
+                engine_event=server_state_pb2.EngineEventRecord(
+                    kind=e.kind, seat=codec.seat_enum(e.seat), canonical_json=e.canonical()
+                )
+            )
+            for e in events
+        ]
+        numbered = [(self._log.sequence + i + 1, r) for i, r in enumerate(records)]
+        await self._journal.append(self.table_id, hand_id or "table", numbered)
+        self._log.sequence += len(records)
+
+    async def _autoplay(self) -> None:
+        """T10: a disconnected seat's decisions are played by the baseline bot (its seat is held)."""
+        while self.status == table_pb2.TABLE_STATUS_PLAYING and not self._between:
+            seat = next((s for s in (0, 1) if not self.seats[s].connected and self._deciding(s)), None)
+            if seat is None:
+                return
+            legal = self.engine.legal_actions(seat)
+            if self.host.metrics is not None:
+                self.host.metrics.autoplays.inc()
+            await self._apply(bot.choose(self.engine.state, seat, legal), "autoplay")
+
+    def _deciding(self, seat: int) -> bool:
+        return any(a.kind != A.LEAVE for a in self.engine.legal_actions(seat))
+
+    # --- timers (T11) ---
+    def _offer_decisions(self) -> None:
+        now, sequence = self.now(), self._last_event_sequence()
+        for seat, state in enumerate(self.seats):
+            if self._deciding(seat):
+                # A decision is new when the seat had none (it just acted, or the turn came to it); a
+                # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
+                if state.decision_since is None:
+                    state.decision_since, state.decision_sequence = now, sequence
+            else:
+                state.decision_since = None
+        self._send_views()
+
+    def _record_time(self, seat: int) -> None:
+        state = self.seats[seat]
+        if state.decision_since is not None:
+            used = self.now() - state.decision_since - self.settings.decision_seconds
+            state.bank = max(0.0, state.bank - max(0.0, used))
+            state.decision_since = None
+
+    def _deadline(self, seat: int) -> float | None:
+        state = self.seats[seat]
+        if self._between:
+            if state.continuing:
+                return None
+            if not state.connected and state.left_at is not None:
+                return max(self._between_since + self.settings.decision_seconds, state.left_at + self.grace)
+            return self._between_since + self.settings.decision_seconds
+        if state.decision_since is None:
+            return None
+        return state.decision_since + self.settings.decision_seconds + state.bank
+
+    def _next_deadline(self) -> float | None:
+        if self.status == table_pb2.TABLE_STATUS_WAITING:
+            return self._opened_at + self.host.join_seconds
+        times = [t for t in (self._deadline(0), self._deadline(1)) if t is not None]
+        times += [s.left_at + self.grace for s in self.seats if s.left_at is not None and not self._between]
+        return min(times) if times else None
+
+    async def _on_clock(self) -> None:
+        now = self.now()
+        if self.status == table_pb2.TABLE_STATUS_WAITING:
+            if now >= self._opened_at + self.host.join_seconds:
+                self.status = table_pb2.TABLE_STATUS_CLOSED  # a seat never came: nobody played
+            return
+        for seat in (0, 1):
+            if self.status == table_pb2.TABLE_STATUS_CLOSED or self.engine.phase == CLOSED:
+                return
+            state = self.seats[seat]
+            if not self._between and state.left_at is not None and now >= state.left_at + self.grace:
+                await self._apply(Action(seat, A.LEAVE), "timeout")  # T10: gone past the grace = escape
+                continue
+            deadline = self._deadline(seat)
+            if deadline is None or now < deadline:
+                continue
+            if self.host.metrics is not None:
+                self.host.metrics.timeouts.inc()
+            if self._between:
+                await self._between_hands(seat, "leave", origin="timeout")
+            else:
+                default = self.engine.default_action(seat)
+                if default is not None:
+                    state.bank = 0.0
+                    await self._apply(default, "timeout")
+
+    # --- hands ---
+    async def _deal(self) -> None:
+        number = self.engine.state.hand_number + 1
+        self.hand_id = f"{self.table_id}-h{number}"
+        seed = secrets.randbits(64)  # the hand's only randomness; never leaves the servers
+        events = self.engine.start_hand(seed)
+        self.status, self._between = table_pb2.TABLE_STATUS_PLAYING, False
+        for state in self.seats:
+            state.bank, state.continuing, state.decision_since = self.settings.time_bank_seconds, False, None
+        started = events[0]
+        hidden = server_state_pb2.HiddenTableState(
+            table_id=self.table_id,
+            hand_id=self.hand_id,
+            seed=seed.to_bytes(8, "big"),
+            wall=[tile_name(t) for t in (started.server or {}).get("wall", ())],
+            unused_pool=[tile_name(t) for t in (started.server or {}).get("pool", ())],
+        )
+        begun = server_state_pb2.HandBegun(
+            hand_number=number,
+            rules=self.request.rules,
+            players=list(self.request.players),
+            dealer=codec.seat_enum(self.engine.state.dealer),
+            multipliers=rules_pb2.Multipliers(
+                negotiated=self.settings.negotiated_multiplier,
+                progressive=self.engine.state.progressive,
+                fan_rate=self.request.rules.fan_rate,
+            ),
+            hidden=hidden,
+        )
+        await self._publish([server_state_pb2.TableLogRecord(hand_begun=begun)], events)
+        self._offer_decisions()
+        await self._autoplay()
+
+    async def _hand_over(self, result: dict[str, object]) -> None:
+        self.hands_played += 1
+        outcome = str(result["outcome"])
+        if self.host.metrics is not None:
+            self.host.metrics.hands.labels(outcome=outcome).inc()
+        journal = self._journal
+        hand_result = results.hand_result(
+            result,
+            table_id=self.table_id,
+            hand_id=self.hand_id,
+            room_id=self.request.room_id,
+            rules=self.request.rules,
+            players=self.request.players,
+            last_sequence=self._log.sequence,
+        )
+        await journal.hand_ended(hand_result)
+        if outcome != "escape" and self.request.rules.fee > 0:
+            for player in self.request.players:
+                await journal.fee_charged(
+                    self.table_id,
+                    self.hand_id,
+                    self.request.room_id,
+                    player.player_id,
+                    self.request.rules.fee,
+                )
+        self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
+        self._send_views()
+        scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
+        self._show_settlement(scored, applied)
+        if self.engine.phase == CLOSED or self.host.draining:
+            self.status = table_pb2.TABLE_STATUS_CLOSED
+            return
+        self._between, self._between_since = True, self.now()
+        for state in self.seats:
+            state.continuing = False
+        self._send_views()
+
+    def _show_settlement(self, scored: object, applied: object) -> None:
+        settled = play_pb2.HandSettled()
+        if scored is not None:
+            settled.settlement.CopyFrom(scored.settlement)
+        if applied is not None:
+            for balance in applied.balances:
+                for seat, player in enumerate(self.request.players):
+                    if balance.account == f"player:{player.player_id}":
+                        settled.balances.append(
+                            play_pb2.SeatBalance(seat=codec.seat_enum(seat), balance=balance.balance)
+                        )
+        event = play_pb2.SeatEvent(
+            sequence=self._log.sequence, occurred_at=views.timestamp(), hand_settled=settled
+        )
+        for state in self.seats:
+            if state.session is not None:
+                state.session.send(table_pb2.PlayResponse(event=event))
+
+    async def _between_hands(self, seat: int, which: str | None, origin: str = "player") -> None:
+        """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
+        if which == "continue_playing":
+            self.seats[seat].continuing = True
+            if all(s.continuing for s in self.seats):
+                await self._deal()
+            return
+        if which != "leave":
+            session = self.seats[seat].session
+            if session is not None:
+                self._reject(
+                    session,
+                    table_pb2.PlayRequest(),
+                    table_pb2.REJECTION_CODE_ILLEGAL,
+                    "between hands: continue or leave",
+                )
+            return
+        self._between = False
+        await self._apply(Action(seat, A.LEAVE), origin)
+        self.status = table_pb2.TABLE_STATUS_CLOSED
+
+    # --- what seats see ---
+    def _last_event_sequence(self) -> int:
+        return self._log.events[-1][0] if self._log.events else 0
+
+    def _facts(self) -> views.TableFacts:
+        return views.TableFacts(
+            table_id=self.table_id,
+            hand_id=self.hand_id,
+            players=self.request.players,
+            connected=(self.seats[0].connected, self.seats[1].connected),
+            fan_rate=self.request.rules.fan_rate,
+            sequence=self._last_event_sequence(),
+        )
+
+    def _legal_message(self, seat: int) -> play_pb2.LegalActions | None:
+        state = self.seats[seat]
+        if self._between:
+            if state.continuing:
+                return None
+            actions = codec.between_hands_legal()
+            default = play_pb2.Action(leave=play_pb2.LeaveAction())
+        elif self.status == table_pb2.TABLE_STATUS_PLAYING and self._deciding(seat):
+            legal = self.engine.legal_actions(seat)
+            limit = self.settings.effective_exchange_limit
+            actions = codec.encode_legal(legal, limit, self.engine.state.hand_size(seat))
+            chosen = self.engine.default_action(seat)
+            default = codec.encode_action(chosen) if chosen is not None else play_pb2.Action()
+        else:
+            return None
+        deadline = self._deadline(seat)
+        message = play_pb2.LegalActions(
+            sequence=self._last_event_sequence(),
+            actions=actions,
+            default_action=default,
+            time_bank_millis_remaining=int(state.bank * 1000),
+        )
+        if deadline is not None:
+            remaining = max(0.0, deadline - self.now())
+            message.deadline.CopyFrom(views.timestamp_in(remaining))
+            message.decision_millis_remaining = int(min(remaining, self.settings.decision_seconds) * 1000)
+        return message
+
+    def _send_views(self) -> None:
+        facts = self._facts()
+        for seat, state in enumerate(self.seats):
+            if state.session is not None:
+                view = views.seat_view(self.engine, seat, facts, self._legal_message(seat))
+                state.session.send(table_pb2.PlayResponse(view=view))
+
+    async def _close(self, reason: str) -> None:
+        self.status = table_pb2.TABLE_STATUS_CLOSED
+        for state in self.seats:
+            if state.session is not None:
+                state.session.end()
+                state.session = None
+        self.host.closed(self.table_id)
+        try:
+            await self._journal.table_closed(self.request, reason, self.hands_played)
+        except Exception:
+            _log.exception("could not publish TableClosed", extra={"fields": {"table_id": self.table_id}})
+
+    def status_message(self) -> table_pb2.GetTableStatusResponse:
+        view = views.seat_view(self.engine, 0, self._facts(), None)
+        return table_pb2.GetTableStatusResponse(status=self.status, state=view.table)

@@ -1,0 +1,112 @@
+"""The engine's hand result (``hand_ended.public.result``) as the contract's ``HandResult``.
+
+``HandEnded`` carries it to scoring, which replays the table's log and compares: so this encoding is
+a pure function of the engine result plus the table's facts (ids, room, players, fan rate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, parse_tiles
+from duelmahjong.v1 import rules_pb2
+from services.table import codec
+from services.table.views import OUTCOMES, hand_task, meld
+
+_WIND_ENUMS = dict(
+    zip(
+        WIND_NAMES,
+        (rules_pb2.WIND_EAST, rules_pb2.WIND_SOUTH, rules_pb2.WIND_WEST, rules_pb2.WIND_NORTH),
+        strict=True,
+    )
+)
+_BOOL_CONTEXT = (
+    "dealer",
+    "declared_ready",
+    "declared_first_turn",
+    "first_turn_after_declare",
+    "last_wall_tile",
+    "last_discard",
+    "after_kong",
+    "after_flower_replacement",
+    "robbing_kong",
+    "fourth_tile_visible",
+    "extra_draw_after_exhaustion",
+)
+
+
+def _notation(tiles: Any) -> str:
+    text = "".join(tiles) if isinstance(tiles, list | tuple) else str(tiles or "")
+    return format_tiles(parse_tiles(text)) if text else ""
+
+
+def hand_description(description: dict[str, Any]) -> rules_pb2.HandDescription:
+    """RULES.md §7 JSON (as the engine reports a win) → ``HandDescription``."""
+    context = description.get("context", {})
+    proto_context = rules_pb2.HandContext(
+        seat_wind=_WIND_ENUMS.get(context.get("seat_wind", ""), rules_pb2.WIND_UNSPECIFIED),
+        round_wind=_WIND_ENUMS.get(context.get("round_wind", ""), rules_pb2.WIND_UNSPECIFIED),
+        flowers=_notation(context.get("flowers", "")),
+        revealed_bonus_tiles=_notation(context.get("revealed_bonus_tiles", "")),
+    )
+    for key in _BOOL_CONTEXT:
+        setattr(proto_context, key, bool(context.get(key, False)))
+    if context.get("first_turn_win"):
+        proto_context.first_turn_win = rules_pb2.FirstTurnWin.Value(
+            "FIRST_TURN_WIN_" + str(context["first_turn_win"]).upper()
+        )
+    return rules_pb2.HandDescription(
+        profile=codec.PROFILES[description["profile"]],
+        concealed=description["concealed"],
+        melds=[meld(m["kind"], m["tiles"]) for m in description.get("melds", [])],
+        win_tile=description["win_tile"],
+        self_drawn=bool(description.get("self_drawn")),
+        context=proto_context,
+    )
+
+
+def hand_result(
+    result: dict[str, Any],
+    *,
+    table_id: str,
+    hand_id: str,
+    room_id: str,
+    rules: rules_pb2.RoomRules,
+    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
+    last_sequence: int,
+) -> rules_pb2.HandResult:
+    """The ``HandResult`` scoring verifies and scores (invariants of rules.proto: WIN ⇔ winner and
+    description; ESCAPE ⇔ escaper; exactly two players)."""
+    message = rules_pb2.HandResult(
+        table_id=table_id,
+        hand_id=hand_id,
+        hand_number=int(result["hand"]),
+        room_id=room_id,
+        rules=rules,
+        players=list(players),
+        dealer=codec.seat_enum(int(result["dealer"])),
+        outcome=OUTCOMES[result["outcome"]],
+        winner=codec.seat_enum(int(result["winner"])),
+        escaper=codec.seat_enum(int(result["escaper"])),
+        multipliers=rules_pb2.Multipliers(
+            negotiated=int(result["negotiated"]),
+            progressive=int(result["progressive"]),
+            fan_rate=rules.fan_rate,
+        ),
+        last_sequence=last_sequence,
+    )
+    if result["outcome"] == "win":
+        message.description.CopyFrom(hand_description(result["description"]))
+    if "doubling" in result:
+        message.doubling.CopyFrom(
+            rules_pb2.DoublingChoices(
+                start_doubled=[
+                    codec.seat_enum(seat) for seat, chose in enumerate(result["doubling"]) if chose
+                ],
+                win_declines=int(result.get("win_doublings", 0)),
+            )
+        )
+    task = hand_task(result.get("task"), bool(result.get("task_completed")))
+    if task is not None:
+        message.task.CopyFrom(task)
+    return message

@@ -1,0 +1,244 @@
+"""What one seat receives on its Play stream: ``SeatView`` and ``SeatEvent`` built from the engine.
+
+The engine already decides visibility (``Table.view(seat)`` and ``Event.for_seat(seat)`` never carry
+the opponent's concealed tiles, the wall, the pool or the seed); this module only re-shapes those
+values into the contract's messages and adds the table's own facts (ids, players, connections).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
+from duelmahjong.engine.table import Table
+from duelmahjong.rules.analysis import waits
+from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles
+from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
+from services.table import codec
+
+TASK_KINDS = {
+    "pong": rules_pb2.TASK_KIND_PONG,
+    "pattern": rules_pb2.TASK_KIND_PATTERN,
+    "kong": rules_pb2.TASK_KIND_KONG,
+    "double": rules_pb2.TASK_KIND_DOUBLING,
+}
+DRAW_SOURCES = {
+    "wall": play_pb2.DRAW_SOURCE_WALL,
+    "kong": play_pb2.DRAW_SOURCE_REPLACEMENT,
+    "flower": play_pb2.DRAW_SOURCE_REPLACEMENT,
+    "extra": play_pb2.DRAW_SOURCE_UNUSED_POOL,
+}
+OUTCOMES = {
+    "win": rules_pb2.HAND_OUTCOME_WIN,
+    "drawn": rules_pb2.HAND_OUTCOME_DRAWN,
+    "escape": rules_pb2.HAND_OUTCOME_ESCAPE,
+}
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """What the table service knows beside the engine: ids, players, who is connected, the fan rate."""
+
+    table_id: str
+    hand_id: str
+    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer]
+    connected: tuple[bool, bool]
+    fan_rate: int
+    sequence: int
+
+
+def timestamp(when: datetime | None = None) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(when or datetime.now(UTC))
+    return stamp
+
+
+def timestamp_in(seconds: float) -> Timestamp:
+    """A deadline ``seconds`` from now, as clients read it (wall clock)."""
+    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+
+
+def pattern_id(name: str) -> int:
+    try:
+        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{name.upper()}"))
+    except ValueError:
+        return rules_pb2.PATTERN_ID_UNSPECIFIED
+
+
+def hand_task(task: dict[str, Any] | None, completed: bool = False) -> rules_pb2.HandTask | None:
+    if not task:
+        return None
+    return rules_pb2.HandTask(
+        kind=TASK_KINDS.get(str(task["kind"]), rules_pb2.TASK_KIND_UNSPECIFIED),
+        pattern=pattern_id(str(task.get("pattern", ""))) if task.get("pattern") else 0,
+        multiplier=int(task.get("multiplier", 0)),
+        completed_by_winner=completed,
+    )
+
+
+def meld(kind: str, tiles: str) -> tiles_pb2.Meld:
+    return tiles_pb2.Meld(kind=codec.MELD_KINDS[kind], tiles=tiles, hidden=not tiles)
+
+
+def _holding_drawn(table: Table, seat: int) -> bool:
+    state = table.state
+    return state.current == seat and state.last_draw >= 0 and state.phase in (TURN, EXTRA_DRAW)
+
+
+def seat_view(
+    table: Table,
+    seat: int,
+    facts: TableFacts,
+    legal: play_pb2.LegalActions | None,
+) -> play_pb2.SeatView:
+    """The seat's ``SeatView`` from the engine's view of that seat."""
+    view = table.view(seat)
+    state = table.state
+    result = view.get("result")
+    public = play_pb2.PublicTableState(
+        table_id=facts.table_id,
+        hand_id=facts.hand_id,
+        hand_number=view["hand_number"],
+        profile=codec.PROFILES[view["profile"]],
+        phase=codec.PHASES[view["phase"]],
+        round_wind=codec.WINDS[view["round_wind"]],
+        dealer=codec.seat_enum(view["dealer"]),
+        turn=codec.seat_enum(view["to_move"]),
+        wall_remaining=view["wall_remaining"],
+        revealed_bonus_tiles=format_tiles(parse_tiles("".join(view["bonus_tiles"]))),
+        multipliers=rules_pb2.Multipliers(
+            negotiated=state.settings.negotiated_multiplier,
+            progressive=view["progressive"],
+            fan_rate=facts.fan_rate,
+        ),
+        sequence=facts.sequence,
+    )
+    task = hand_task(view.get("task"))
+    if task is not None:
+        public.task.CopyFrom(task)
+    for entry in view["seats"]:
+        number = entry["seat"]
+        holding = _holding_drawn(table, number)
+        player = facts.players[number]
+        public.seats.append(
+            play_pb2.PublicSeatState(
+                seat=codec.seat_enum(number),
+                player_id=player.player_id,
+                display_name=player.display_name,
+                dealer=entry["dealer"],
+                seat_wind=codec.WINDS.get(entry["wind"] or "", rules_pb2.WIND_UNSPECIFIED),
+                concealed_count=entry["hand_size"] - (1 if holding else 0),
+                holding_drawn_tile=holding,
+                melds=[meld(m["kind"], m["tiles"]) for m in entry["melds"]],
+                discards=[play_pb2.Discard(tile=tile) for tile in entry["discards"]],
+                flowers=format_tiles(parse_tiles("".join(entry["flowers"]))),
+                declared_ready=entry["declared_ready"],
+                connected=facts.connected[number],
+                win_declines=entry["win_doublings"],
+                revealed_concealed=result["hands"][number] if result and view["phase"] == OVER else "",
+            )
+        )
+    own = parse_tiles(view["seats"][seat].get("hand", ""))
+    drawn = view.get("drawn", "") if _holding_drawn(table, seat) else ""
+    if drawn:
+        own.remove(Tile.parse(drawn).kind)
+    message = play_pb2.SeatView(
+        seat=codec.seat_enum(seat),
+        table=public,
+        concealed=format_tiles(own),
+        drawn_tile=drawn,
+        waits=_waits(table, seat, own) if not drawn else "",
+        start_doubled=bool(view["seats"][seat].get("doubling")),
+    )
+    offer = view.get("offer")
+    if offer:
+        kind = play_pb2.Offer.KIND_TRIPLET if offer["kind"] == "triplet" else play_pb2.Offer.KIND_PICK
+        tiles = offer.get("tile", "")
+        message.offers.append(
+            play_pb2.Offer(offer_id=f"{facts.sequence}", kind=kind, tiles=tiles * 3 if tiles else "")
+        )
+    if legal is not None:
+        message.legal_actions.CopyFrom(legal)
+    return message
+
+
+def _waits(table: Table, seat: int, own: list[int]) -> str:
+    state = table.state
+    if len(own) % 3 != 1 or state.phase == OVER:
+        return ""
+    counts = list(state.hands[seat])
+    return format_tiles(waits(counts, profile=state.settings.profile, melded_tiles=state.melded_tiles(seat)))
+
+
+def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> play_pb2.SeatEvent:
+    """One engine event as ``seat`` may see it: a typed message where the contract has one, and always
+    the engine's per-seat JSON in ``detail_json``."""
+    seen = event.for_seat(seat)
+    message = play_pb2.SeatEvent(
+        sequence=sequence, occurred_at=timestamp(), detail_json=codec.seat_event_detail(event, seat)
+    )
+    kind, about = event.kind, codec.seat_enum(event.seat)
+    if kind == "hand_started":
+        message.hand_started.CopyFrom(
+            play_pb2.HandStarted(
+                hand_id=facts.hand_id,
+                hand_number=seen["hand_number"],
+                dealer=codec.seat_enum(seen["dealer"]),
+                round_wind=[
+                    rules_pb2.WIND_EAST,
+                    rules_pb2.WIND_SOUTH,
+                    rules_pb2.WIND_WEST,
+                    rules_pb2.WIND_NORTH,
+                ][seen["round_wind"]],
+                multipliers=rules_pb2.Multipliers(progressive=seen["progressive"], fan_rate=facts.fan_rate),
+                revealed_bonus_tiles=format_tiles(parse_tiles("".join(seen.get("bonus", [])))),
+            )
+        )
+        task = hand_task(seen.get("task"))
+        if task is not None:
+            message.hand_started.task.CopyFrom(task)
+    elif kind == "dealt":
+        tiles = seen.get("tiles", [])
+        message.tiles_dealt.CopyFrom(
+            play_pb2.TilesDealt(
+                seat=about,
+                tiles=format_tiles(parse_tiles("".join(tiles))),
+                count=int(seen.get("count", len(tiles))),
+            )
+        )
+    elif kind == "drew":
+        message.tile_drawn.CopyFrom(
+            play_pb2.TileDrawn(
+                seat=about, tile=seen.get("tile") or "", source=DRAW_SOURCES.get(seen["source"], 0)
+            )
+        )
+    elif kind == "discarded":
+        message.tile_discarded.CopyFrom(
+            play_pb2.TileDiscarded(seat=about, tile=seen["tile"], declared_ready=bool(seen.get("ready")))
+        )
+    elif kind in ("claimed", "konged"):
+        tile = seen.get("tile")
+        tiles = ""
+        if tile:
+            kind_of_tile = Tile.parse(tile).kind
+            count = {"chi": 0, "pong": 3}.get(seen["meld"], 4)
+            run = [kind_of_tile + step for step in range(3)] if not count else [kind_of_tile] * count
+            tiles = format_tiles(run)
+        message.meld_made.CopyFrom(play_pb2.MeldMade(seat=about, meld=meld(seen["meld"], tiles)))
+    elif kind == "hand_ended":
+        result = seen["result"]
+        message.hand_revealed.CopyFrom(
+            play_pb2.HandRevealed(
+                outcome=OUTCOMES[result["outcome"]],
+                winner=codec.seat_enum(result["winner"]),
+                escaper=codec.seat_enum(result["escaper"]),
+            )
+        )
+    elif kind == "pairing_ended":
+        message.table_ended.CopyFrom(play_pb2.TableEnded(reason="a player left the table"))
+    return message
