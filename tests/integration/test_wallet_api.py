@@ -240,3 +240,39 @@ async def test_holds_and_a_hand_scored_event_over_the_running_service(
     assert (await client.stub.ReleaseHold(released, metadata=matchmaking)).available == 850
     winner_balance = await client.balance("", winner_token)
     assert (winner_balance.balance, winner_balance.held) == (1150, 660)  # the carry grew by the win
+
+
+async def test_a_refused_event_is_reported_once_with_its_reason(
+    client: Client, wallet_service: ServiceRuntime[WalletConfig], bus: Bus
+) -> None:
+    player_id, _ = await client.login("frank")
+    namespace = Namespace(wallet_service.config.event_namespace)
+    applied: asyncio.Queue[events_pb2.SettlementApplied] = asyncio.Queue()
+
+    async def collect(message: Any) -> None:
+        await applied.put(events_pb2.SettlementApplied.FromString(message.data))
+
+    subscription = await bus.client.subscribe(namespace.subject(subjects.SETTLEMENT_APPLIED), cb=collect)
+    used = events_pb2.ItemUsed(
+        envelope=events_pb2.EventEnvelope(event_id="item-t1-4", producer="test"),
+        table_id="t1",
+        hand_id="h1",
+        sequence=4,
+        player_id=player_id,
+        item=rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY,
+    )
+    for copy in ("a", "b"):  # delivered twice: refused once, the same answer again, nothing moved
+        await bus.publish(
+            namespace.subject(subjects.ITEM_USED), used.SerializeToString(), msg_id=f"item-t1-4-{copy}"
+        )
+    refused = await asyncio.wait_for(applied.get(), timeout=20)
+    assert refused.source_event_id == "item-t1-4" and not refused.transaction_id
+    assert "swap_sun_for_sky" in refused.rejected_reason
+    again = await asyncio.wait_for(applied.get(), timeout=20)  # the copy gets the recorded answer
+    await subscription.unsubscribe()
+    assert again.envelope.event_id == refused.envelope.event_id  # one message id: JetStream keeps one
+    assert again.rejected_reason == refused.rejected_reason
+    rows = await wallet_service.db.fetchval(
+        "SELECT count(*) FROM wallet.transactions WHERE kind = 'item_use'"
+    )
+    assert rows == 1
