@@ -40,6 +40,8 @@ def score_line(line: bytes | str) -> dict[str, Any]:
         data = json.loads(line)
     except json.JSONDecodeError as error:
         return {"error": f"not JSON: {error}"}
+    except RecursionError:  # the json module recurses per nesting level: "[[[[…" deep enough crashes it
+        return {"error": "not JSON we can read: nested too deeply"}
     try:
         return evaluate(HandDescription.from_json(data)).to_json()
     except RulesError as error:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from duelmahjong.rules.analysis import waits
@@ -293,8 +294,24 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
 
     One arrangement per standard decomposition of the concealed tiles and the winning tile × each
     distinct set (or the pair) the winning tile can have completed; plus seven pairs, thirteen orphans
-    and the all-green free form where the profile allows them.
+    and the all-green free form where the profile allows them. The dealer's initial hand (天和) has no
+    winning tile: each kind it holds is read as the winning one in turn.
     """
+    out = _readings(desc)
+    if out and desc.context.first_turn_win == "dealer_initial_hand":
+        # D10 天和 "起手配牌后立即胡牌": the 14 dealt tiles win as they are, so which one the engine
+        # names as the winning tile must not matter; with D3 (the best reading wins) a nine-gates
+        # shape is the pure nine-sided wait (D12) whenever some tile can be the fourteenth.
+        tiles = [*desc.concealed, desc.win_tile]
+        for kind in sorted(set(desc.concealed) - {desc.win_tile}):
+            rest = tiles.copy()
+            rest.remove(kind)
+            out += _readings(replace(desc, concealed=tuple(sorted(rest)), win_tile=kind))
+    return out
+
+
+def _readings(desc: HandDescription) -> list[Arrangement]:
+    """:func:`arrangements` for the winning tile the description names."""
     profile = get_profile(desc.profile)
     hand = HandFacts(desc)
     closed = hand.closed

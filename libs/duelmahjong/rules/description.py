@@ -156,6 +156,7 @@ class HandDescription:
         )
         _check_tiles(desc)
         profile.check_description(desc)
+        _check_context(desc, has_flowers=profile.has_flowers)
         return desc
 
     def to_json(self) -> dict[str, Any]:
@@ -212,6 +213,52 @@ def _check_tiles(desc: HandDescription) -> None:
         raise InvalidHandError("context.flowers lists a flower twice; each flower exists once")
 
 
+# D10 / E7: what each first-turn event is — whether the win is self-drawn, and whose it is.
+_FIRST_TURN_SHAPE: dict[str, tuple[bool, bool]] = {
+    "dealer_initial_hand": (True, True),  # 天和 / 天胡: the dealer's 14 dealt tiles
+    "nondealer_first_draw": (True, False),  # 人和 (duel) / 地胡 (erren): the non-dealer's first draw
+    "dealer_first_discard": (False, False),  # 地和 (duel) / 人胡 (erren): the dealer's first discard
+}
+
+
+def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
+    """Context flags that contradict the hand. They would otherwise score a limit hand the play
+    cannot have produced (a discard win named the non-dealer's first draw is not 人和)."""
+    context = desc.context
+    event = context.first_turn_win
+    if event is not None:
+        self_drawn, dealer = _FIRST_TURN_SHAPE[event]
+        if desc.self_drawn != self_drawn:
+            kind = "a self-drawn win" if self_drawn else "a win on a discard"
+            raise InvalidHandError(
+                f"context.first_turn_win {event} is {kind}; self_drawn must be {str(self_drawn).lower()}"
+            )
+        if context.dealer != dealer:
+            whose = "the dealer's win" if dealer else "the non-dealer's win"
+            raise InvalidHandError(
+                f"context.first_turn_win {event} is {whose}; context.dealer must be {str(dealer).lower()}"
+            )
+        if desc.melds:
+            raise InvalidHandError(
+                f"context.first_turn_win {event} comes before any claim or kong: the hand holds no "
+                f"declared meld, got {len(desc.melds)}"
+            )
+    if context.robbing_kong:
+        # D13: only an added kong is robbed, so the opponent's pong holds the other three copies.
+        robbed = desc.win_tile
+        held = desc.concealed.count(robbed) + sum(meld.tiles.count(robbed) for meld in desc.melds)
+        if held:
+            name = format_tiles([robbed])
+            raise InvalidHandError(
+                f"context.robbing_kong: the robbed {name} completes the opponent's added kong, so the "
+                f"winner holds no other copy of {name}; the hand holds {held}"
+            )
+    if context.after_flower_replacement and not has_flowers:
+        raise InvalidHandError(
+            f"profile {desc.profile} has no flower tiles; context.after_flower_replacement must be false"
+        )
+
+
 def _boolean(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise InvalidHandError(f"{name} must be true or false, got {value!r}")
@@ -251,7 +298,8 @@ def _meld(index: int, raw: Any) -> Meld:
     kind = raw["kind"]
     if kind not in MELD_KINDS:
         raise InvalidHandError(f"{where}.kind must be one of {', '.join(MELD_KINDS)}; got {kind!r}")
+    tiles = tuple(_tiles(f"{where}.tiles", raw["tiles"]))  # its errors already say where
     try:
-        return Meld(kind, tuple(_tiles(f"{where}.tiles", raw["tiles"])))
+        return Meld(kind, tiles)
     except InvalidHandError as error:
         raise InvalidHandError(f"{where}: {error}") from None

@@ -73,6 +73,7 @@ def test_installed_command_scores_lines_and_carries_on_after_errors() -> None:
             "true or false",
         ),
         (b'{"profile": "duel", "concealed": "1112345678999m"}', "lacks 'win_tile'"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),  # json raises RecursionError here
     ],
 )
 def test_invalid_lines_get_an_error_saying_what_is_wrong(line: bytes, error: str) -> None:

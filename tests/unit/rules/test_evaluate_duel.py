@@ -141,7 +141,8 @@ def test_d1_bonus_tiles_count_the_winning_tile_and_every_revealed_copy() -> None
 
 
 def test_d13_robbing_a_kong_is_scored_as_a_self_draw() -> None:
-    robbed = breakdown(hand("234567m234p678s5z", "5z", robbing_kong=True))
+    # The robbed 5m is the fourth copy (the opponent's pong holds the other three): a closed wait.
+    robbed = breakdown(hand("46m567p234s678s55z", "5m", robbing_kong=True))
     assert robbed == {"concealed_hand": 1, "concealed_self_draw": 1}
 
 
@@ -155,10 +156,32 @@ def test_d8_last_tile_patterns_need_the_right_kind_of_win() -> None:
 
 
 def test_d10_first_turn_events_name_the_event_not_the_pattern() -> None:
-    events = {"dealer_initial_hand": "heavenly_hand", "nondealer_first_draw": "human_hand"}
-    events["dealer_first_discard"] = "earthly_hand"
-    for event, pattern in events.items():
-        assert set(breakdown(hand("234567m234p678s5z", "5z", first_turn_win=event))) == {pattern}
+    # (event, self-drawn, dealer) -> pattern: 天和 the dealer's deal, 人和 the non-dealer's first
+    # draw, 地和 the dealer's first discard.
+    events = {
+        ("dealer_initial_hand", True, True): "heavenly_hand",
+        ("nondealer_first_draw", True, False): "human_hand",
+        ("dealer_first_discard", False, False): "earthly_hand",
+    }
+    for (event, self_drawn, dealer), pattern in events.items():
+        desc = hand("234567m234p678s5z", "5z", first_turn_win=event, self_drawn=self_drawn, dealer=dealer)
+        assert set(breakdown(desc)) == {pattern}
+
+
+@pytest.mark.parametrize(
+    ("event", "self_drawn", "dealer", "message"),
+    [
+        ("nondealer_first_draw", False, False, "is a self-drawn win; self_drawn must be true"),
+        ("dealer_initial_hand", True, False, "is the dealer's win; context.dealer must be true"),
+        ("dealer_first_discard", True, False, "is a win on a discard; self_drawn must be false"),
+        ("dealer_first_discard", False, True, "is the non-dealer's win; context.dealer must be false"),
+    ],
+)
+def test_d10_a_first_turn_event_the_hand_contradicts_is_an_error(
+    event: str, self_drawn: bool, dealer: bool, message: str
+) -> None:
+    with pytest.raises(InvalidHandError, match=message):
+        hand("234567m234p678s5z", "5z", first_turn_win=event, self_drawn=self_drawn, dealer=dealer)
 
 
 def test_d12_northeast_express_is_east_with_north_or_north_with_east_only() -> None:
@@ -219,6 +242,13 @@ def test_description_round_trips_and_is_canonical() -> None:
         ({"profile": "riichi"}, UnknownProfileError, "unknown profile"),
         ({"profile": "erren"}, InvalidHandError, "not in the erren tile set"),
         ({"extra": 1}, InvalidHandError, "unknown key"),
+        (
+            {"melds": [{"kind": "pong", "tiles": ["7s"]}], "concealed": "234567m234p5z"},
+            InvalidHandError,
+            r"^melds\[0\]\.tiles must be tile notation",  # said once, not "melds[0]: melds[0].tiles"
+        ),
+        ({"context": {"first_turn_win": "dealer_initial_hand"}}, InvalidHandError, "self-drawn win"),
+        ({"context": {"robbing_kong": True}}, InvalidHandError, "holds no other copy of 5z"),
     ],
 )
 def test_description_errors_say_what_is_wrong(

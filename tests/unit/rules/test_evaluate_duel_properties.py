@@ -57,6 +57,8 @@ def random_winning_hand(rng: random.Random) -> dict[str, Any]:
             concealed.extend(tiles)
     win = concealed.pop(rng.randrange(len(concealed)))
     context = {flag: True for flag in FLAGS if rng.random() < 0.15}
+    if win in concealed or any(win in parse_tiles(meld["tiles"]) for meld in melds):
+        context.pop("robbing_kong", None)  # D13: the robbed tile is the fourth copy, held only once
     if rng.random() < 0.5:
         context["revealed_bonus_tiles"] = [format_tiles([rng.randrange(34)]) for _ in range(2)]
     return {

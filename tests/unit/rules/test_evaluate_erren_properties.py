@@ -70,16 +70,21 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
     context["round_wind"] = draw(st.sampled_from(WINDS))
     if draw(st.booleans()):
         context["seat_wind"] = draw(st.sampled_from(WINDS))
-    if draw(st.integers(0, 5)) == 0:
-        context["first_turn_win"] = draw(
-            st.sampled_from(["dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard"])
-        )
+    self_drawn = draw(st.booleans())
+    if not melds and draw(st.integers(0, 5)) == 0:
+        event = draw(st.sampled_from(["dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard"]))
+        context["first_turn_win"] = event
+        # The event says who won and how (descriptions that contradict it are rejected).
+        self_drawn = event != "dealer_first_discard"
+        context["dealer"] = event == "dealer_initial_hand"
+    if counts[win] > 1:
+        context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
     return {
         "profile": "erren",
         "concealed": format_tiles(concealed),
         "melds": melds,
         "win_tile": format_tiles([win]),
-        "self_drawn": draw(st.booleans()),
+        "self_drawn": self_drawn,
         "context": context,
     }
 
