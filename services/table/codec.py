@@ -9,14 +9,12 @@ tiles, the wall, the pool or the seed: it only re-shapes what the engine let tha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError
-from duelmahjong.engine.events import Event
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name
@@ -299,8 +297,3 @@ def between_hands_legal() -> list[play_pb2.LegalAction]:
         play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_CONTINUE),
         play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_LEAVE),
     ]
-
-
-def seat_event_detail(event: Event, seat: int) -> str:
-    """``SeatEvent.detail_json``: what the engine lets ``seat`` see of ``event`` (never its server part)."""
-    return json.dumps(event.for_seat(seat), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

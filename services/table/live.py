@@ -13,6 +13,7 @@ import asyncio
 import secrets
 import time
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duelmahjong.engine import actions as A
@@ -324,15 +325,19 @@ class LiveTable:
     # --- timers (T11) ---
     def _offer_decisions(self) -> None:
         now, sequence = self.now(), self._last_event_sequence()
+        fresh = []
         for seat, state in enumerate(self.seats):
             if self._deciding(seat):
                 # A decision is new when the seat had none (it just acted, or the turn came to it); a
                 # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
                 if state.decision_since is None:
                     state.decision_since, state.decision_sequence = now, sequence
+                    fresh.append(seat)
             else:
                 state.decision_since = None
-        self._send_views()
+        # Only a seat with a new decision gets a view (with its legal actions): the events already told
+        # both seats what changed, and a view per seat per action would double the table's work.
+        self._send_views(fresh)
 
     def _record_time(self, seat: int) -> None:
         state = self.seats[seat]
@@ -537,9 +542,10 @@ class LiveTable:
             message.decision_millis_remaining = int(min(remaining, self.settings.decision_seconds) * 1000)
         return message
 
-    def _send_views(self) -> None:
+    def _send_views(self, seats: Sequence[int] = (0, 1)) -> None:
         facts = self._facts()
-        for seat, state in enumerate(self.seats):
+        for seat in seats:
+            state = self.seats[seat]
             if state.session is not None:
                 view = views.seat_view(self.engine, seat, facts, self._legal_message(seat))
                 state.session.send(table_pb2.PlayResponse(view=view))

@@ -7,6 +7,8 @@ values into the contract's messages and adds the table's own facts (ids, players
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -53,8 +55,11 @@ class TableFacts:
 
 
 def timestamp(when: datetime | None = None) -> Timestamp:
+    if when is None:  # the hot path (every event to every seat): no datetime arithmetic
+        nanos = time.time_ns()
+        return Timestamp(seconds=nanos // 1_000_000_000, nanos=nanos % 1_000_000_000)
     stamp = Timestamp()
-    stamp.FromDatetime(when or datetime.now(UTC))
+    stamp.FromDatetime(when)
     return stamp
 
 
@@ -179,9 +184,8 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
     """One engine event as ``seat`` may see it: a typed message where the contract has one, and always
     the engine's per-seat JSON in ``detail_json``."""
     seen = event.for_seat(seat)
-    message = play_pb2.SeatEvent(
-        sequence=sequence, occurred_at=timestamp(), detail_json=codec.seat_event_detail(event, seat)
-    )
+    detail = json.dumps(seen, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    message = play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), detail_json=detail)
     kind, about = event.kind, codec.seat_enum(event.seat)
     if kind == "hand_started":
         message.hand_started.CopyFrom(

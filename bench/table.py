@@ -1,0 +1,251 @@
+"""``duel bench table``: actions per second and action→event latency through a real table server,
+against a bare grpc.aio bidirectional ping-pong on as many streams, measured in the same run.
+
+* ours (``table.actions``): one table-server process (``python -m services.table`` on an embedded
+  NATS, write-ahead on: every record acked by JetStream before a seat sees it) hosting 64 tables; this
+  process plays both seats of each over loopback (128 Play streams). A seat answers each decision at
+  once with the win when it has one, else the decision's default action, and continues between hands.
+  Latency: the action sent → the first event it caused received.
+* ref (``grpc_bidi``): a bare grpc.aio server in another process echoing bytes on 64 bidirectional
+  streams, each stream one ping in flight.
+
+Runs alternate (ref, ours, ref, ours…), each ``--seconds`` long; rates are medians over the runs,
+latency percentiles are over every sample of each side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+import grpc
+import grpc.aio
+
+from bench.common import MIN_RUNS, Figure
+from duelmahjong.platform import auth
+from duelmahjong.platform.embedded import EmbeddedNats
+from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+
+TABLES = 64
+ROOT = Path(__file__).resolve().parents[1]
+ECHO_METHOD = "/bench.Echo/PingPong"
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Window:
+    """Which side is being measured now; samples count only while their side's window is open."""
+
+    def __init__(self) -> None:
+        self.side = ""
+        self.open = {"ours": asyncio.Event(), "ref": asyncio.Event()}
+        self.latencies: dict[str, list[float]] = {"ours": [], "ref": []}
+        self.count = 0
+
+    def record(self, side: str, seconds: float) -> None:
+        if self.side == side:
+            self.latencies[side].append(seconds)
+            self.count += 1
+
+    async def measure(self, side: str, seconds: float) -> float:
+        self.side, self.count = side, 0
+        self.open[side].set()
+        started = time.perf_counter()
+        await asyncio.sleep(seconds)
+        done = self.count
+        elapsed = time.perf_counter() - started
+        self.open[side].clear()
+        self.side = ""
+        await asyncio.sleep(0.1)  # let the in-flight round trips settle before the other side runs
+        return done / elapsed
+
+
+# --- ours -----------------------------------------------------------------------------------------------
+def _choose(legal: play_pb2.LegalActions) -> play_pb2.Action:
+    kinds = {a.kind for a in legal.actions}
+    if play_pb2.ACTION_KIND_CONTINUE in kinds:
+        return play_pb2.Action(continue_playing=play_pb2.ContinueAction())
+    if play_pb2.ACTION_KIND_WIN in kinds:
+        return play_pb2.Action(win=play_pb2.WinAction())
+    return legal.default_action
+
+
+async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
+        await call.write(table_pb2.PlayRequest(table_ticket=ticket))
+        last_seen, sent_at, sent_after = 0, 0.0, -1
+        while True:
+            response = await call.read()
+            if response is grpc.aio.EOF:
+                return
+            if response.HasField("event"):
+                last_seen = max(last_seen, response.event.sequence)
+                if sent_after >= 0 and response.event.sequence > sent_after:
+                    window.record("ours", time.perf_counter() - sent_at)
+                    sent_after = -1
+            elif response.HasField("rejected"):
+                sent_after = -1
+            elif response.view.legal_actions.actions and sent_after < 0:
+                await window.open["ours"].wait()
+                sent_at, sent_after = time.perf_counter(), last_seen
+                action = _choose(response.view.legal_actions)
+                await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
+
+
+async def _open_tables(address: str, secret: str) -> list[tuple[str, str]]:
+    service = auth.issue_token(secret, player_id="bench-matchmaking", role=auth.Role.SERVICE)
+    rules = rules_pb2.RoomRules(
+        profile=rules_pb2.PROFILE_DUEL, fan_rate=1, decision_millis=600_000, time_bank_millis=0
+    )
+    seats: list[tuple[str, str]] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        for number in range(TABLES):
+            players = [
+                rules_pb2.SeatPlayer(seat=seat, player_id=f"bench-{number}-{seat}", carry=10**9)
+                for seat in (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
+            ]
+            opened = await stub.OpenTable(
+                table_pb2.OpenTableRequest(
+                    table_id=f"bench-{number}",
+                    pairing_id=f"p{number}",
+                    room_id="bench",
+                    rules=rules,
+                    players=players,
+                ),
+                metadata=auth.bearer_metadata(service),
+            )
+            for ticket in opened.tickets:
+                token = auth.issue_token(secret, player_id=ticket.player_id)
+                seats.append((token, ticket.table_ticket))
+    return seats
+
+
+# --- ref: bare bidi ping-pong ---------------------------------------------------------------------------
+async def _echo_server(port: int) -> None:
+    async def ping_pong(
+        requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        async for payload in requests:
+            yield payload
+
+    server = grpc.aio.server()
+    handler = grpc.method_handlers_generic_handler(
+        "bench.Echo", {"PingPong": grpc.stream_stream_rpc_method_handler(ping_pong)}
+    )
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    await server.start()
+    await server.wait_for_termination()
+
+
+async def _pinger(address: str, window: Window) -> None:
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.stream_stream(ECHO_METHOD)()
+        payload = b"x" * 64
+        while True:
+            await window.open["ref"].wait()
+            started = time.perf_counter()
+            await call.write(payload)
+            if await call.read() is grpc.aio.EOF:
+                return
+            window.record("ref", time.perf_counter() - started)
+
+
+# --- the run --------------------------------------------------------------------------------------------
+async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
+    secret = secrets.token_hex(32)
+    table_port, echo_port = free_port(), free_port()
+    with EmbeddedNats(data_dir / "nats") as nats_server:
+        env = {
+            **os.environ,
+            "NATS_URL": nats_server.url,
+            "TOKEN_SECRET": secret,
+            "GRPC_HOST": "127.0.0.1",
+            "GRPC_PORT": str(table_port),
+            "TABLE_CAPACITY": str(TABLES),
+            "SETTLEMENT_WAIT_SECONDS": "0.01",  # no scoring/wallet here: the hand end does not wait
+            "DRAIN_SECONDS": "1",
+            "LOG_LEVEL": "ERROR",
+        }
+        # Started once, before anything is timed: a blocking spawn is harmless here.
+        table = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=env)  # noqa: ASYNC220
+        echo_server = [sys.executable, "-m", "bench.table", "--echo-server", str(echo_port)]
+        echo = subprocess.Popen(echo_server, cwd=ROOT)  # noqa: ASYNC220
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            address = f"127.0.0.1:{table_port}"
+            await wait_until_serving(address, within_seconds=60)
+            window = Window()
+            seats = await _open_tables(address, secret)
+            tasks = [asyncio.create_task(_seat(address, token, ticket, window)) for token, ticket in seats]
+            tasks += [asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window)) for _ in range(TABLES)]
+            await window.measure("ours", 0.5)  # warm-up of both sides
+            await window.measure("ref", 0.5)
+            window.latencies = {"ours": [], "ref": []}
+            ours, theirs = [], []
+            for _ in range(runs):
+                theirs.append(await window.measure("ref", seconds))
+                ours.append(await window.measure("ours", seconds))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for process in (table, echo):
+                process.send_signal(signal.SIGTERM)
+            for process in (table, echo):
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+    figure = Figure("table.actions", statistics.median(ours), "grpc_bidi", statistics.median(theirs), runs)
+    ours_p99, ref_p99 = percentile(window.latencies["ours"], 0.99), percentile(window.latencies["ref"], 0.99)
+    return [
+        figure.line(),
+        f"bench table.latency ours p50={percentile(window.latencies['ours'], 0.5) * 1e3:.2f}ms "
+        f"p99={ours_p99 * 1e3:.2f}ms",
+        f"bench table.latency ref=grpc_bidi p50={percentile(window.latencies['ref'], 0.5) * 1e3:.2f}ms "
+        f"p99={ref_p99 * 1e3:.2f}ms",
+        f"bench table.latency p99_ratio={ours_p99 / ref_p99 if ref_p99 else float('inf'):.2f}",
+    ]
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="duel bench table", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=MIN_RUNS, help=f"runs of each side (>= {MIN_RUNS})")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of each run")
+    parser.add_argument("--echo-server", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(list(argv))
+    if args.echo_server:
+        asyncio.run(_echo_server(args.echo_server))
+        return 0
+    with tempfile.TemporaryDirectory(prefix="table-bench-") as tmp:
+        for line in asyncio.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.seconds)):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
