@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescriptor
+
 from duelmahjong.v1 import (
     events_pb2,
     matchmaking_pb2,
@@ -20,7 +22,6 @@ from duelmahjong.v1 import (
     table_pb2,
     wallet_pb2,
 )
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, ServiceDescriptor
 
 # RULES.md §2, copied as data (shared/ is not importable in CI), in the document's order.
 DUEL_PATTERN_IDS = """
