@@ -243,6 +243,15 @@ def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
                 f"context.first_turn_win {event} comes before any claim or kong: the hand holds no "
                 f"declared meld, got {len(desc.melds)}"
             )
+    if context.declared_first_turn:
+        # 天听 is declared on the first turn, before any claim, and a declared-ready hand claims
+        # nothing but the win (T3): only a concealed kong (erren may still kong) can stand beside it.
+        opened = [meld for meld in desc.melds if meld.kind != "concealed_kong"]
+        if opened:
+            raise InvalidHandError(
+                f"context.declared_first_turn (天听) comes before any claim and a ready hand claims "
+                f"only the win, so the hand holds no open meld; got {opened[0]}"
+            )
     if context.robbing_kong:
         # D13: only an added kong is robbed, so the opponent's pong holds the other three copies.
         robbed = desc.win_tile

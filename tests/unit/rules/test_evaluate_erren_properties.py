@@ -79,6 +79,8 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         context["dealer"] = event == "dealer_initial_hand"
     if counts[win] > 1:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
+    if any(meld["kind"] != "concealed_kong" for meld in melds):
+        context.pop("declared_first_turn", None)  # 天听 comes before any claim (T3)
     return {
         "profile": "erren",
         "concealed": format_tiles(concealed),
