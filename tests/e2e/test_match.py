@@ -1,0 +1,269 @@
+"""Whole matches between two gRPC clients on the whole stack (``make run``'s four service processes,
+embedded NATS and Postgres): login, queue, T7 negotiation, allocation, hands on the table server,
+scoring's replay check, the wallet's settlement — in both profiles.
+
+Checked on every match: balances move exactly by the settlements and fees the clients were shown,
+the ledger's grand total over players and house accounts is unchanged, and no message a client
+received ever carries the opponent's concealed tiles, draws or the hand's seed (read back from the
+table's write-ahead log on NATS)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+
+from duelmahjong.cli.demo import ledger_balances
+from duelmahjong.client.play import MatchPlan, PlayOutcome
+from duelmahjong.client.policy import BaselineBot
+from duelmahjong.client.session import DuelClient
+from duelmahjong.platform import subjects
+from duelmahjong.platform.stack import Stack
+from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
+
+FEE = 3
+ROOMS = [
+    {"room_id": "e2e-duel", "profile": "duel", "fan_rate": 2, "fee": FEE, "carry_min": 100, "carry_max": 600},
+    {
+        "room_id": "e2e-erren",
+        "profile": "erren",
+        "fan_rate": 1,
+        "fee": FEE,
+        "carry_min": 100,
+        "carry_max": 600,
+    },
+]
+ROOM_OF = {"duel": "e2e-duel", "erren": "e2e-erren"}
+MAX_FAN = {"duel": 64, "erren": 88}  # H3
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[StackState]:
+    """The stack `make run` runs (four service processes, embedded NATS and Postgres), for this module."""
+    # Server data outside pytest's root, which a concurrent pytest may reset to 0700 (tests/conftest.py).
+    data_dir = Path(tempfile.mkdtemp(prefix="duel-e2e-match-"))
+    environ = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
+    environ = {k: v for k, v in environ.items() if not k.endswith("_ADDRESS")}
+    environ["MATCHMAKING_ROOMS"] = json.dumps(ROOMS)
+    running = Stack(data_dir, list(SERVICE_NAMES), environ)
+    loop = asyncio.new_event_loop()  # only for bringing it up: the services are other processes
+    try:
+        yield loop.run_until_complete(running.up())
+    finally:
+        running.down()
+        loop.close()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+class Player:
+    """A client and every message its table sent it."""
+
+    def __init__(self, stack: StackState, name: str) -> None:
+        self.client = DuelClient(
+            wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc
+        )
+        self.name = name
+        self.received: list[table_pb2.PlayResponse] = []
+        self.seat = -1
+        self.start_balance = 0
+
+
+async def _seat_two(stack: StackState, profile: str, multiplier: int = 2) -> tuple[list[Player], Any]:
+    players = [Player(stack, "alice"), Player(stack, "bob")]
+    for player in players:
+        await player.client.login(player.name)
+        player.start_balance = (await player.client.balance()).balance
+    room = ROOM_OF[profile]
+    readies = await asyncio.gather(*(p.client.find_table(room, 500, multiplier=multiplier) for p in players))
+    for player, ready in zip(players, readies, strict=True):
+        player.seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
+    return players, readies
+
+
+async def _play(players: list[Player], readies: Any, plans: list[MatchPlan]) -> list[PlayOutcome]:
+    async def one(player: Player, ready: Any, plan: MatchPlan) -> PlayOutcome:
+        return await player.client.play(ready, BaselineBot(), plan, watch=player.received.append)
+
+    return await asyncio.gather(
+        *(one(p, r, plan) for p, r, plan in zip(players, readies, plans, strict=True))
+    )
+
+
+async def _released(players: list[Player]) -> None:
+    """Wait until the wallet has applied everything of the table (TableClosed releases the holds)."""
+    for _ in range(300):
+        if not any([(await p.client.balance()).held for p in players]):
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail("the holds were not released after the table closed")
+
+
+async def _balance_becomes(player: Player, expected: int) -> int:
+    """The player's balance once it is ``expected`` (or the last one seen): the wallet applies a
+    table's fees, settlements and close from separate consumers, in no fixed order."""
+    balance = (await player.client.balance()).balance
+    for _ in range(100):
+        if balance == expected:
+            break
+        await asyncio.sleep(0.1)
+        balance = (await player.client.balance()).balance
+    return balance
+
+
+async def _table_log(stack: StackState, table_id: str) -> list[events_pb2.TableEventAppended]:
+    connection = await nats.connect(stack.nats_url)
+    try:
+        js = connection.jetstream()
+        subscription = await js.subscribe(subjects.table_log_subject(table_id), ordered_consumer=True)
+        records = []
+        while True:
+            try:
+                message = await subscription.next_msg(timeout=1.0)
+            except TimeoutError:
+                break
+            records.append(events_pb2.TableEventAppended.FromString(message.data))
+        await subscription.unsubscribe()
+        return records
+    finally:
+        await connection.close()
+
+
+def _check_nothing_hidden(player: Player, secrets: list[bytes]) -> None:
+    """No message to ``player`` holds the opponent's concealed tiles or draws, nor any hand's seed."""
+    me = player.seat
+    for message in player.received:
+        raw = message.SerializeToString()
+        for seed in secrets:
+            assert seed not in raw, "a client message carries a hand's seed"
+        kind = message.WhichOneof("kind")
+        views = []
+        if kind == "view":
+            views.append(message.view)
+        elif kind == "rejected":
+            views.append(message.rejected.view)
+        elif kind == "event":
+            event = message.event
+            which = event.WhichOneof("kind")
+            body = getattr(event, which) if which else None
+            seat = getattr(body, "seat", None)
+            theirs = (
+                seat is not None
+                and seat != rules_pb2.SEAT_UNSPECIFIED
+                and (seat == rules_pb2.SEAT_FIRST) != (me == 0)
+            )
+            if theirs and which == "tile_drawn":
+                # A drawn flower is set aside face up at once (erren 补花): public, not a secret.
+                assert body.tile in ("",) or body.tile.endswith("f"), (
+                    f"the opponent's draw was shown: {event}"
+                )
+            if theirs and which == "tiles_dealt":
+                assert body.tiles == "", f"the opponent's deal was shown: {event}"
+            if theirs and which in ("tiles_exchanged", "item_applied"):
+                assert body.given == "" and body.received == "", f"the opponent's exchange was shown: {event}"
+            if theirs and which == "offer_made":
+                assert body.offer.tiles == "", f"the opponent's offer was shown: {event}"
+        for view in views:
+            assert view.seat in (
+                rules_pb2.SEAT_UNSPECIFIED,
+                (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)[me],
+            )
+            opponent = view.table.seats[1 - me] if len(view.table.seats) == 2 else None
+            if opponent is None:
+                continue
+            if view.table.phase in (
+                play_pb2.HAND_PHASE_PLAY,
+                play_pb2.HAND_PHASE_EXCHANGE,
+                play_pb2.HAND_PHASE_EXTRA_DRAW,
+            ):
+                assert opponent.revealed_concealed == "", "the opponent's concealed tiles were shown mid-hand"
+                for meld in opponent.melds:
+                    if meld.hidden:
+                        assert meld.tiles == ""
+
+
+async def _seeds(stack: StackState, table_id: str) -> list[bytes]:
+    seeds = []
+    for record in await _table_log(stack, table_id):
+        if record.record.WhichOneof("kind") == "hand_begun":
+            seeds.append(record.record.hand_begun.hidden.seed)
+    return [seed for seed in seeds if len(seed) >= 8]
+
+
+def _own_postings(outcome: PlayOutcome, player_id: str) -> int:
+    return sum(
+        posting.amount
+        for settled in outcome.settlements
+        for posting in settled.settlement.postings
+        if posting.account == f"player:{player_id}"
+    )
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+async def test_a_full_match_then_one_leaves_between_hands(stack: StackState, profile: str) -> None:
+    total_before = sum((await ledger_balances(stack.database_url) or {}).values())
+    players, readies = await _seat_two(stack, profile)
+    hands = 3
+    stayer = 1  # seat index in `players`
+    plans = [MatchPlan(hands=hands), MatchPlan(hands=hands)]
+    plans[stayer] = MatchPlan(hands=hands + 10)  # plays on; the other leaves between hands (T10)
+    outcomes = await _play(players, readies, plans)
+    await _released(players)
+
+    for outcome in outcomes:
+        assert outcome.hands_settled == hands, outcome.ended_reason
+        assert not outcome.escaped
+    assert [r.outcome for r in outcomes[0].reveals] == [r.outcome for r in outcomes[1].reveals]
+    # T7: the progressive multiplier doubles each hand of the pairing.
+    progressive = [s.settlement.multipliers.progressive for s in outcomes[0].settlements]
+    if profile == "duel":
+        assert progressive == [1, 2, 4]
+        assert all(s.settlement.multipliers.negotiated == 2 for s in outcomes[0].settlements)
+
+    # Balances move exactly by the settlements shown, plus each finished hand's fee (H1).
+    for player, outcome in zip(players, outcomes, strict=True):
+        expected = player.start_balance + _own_postings(outcome, player.client.player_id) - FEE * hands
+        assert await _balance_becomes(player, expected) == expected
+    ledger = await ledger_balances(stack.database_url)
+    assert ledger is not None and sum(ledger.values()) == total_before
+    assert ledger.get("house:fees", 0) >= 2 * FEE * hands
+
+    secrets = await _seeds(stack, readies[0].table_id)
+    assert len(secrets) == hands
+    for player in players:
+        _check_nothing_hidden(player, secrets)
+        await player.client.close()
+
+
+async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackState) -> None:
+    players, readies = await _seat_two(stack, "duel", multiplier=1)
+    escaper = 0
+    plans = [MatchPlan(hands=5), MatchPlan(hands=5)]
+    plans[escaper] = MatchPlan(escape_in_hand=1, escape_after_actions=2)
+    outcomes = await _play(players, readies, plans)
+    await _released(players)
+
+    assert outcomes[escaper].escaped
+    reveal = outcomes[1 - escaper].reveals[-1]
+    assert reveal.outcome == rules_pb2.HAND_OUTCOME_ESCAPE
+    penalty = min(MAX_FAN["duel"] * 1 * 1 * 2, 500)  # H3: max fan × multipliers × N, capped by the carry
+    opponent = players[1 - escaper]
+    assert (
+        await _balance_becomes(opponent, opponent.start_balance + penalty) == opponent.start_balance + penalty
+    )
+    lost = players[escaper].start_balance - (await players[escaper].client.balance()).balance
+    assert lost == penalty  # no fee for the escaped hand: only the penalty moved
+    secrets = await _seeds(stack, readies[0].table_id)
+    for player in players:
+        _check_nothing_hidden(player, secrets)
+        await player.client.close()
