@@ -2,9 +2,10 @@
 
 A wallet command (a hand's settlement, an escape, a fee, a hold, a grant…) is turned into a
 :class:`Plan` — balanced postings plus hold and inventory changes — from a snapshot of the accounts
-it touches, taken while those accounts are locked. ``store.py`` locks, calls :func:`plan_command`,
-and writes the plan in the same database transaction. Keeping the arithmetic here means every cap
-(H1 carries, H3 escape) and every invariant check lives in one readable place.
+it touches, taken while those accounts are locked. ``store.py`` locks, lets the command apply
+itself to a :class:`Draft`, and writes the plan in the same database transaction. Keeping the
+arithmetic here means every cap (H1 carries, H3 escape) and every invariant check lives in one
+readable place.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from services.wallet.errors import (
 class House(enum.StrEnum):
     """House accounts (migrations/001_ledger.sql)."""
 
-    FEES = "fees"  # hand fees, 换牌 costs (T4), item prices (T6)
+    FEES = "fees"  # room fees (H1), 换牌 costs (T4)
     GUESS = "guess"  # the 猜大小 bank (T12); may be overdrawn
     GRANTS = "grants"  # the mint: grants leave it, burns return; -balance = all prestige in circulation
 
@@ -256,6 +257,3 @@ class Draft:
             raise NoItemError(f"player {player_id!r} has {have} of item {item!r}, needs {-delta}")
         self.inventory[item] = have + delta
         self.plan.item_deltas.append((player_id, item, delta))
-
-    def player_balances(self) -> dict[str, int]:
-        return {ref.name: s.balance for ref, s in self.accounts.items() if ref.kind == "player"}
