@@ -138,7 +138,7 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
         await asyncio.gather(*(wallet.publish(bus, event) for event in events[chunk : chunk + 200]))
     await run_until_drained(bus, consumer, within=90)
 
-    pool = wallet.store._pool
+    pool = wallet.store.pool
     applied = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind IN ('hand', 'charge')")
     assert applied == 2_000
     assert await wallet.store.audit() == []  # each balance = its replayed entries; total 0; all balanced
@@ -239,7 +239,7 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
     for player_id in players:
         assert (await wallet.store.balance(player_id))[0] == expected[player_id]
         assert await wallet.store.inventory(player_id) == {"graft_blossoms": 1}
-    pool = wallet.store._pool
+    pool = wallet.store.pool
     keys = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind NOT IN ('grant')")
     assert keys == len(events)
     assert await wallet.store.audit() == []
