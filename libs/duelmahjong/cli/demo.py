@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -91,6 +92,7 @@ async def _stack(state_file: Path, quiet: bool) -> AsyncIterator[tuple[dict[str,
     finally:
         with contextlib.redirect_stdout(out):
             stack.down()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 async def ledger_balances(admin_url: str) -> dict[str, int] | None:

@@ -132,10 +132,10 @@ class Narrator:
     def _hand_started(self, started: play_pb2.HandStarted) -> None:
         m = started.multipliers
         bonus = f", 花牌 {started.revealed_bonus_tiles}" if started.revealed_bonus_tiles else ""
+        negotiated = f"{m.negotiated}× negotiated · " if m.negotiated else ""
         self.say(
             f"\n── hand {started.hand_number}: dealer {self._name(started.dealer)}, "
-            f"multipliers {m.negotiated}× negotiated · {m.progressive}× progressive"
-            f" · 1番 = {m.fan_rate}{bonus}"
+            f"multipliers {negotiated}{m.progressive}× progressive · 1番 = {m.fan_rate}{bonus}"
         )
 
     def _tile_drawn(self, drawn: play_pb2.TileDrawn) -> None:
