@@ -243,6 +243,8 @@ def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
                 f"context.first_turn_win {event} comes before any claim or kong: the hand holds no "
                 f"declared meld, got {len(desc.melds)}"
             )
+        if context.robbing_kong:  # an added kong needs a pong, so a claim, before it
+            raise InvalidHandError(f"context.first_turn_win {event} cannot be a robbed kong")
     if context.declared_first_turn:
         # 天听 is declared on the first turn, before any claim, and a declared-ready hand claims
         # nothing but the win (T3): only a concealed kong (erren may still kong) can stand beside it.

@@ -175,13 +175,17 @@ def test_d10_first_turn_events_name_the_event_not_the_pattern() -> None:
         ("dealer_initial_hand", True, False, "is the dealer's win; context.dealer must be true"),
         ("dealer_first_discard", True, False, "is a win on a discard; self_drawn must be false"),
         ("dealer_first_discard", False, True, "is the non-dealer's win; context.dealer must be false"),
+        ("dealer_first_discard", False, False, "cannot be a robbed kong"),
     ],
 )
 def test_d10_a_first_turn_event_the_hand_contradicts_is_an_error(
     event: str, self_drawn: bool, dealer: bool, message: str
 ) -> None:
+    robbing = {"robbing_kong": True} if "robbed" in message else {}
     with pytest.raises(InvalidHandError, match=message):
-        hand("234567m234p678s5z", "5z", first_turn_win=event, self_drawn=self_drawn, dealer=dealer)
+        hand(
+            "46m567p234s678s55z", "5m", first_turn_win=event, self_drawn=self_drawn, dealer=dealer, **robbing
+        )
 
 
 def test_d12_northeast_express_is_east_with_north_or_north_with_east_only() -> None:

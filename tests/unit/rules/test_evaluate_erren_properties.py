@@ -77,6 +77,7 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         # The event says who won and how (descriptions that contradict it are rejected).
         self_drawn = event != "dealer_first_discard"
         context["dealer"] = event == "dealer_initial_hand"
+        context.pop("robbing_kong", None)
     if counts[win] > 1:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
     if any(meld["kind"] != "concealed_kong" for meld in melds):
