@@ -147,8 +147,13 @@ class TableHost:
         self.clock = clock
         self.live_tables: dict[str, LiveTable] = {}
         self.draining = False
-        self.address = ""
+        # Where clients reach this server (host:port); the composition root points it at the bound port.
+        self.locate: Callable[[], str] = lambda: ""
         self._emptied = asyncio.Event()
+
+    @property
+    def address(self) -> str:
+        return self.locate()
 
     @property
     def free_capacity(self) -> int:

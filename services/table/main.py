@@ -31,6 +31,7 @@ async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
         settlement_wait=config.settlement_wait_seconds,
         join_seconds=config.join_seconds,
     )
+    host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
     HOSTS[id(runtime)] = host
     runtime.server.add_service(
         SERVICE_NAME, table_pb2_grpc.add_TableServiceServicer_to_server, TableApi(host)
@@ -47,11 +48,9 @@ async def _announce(
             break
         except RuntimeError:
             await asyncio.sleep(0.05)
-    config = runtime.config
-    host.address = config.advertise_address or f"{config.grpc_host}:{port}"
-    server_id = config.server_name(port)
+    server_id = runtime.config.server_name(port)
     journal.producer = f"table/{server_id}"
-    await events.announce_forever(journal, server_id, host, config.announce_seconds)
+    await events.announce_forever(journal, server_id, host, runtime.config.announce_seconds)
 
 
 async def drain(runtime: ServiceRuntime[Any]) -> None:

@@ -18,7 +18,7 @@ import pytest_asyncio
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2, table_pb2_grpc
 from services.table import main as table_main
 from services.table.config import TableConfig
 from services.table.live import LiveTable
@@ -303,8 +303,9 @@ async def test_stale_and_out_of_turn_actions_are_refused_and_the_table_carries_o
     rejected = await _next_rejection(mover)
     assert rejected.code == table_pb2.REJECTION_CODE_STALE and rejected.view.legal_actions.actions
     # An illegal action (a tile not in hand): INVALID_ARGUMENT-like ILLEGAL, with a reason.
+    held = set(parse_tiles(view.concealed + view.drawn_tile))
     missing = next(
-        t for t in ("1z", "2z", "3z", "4z", "5z", "6z", "7z") if t not in view.concealed + view.drawn_tile
+        t for t in ("1z", "2z", "3z", "4z", "5z", "6z", "7z", "1m", "9p") if parse_tiles(t)[0] not in held
     )
     await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=missing)), action_id=9)
     rejected = await _next_rejection(mover)
@@ -409,3 +410,93 @@ async def test_disconnect_autoplays_then_reconnect_resumes_with_the_same_view(
     assert format_tiles(parse_tiles(shown)) == own
     assert table.seats[0].session is not None
     check_hidden(back, table)
+
+
+async def test_idle_seats_are_played_by_their_defaults_at_the_deadline_t11(
+    table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    rules = _rules(decision_millis=20, time_bank_millis=0)
+    table_id, first, second = await open_table(rules)
+    await first.connect()
+    await second.connect()
+    # Nobody acts: every decision is the server's default at the deadline (keep the hand, discard the
+    # drawn tile, pass), the hand runs to its end, and between hands the default is to leave.
+    await asyncio.wait_for(asyncio.gather(first.ended.wait(), second.ended.wait()), 30)
+    origins = {
+        r.record.action_applied.origin
+        for r in await _read_log(bus, table_id)
+        if r.record.HasField("action_applied")
+    }
+    assert origins == {server_state_pb2.ACTION_ORIGIN_TIMEOUT}
+    host = table_main.HOSTS[id(table_server)]
+    assert host.metrics is not None and host.metrics.timeouts._value.get() > 10
+    assert table_id not in host.live_tables  # the capacity is back
+
+
+async def test_a_full_table_queue_answers_busy_and_loses_nothing_else(
+    table_server: Any, open_table: Callable[..., Any]
+) -> None:
+    table_id, first, second = await open_table()
+    await first.connect()
+    await second.connect()
+    await first.decision()
+    table = live(table_server, table_id)
+    host = table_main.HOSTS[id(table_server)]
+    host.queue_size = 1
+    try:
+        session = table.seats[0].session
+        assert session is not None
+        keep = table_pb2.PlayRequest(action=play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
+        table.submit(session, keep)
+        table.submit(session, keep)  # the queue holds one: this one is refused at once
+        rejected = await _next_rejection(first)
+        assert rejected.code == table_pb2.REJECTION_CODE_BUSY
+        assert host.metrics is not None and host.metrics.queue_full._value.get() >= 1
+    finally:
+        host.queue_size = 64
+
+
+async def test_open_table_is_idempotent_and_status_shows_only_public_state(
+    table_server: Any, issue: Callable[..., tuple[tuple[str, str]]]
+) -> None:
+    players = [
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="idem-a"),
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="idem-b"),
+    ]
+    request = table_pb2.OpenTableRequest(table_id="idem-1", rules=_rules(), players=players, negotiated=1)
+    async with grpc.aio.insecure_channel(table_server.server.address) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        service = issue("matchmaking", auth.Role.SERVICE)
+        once = await stub.OpenTable(request, metadata=service)
+        twice = await stub.OpenTable(request, metadata=service)
+        assert once.table_id == twice.table_id == "idem-1" and once.address == table_server.server.address
+        assert len(table_main.HOSTS[id(table_server)].live_tables) == 1
+        with pytest.raises(grpc.aio.AioRpcError) as player_call:
+            await stub.OpenTable(request, metadata=issue("idem-a"))
+        assert player_call.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        status = await stub.GetTableStatus(
+            table_pb2.GetTableStatusRequest(table_id="idem-1"), metadata=issue()
+        )
+        assert status.status == table_pb2.TABLE_STATUS_WAITING
+        assert status.state.table_id == "idem-1"
+        with pytest.raises(grpc.aio.AioRpcError) as missing:
+            await stub.GetTableStatus(table_pb2.GetTableStatusRequest(table_id="nope"), metadata=issue())
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_the_server_announces_its_address_and_load(table_server: Any, bus: Bus) -> None:
+    heard: asyncio.Queue[events_pb2.TableServerAnnounced] = asyncio.Queue()
+
+    async def on_announce(message: Any) -> None:
+        heard.put_nowait(events_pb2.TableServerAnnounced.FromString(message.data))
+
+    sub = await bus.client.subscribe(subjects.TABLE_SERVER_ANNOUNCED, cb=on_announce)
+    try:
+        while True:
+            announced = await asyncio.wait_for(heard.get(), 5)
+            if announced.server_id == "t-test":
+                break
+    finally:
+        await sub.unsubscribe()
+    assert announced.address == table_server.server.address
+    assert announced.capacity == 200 and announced.load <= announced.capacity and not announced.draining
