@@ -126,9 +126,39 @@ INFRASTRUCTURE = Dashboard(
 ECONOMY = Dashboard(
     uid="duel-economy",
     title="Duel Mahjong / Economy",
-    description="The wallet applying prestige-moving events (hand settlements, fees, escapes, items,"
-    " guesses, table closes): throughput, outcomes, rejections and how long each takes.",
+    description="Scoring (hands verified by replay and scored, refusals) and the wallet applying"
+    " prestige-moving events (settlements, fees, escapes, items, guesses, table closes).",
     rows=(
+        Row(
+            "Scoring",
+            (
+                Panel(
+                    "Hands scored /min by profile and outcome",
+                    (
+                        (
+                            per_minute("profile, outcome", "duel_scoring_hands_scored_total"),
+                            "{{profile}} {{outcome}}",
+                        ),
+                    ),
+                ),
+                Panel(
+                    "Hand results refused (replay mismatch) and undecodable /min",
+                    (
+                        (per_minute("", "duel_scoring_replay_rejected_total"), "replay rejected"),
+                        (per_minute("", "duel_scoring_malformed_events_total"), "malformed"),
+                    ),
+                    description="Each refused result moved no prestige; DuelReplayRejected pages.",
+                ),
+                Panel(
+                    "p50 / p99 scoring time (HandEnded → scored, replay included)",
+                    (
+                        (p99("service", "duel_scoring_hand_scoring_seconds_bucket", 0.5), "p50"),
+                        (p99("service", "duel_scoring_hand_scoring_seconds_bucket"), "p99"),
+                    ),
+                    unit="s",
+                ),
+            ),
+        ),
         Row(
             "Settlements in the wallet",
             (
@@ -182,10 +212,16 @@ OVERVIEW = Dashboard(
             "Players",
             (
                 Panel(
+                    "Live tables",
+                    (("sum(duel_table_live_tables_count)", "tables"),),
+                    kind="stat",
+                    width=8,
+                ),
+                Panel(
                     "Players at tables (open Play streams)",
                     ((f"sum({PLAY_STREAMS})", "players"),),
                     kind="stat",
-                    width=6,
+                    width=8,
                     description="One Play stream per connected seat: two per live table with both"
                     " players in.",
                 ),
@@ -198,12 +234,12 @@ OVERVIEW = Dashboard(
                         ),
                     ),
                     kind="stat",
-                    width=6,
+                    width=8,
                 ),
                 Panel(
-                    "Open Play streams per table pod",
-                    ((f"sum by (pod) ({PLAY_STREAMS})", "{{pod}}"),),
-                    description="About twice the live tables on each pod.",
+                    "Live tables per table pod",
+                    (("sum by (pod) (duel_table_live_tables_count)", "{{pod}}"),),
+                    width=24,
                 ),
             ),
         ),
@@ -281,15 +317,68 @@ OVERVIEW = Dashboard(
 TABLE_SERVERS = Dashboard(
     uid="duel-table-servers",
     title="Duel Mahjong / Table servers",
-    description="Per table pod: connected seats, table RPCs, write-ahead appends to JetStream, results.",
+    description="Per table pod: live tables, actions and their latency, timeouts, auto-play, reconnects,"
+    " escapes, full queues, hands; connected seats, table RPCs, write-ahead appends to JetStream.",
     rows=(
+        Row(
+            "Play",
+            (
+                Panel(
+                    "Live tables per pod",
+                    (("sum by (pod) (duel_table_live_tables_count)", "{{pod}}"),),
+                    description="What the HPA scales on (duel_table_live_tables, target 70% of capacity).",
+                ),
+                Panel(
+                    "Actions/s by kind and origin",
+                    ((rate_by("kind, origin", "duel_table_actions_total"), "{{kind}} {{origin}}"),),
+                    unit="ops",
+                    description="origin: the seat's player, the server's default at a timeout, or the bot"
+                    " for a disconnected seat.",
+                ),
+                Panel(
+                    "Action latency (received → written ahead and sent)",
+                    (
+                        (
+                            "sum by (le) (rate(duel_table_action_latency_seconds_bucket[$__rate_interval]))",
+                            "{{le}}",
+                        ),
+                    ),
+                    unit="s",
+                    kind="heatmap",
+                ),
+                Panel(
+                    "Action latency p50 / p99 per pod",
+                    (
+                        (p99("pod", "duel_table_action_latency_seconds_bucket", 0.5), "p50 {{pod}}"),
+                        (p99("pod", "duel_table_action_latency_seconds_bucket"), "p99 {{pod}}"),
+                    ),
+                    unit="s",
+                ),
+                Panel(
+                    "Timeouts, auto-play, reconnects, escapes /min",
+                    (
+                        (per_minute("", "duel_table_timeouts_total"), "timeouts (T11 default played)"),
+                        (per_minute("", "duel_table_autoplays_total"), "auto-play (seat disconnected)"),
+                        (per_minute("", "duel_table_reconnects_total"), "reconnects"),
+                        (per_minute("", "duel_table_escapes_total"), "escapes (T10)"),
+                    ),
+                ),
+                Panel(
+                    "Hands finished by outcome, and actions refused BUSY (full queue) /min",
+                    (
+                        (per_minute("outcome", "duel_table_hands_total"), "{{outcome}}"),
+                        (per_minute("", "duel_table_queue_full_total"), "queue full"),
+                    ),
+                ),
+            ),
+        ),
         Row(
             "Load",
             (
                 Panel(
                     "Open Play streams per pod",
                     ((f"sum by (pod) ({PLAY_STREAMS})", "{{pod}}"),),
-                    description="One per connected seat; the HPA's CPU target scales the pods.",
+                    description="One per connected seat: two per live table with both players in.",
                 ),
                 Panel(
                     "Table RPCs/s by method and code",

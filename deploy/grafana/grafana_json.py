@@ -51,7 +51,7 @@ class Panel:
     title: str
     queries: tuple[tuple[str, str], ...]  # (PromQL, legend)
     unit: str = "short"
-    kind: str = "timeseries"  # timeseries | stat
+    kind: str = "timeseries"  # timeseries | stat | heatmap (of a histogram's buckets by le)
     description: str = ""
     width: int = 12
 
@@ -79,6 +79,11 @@ def _panel_json(panel: Panel, panel_id: int, x: int, y: int) -> dict[str, Any]:
     options: dict[str, Any] = {"tooltip": {"mode": "multi", "sort": "desc"}}
     if panel.kind == "timeseries":
         options["legend"] = {"displayMode": "list", "placement": "bottom", "showLegend": True}
+    elif panel.kind == "heatmap":
+        # The buckets are already counts per `le`: Grafana must not bucket them again.
+        for target in targets:
+            target["format"] = "heatmap"
+        options.update({"calculate": False, "yAxis": {"unit": panel.unit}, "cellGap": 1})
     else:
         options["reduceOptions"] = {"calcs": ["lastNotNull"], "fields": "", "values": False}
     return {

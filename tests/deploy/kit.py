@@ -248,3 +248,14 @@ def known_variables(service: str) -> set[str]:
     every service (not every service reads all of them)."""
     settings = {variable for variable, _default, _help in config_class(service).settings_table()}
     return settings | set(address_variables().values())
+
+
+def drain_budget_seconds(env: dict[str, str]) -> dict[str, float]:
+    """What a table server may spend after SIGTERM, from its environment or its config's defaults:
+    DRAIN_SECONDS for live hands, SETTLEMENT_WAIT_SECONDS for the last one's settlement, then
+    SHUTDOWN_GRACE_SECONDS for in-flight RPCs."""
+    defaults = {variable: default for variable, default, _help in config_class("table").settings_table()}
+    budget = {}
+    for variable in ("DRAIN_SECONDS", "SETTLEMENT_WAIT_SECONDS", "SHUTDOWN_GRACE_SECONDS"):
+        budget[variable] = float(env.get(variable, defaults[variable]))
+    return budget

@@ -158,6 +158,19 @@ def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleTy
     assert len(host_ports) == len(set(host_ports)), "two services publish the same host port"
 
 
+def test_the_table_server_advertises_the_address_others_reach_it_at(compose: Doc) -> None:
+    env = compose["services"]["table"]["environment"]
+    assert env["ADVERTISE_ADDRESS"] == f"table:{env['GRPC_PORT']}"
+
+
+def test_compose_waits_for_a_table_server_to_drain(kit: ModuleType, compose: Doc) -> None:
+    table = compose["services"]["table"]
+    drain = kit.drain_budget_seconds(table["environment"])
+    grace = table["stop_grace_period"]
+    seconds = int(grace[:-1]) * {"s": 1, "m": 60}[grace[-1]] if isinstance(grace, str) else int(grace)
+    assert sum(drain.values()) < seconds
+
+
 def test_dependencies_wait_for_health_that_exists(compose: Doc) -> None:
     services = compose["services"]
     for name, service in services.items():

@@ -56,6 +56,25 @@ def test_table_pods_are_addressable_one_by_one(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
+def test_table_pods_advertise_their_own_address(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    table = kit.find(rendered[overlay], "StatefulSet", "table")
+    (container,) = table["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
+    service = table["spec"]["serviceName"]
+    expected = f"$(POD_NAME).{service}.$(POD_NAMESPACE).svc.cluster.local:{grpc_port}"
+    assert env["ADVERTISE_ADDRESS"]["value"] == expected
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    # $(VAR) expands only from variables defined earlier in the list.
+    names = list(env)
+    assert names.index("POD_NAME") < names.index("ADVERTISE_ADDRESS")
+    assert names.index("POD_NAMESPACE") < names.index("ADVERTISE_ADDRESS")
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
 def test_readiness_is_grpc_health_and_liveness_is_a_separate_check(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
@@ -75,8 +94,13 @@ def test_table_servers_drain_within_a_grace_period_longer_than_a_hand(
     # T11: 15 s a decision, 30 s bank per seat; ~45 draws with a timed decision each.
     worst_hand_s = 45 * 15 + 2 * 30
     assert spec["terminationGracePeriodSeconds"] >= worst_hand_s
-    pre_stop = spec["containers"][0]["lifecycle"]["preStop"]
-    assert pre_stop, "the table server needs a preStop pause before its SIGTERM drain"
+    (container,) = spec["containers"]
+    pause = container["lifecycle"]["preStop"]["exec"]["command"]
+    assert pause[0] == "sleep", "the table server needs a preStop pause before its SIGTERM drain"
+    # After the pause: DRAIN_SECONDS for live hands, the last settlement wait, the gRPC grace.
+    drain = kit.drain_budget_seconds({e["name"]: e["value"] for e in container["env"] if "value" in e})
+    assert worst_hand_s <= drain["DRAIN_SECONDS"]
+    assert float(pause[1]) + sum(drain.values()) < spec["terminationGracePeriodSeconds"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -90,14 +114,14 @@ def test_table_servers_scale_on_cpu_and_custom_metrics_the_adapter_serves(
     custom = {m["pods"]["metric"]["name"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"}
     assert custom <= monitoring.adapter_metric_names(), "the HPA's metrics must be ones the adapter serves"
     assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
-    # Connected seats per pod: scale out before the pod is full (two seats per table).
+    # Live tables per pod: scale out before the pod is full.
     (container,) = kit.find(rendered[overlay], "StatefulSet", "table")["spec"]["template"]["spec"][
         "containers"
     ]
     capacity = int(next(e["value"] for e in container["env"] if e["name"] == "TABLE_CAPACITY"))
-    seats = [m["pods"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
-    assert [s["metric"]["name"] for s in seats] == ["duel_table_play_streams"]
-    assert 0 < float(seats[0]["target"]["averageValue"]) < 2 * capacity
+    tables = [m["pods"] for m in hpa["spec"]["metrics"] if m["type"] == "Pods"]
+    assert [t["metric"]["name"] for t in tables] == ["duel_table_live_tables"]
+    assert 0 < float(tables[0]["target"]["averageValue"]) < capacity
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
