@@ -13,6 +13,8 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -267,3 +269,24 @@ async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackStat
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()
+
+
+async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same(stack: StackState) -> None:
+    state_file = Path(stack.logs_dir).parent / "stack.json"  # written by the running stack
+    duel = Path(sys.executable).parent / "duel"
+    command = [str(duel), "demo", "--hands", "2", "--json", "--state-file", str(state_file)]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}  # the state file decides
+    done = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=240, check=False, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)  # stdout holds the JSON object only
+    assert len(summary["hands"]) == 2
+    for hand in summary["hands"]:
+        assert {"winner", "total_fan", "patterns", "transfer"} <= set(hand)
+        if hand["outcome"] == "win":
+            assert hand["total_fan"] >= 1 and hand["patterns"] and hand["transfer"] > 0
+    accounts = summary["accounts"]
+    assert {"house:grants", "house:fees", "house:guess"} <= set(accounts)
+    assert all(f"player:{player}" in accounts for player in summary["players"])
+    assert summary["ledger_total_before"] == summary["ledger_total_after"] == sum(accounts.values())
