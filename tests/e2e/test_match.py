@@ -47,6 +47,13 @@ ROOMS = [
     },
 ]
 ROOM_OF = {"duel": "e2e-duel", "erren": "e2e-erren"}
+BOT_ROOM = {
+    "room_id": "e2e-bots",
+    "profile": "duel",
+    "fan_rate": 1,
+    "carry_min": 100,
+    "bot_fill_seconds": 0.2,
+}
 MAX_FAN = {"duel": 64, "erren": 88}  # H3
 
 
@@ -57,7 +64,7 @@ def stack() -> Iterator[StackState]:
     data_dir = Path(tempfile.mkdtemp(prefix="duel-e2e-match-"))
     environ = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
     environ = {k: v for k, v in environ.items() if not k.endswith("_ADDRESS")}
-    environ["MATCHMAKING_ROOMS"] = json.dumps(ROOMS)
+    environ["MATCHMAKING_ROOMS"] = json.dumps([*ROOMS, BOT_ROOM])
     running = Stack(data_dir, list(SERVICE_NAMES), environ)
     loop = asyncio.new_event_loop()  # only for bringing it up: the services are other processes
     try:
@@ -269,6 +276,20 @@ async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackStat
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()
+
+
+async def test_a_lonely_player_plays_a_fill_bot_through_the_same_table_api(stack: StackState) -> None:
+    player = Player(stack, "carol")
+    await player.client.login(player.name)
+    updates: list[Any] = []
+    ready = await player.client.find_table("e2e-bots", 200, multiplier=2, on_update=updates.append)
+    matched = next(u.matched for u in updates if u.WhichOneof("kind") == "matched")
+    assert matched.opponent_is_bot
+    outcome = await player.client.play(ready, BaselineBot(), MatchPlan(hands=1), watch=player.received.append)
+    assert outcome.hands_settled == 1  # the bot played the hand out, then the player left
+    player.seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
+    _check_nothing_hidden(player, await _seeds(stack, ready.table_id))
+    await player.client.close()
 
 
 async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same(stack: StackState) -> None:
