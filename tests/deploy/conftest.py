@@ -57,11 +57,13 @@ def make_run_stack(
     postgres_admin_url: str,
     token_secret: str,
     tmp_path_factory: pytest.TempPathFactory,
+    request: pytest.FixtureRequest,
 ) -> Iterator[tuple[Stack, StackState]]:
     """What `make run` runs (duelmahjong.platform.stack), on the session's NATS and Postgres.
 
     `up()` returns once every service answers gRPC health SERVING, i.e. is wired with all its
-    metrics registered. One stack per test module: a module may stop its services.
+    metrics registered. One stack per test module: a module may stop its services, and may set
+    more of the services' environment in a module-level `STACK_ENVIRONMENT` dict.
     """
     environ = {
         **os.environ,
@@ -70,6 +72,7 @@ def make_run_stack(
         "TOKEN_SECRET": token_secret,
         "LOG_LEVEL": "WARNING",
         "SHUTDOWN_GRACE_SECONDS": "1",
+        **getattr(request.module, "STACK_ENVIRONMENT", {}),
     }
     stack = Stack(tmp_path_factory.mktemp("stack"), list(kit.SERVICES), environ)
     try:

@@ -9,14 +9,12 @@ The table server is the one `make run` starts (the whole stack, on the session's
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
 import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from types import ModuleType
+from collections.abc import AsyncIterator
 
 import grpc
 import grpc.aio
@@ -33,6 +31,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 # that the hand is still live when SIGTERM arrives.
 DECISION_MILLIS = 100
 DRAIN_WITHIN_SECONDS = 120.0
+# A finished hand waits this long for its settlement before the draining table closes.
+STACK_ENVIRONMENT = {"SETTLEMENT_WAIT_SECONDS": "3"}
 
 
 def _room() -> rules_pb2.RoomRules:
@@ -105,35 +105,10 @@ async def _watch(seat: AsyncIterator[table_pb2.PlayResponse], seen: list[table_p
         pass  # the table closed under the seat: the drain ended it
 
 
-@pytest.fixture(scope="module")
-def drain_stack(
-    kit: ModuleType,
-    nats_server_url: str,
-    postgres_admin_url: str,
-    token_secret: str,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Stack, StackState]]:
-    environ = {
-        "NATS_URL": nats_server_url,
-        "DATABASE_URL": postgres_admin_url,
-        "TOKEN_SECRET": token_secret,
-        "LOG_LEVEL": "WARNING",
-        "SHUTDOWN_GRACE_SECONDS": "1",
-        # A finished hand waits this long for its settlement before the draining table closes.
-        "SETTLEMENT_WAIT_SECONDS": "3",
-    }
-    stack = Stack(tmp_path_factory.mktemp("drain-stack"), list(kit.SERVICES), {**os.environ, **environ})
-    try:
-        state = asyncio.run(stack.up())
-        yield stack, state
-    finally:
-        stack.down()
-
-
 async def test_sigterm_refuses_new_tables_finishes_the_live_hand_and_exits_0(
-    drain_stack: tuple[Stack, StackState], token_secret: str
+    make_run_stack: tuple[Stack, StackState], token_secret: str
 ) -> None:
-    stack, state = drain_stack
+    stack, state = make_run_stack
     table = next(p for p in stack.processes if p.name == "table")
     address, metrics_url = state.services["table"].grpc, state.services["table"].metrics
     service = auth.bearer_metadata(
