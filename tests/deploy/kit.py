@@ -127,8 +127,11 @@ def _port_number(template: Doc, port: int | str) -> int:
     raise LookupError(f"no container port named {port!r}")
 
 
-def _allowed(policies: list[Doc], template: Doc, port: int | str, direction: str) -> bool:
-    """Whether some policy lets `port` through in `direction` ("Ingress"/"Egress") for the pod."""
+def _allowed(
+    policies: list[Doc], template: Doc, port: int | str, direction: str, peer: Doc | None = None
+) -> bool:
+    """Whether some policy lets `port` through in `direction` ("Ingress"/"Egress") for the pod;
+    with `peer` (a pod template of the same namespace), only rules whose peers select it count."""
     number = _port_number(template, port)
     labels = template["metadata"]["labels"]
     isolating = [
@@ -138,11 +141,18 @@ def _allowed(policies: list[Doc], template: Doc, port: int | str, direction: str
     ]
     if not isolating:
         return True
+    peers_key = "from" if direction == "Ingress" else "to"
     for spec in isolating:
         for rule in spec.get(direction.lower(), []):
             ports = rule.get("ports")
-            if not ports or any(_port_number(template, p["port"]) == number for p in ports):
+            if ports and not any(_port_number(template, p["port"]) == number for p in ports):
+                continue
+            if peer is None or peers_key not in rule:
                 return True
+            for allowed in rule[peers_key]:
+                same_namespace = "namespaceSelector" not in allowed and "ipBlock" not in allowed
+                if same_namespace and selects(allowed["podSelector"], peer["metadata"]["labels"]):
+                    return True
     return False
 
 
@@ -150,8 +160,18 @@ def ingress_allowed(policies: list[Doc], template: Doc, port: int | str) -> bool
     return _allowed(policies, template, port, "Ingress")
 
 
-def egress_allowed(policies: list[Doc], template: Doc, port: int) -> bool:
-    return _allowed(policies, template, port, "Egress")
+def egress_allowed(policies: list[Doc], template: Doc, port: int, peer: Doc | None = None) -> bool:
+    return _allowed(policies, template, port, "Egress", peer)
+
+
+def grpc_calls() -> dict[str, set[str]]:
+    """service -> the services its code opens gRPC stubs to (the calls the network must allow)."""
+    calls: dict[str, set[str]] = {}
+    for service in SERVICES:
+        code = " ".join(p.read_text() for p in (REPO / "services" / service).glob("*.py"))
+        targets = {t.lower() for t in re.findall(r"\b(\w+?)_pb2_grpc\.\w+ServiceStub\(", code)}
+        calls[service] = targets - {service}
+    return calls
 
 
 # --- The image and the entry point ----------------------------------------------------------------

@@ -264,3 +264,23 @@ def test_every_variable_a_service_gets_is_a_setting_it_reads(
             given |= set(kit.find(docs, "ConfigMap", source["configMapRef"]["name"])["data"])
         unknown = given - kit.known_variables(name) - DOWNWARD_API
         assert not unknown, f"{name} is given variables no setting reads: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_services_reach_exactly_the_services_their_code_calls(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    pods = {w["metadata"]["name"]: w["spec"]["template"] for w in kit.duel_workloads(docs)}
+    calls = kit.grpc_calls()
+    assert calls["matchmaking"] >= {"wallet", "table"}, "the call graph is read from the code"
+    for source, template in pods.items():
+        for target, peer in pods.items():
+            if target == source:
+                continue
+            port = next(
+                p["containerPort"] for p in peer["spec"]["containers"][0]["ports"] if p["name"] == "grpc"
+            )
+            allowed = kit.egress_allowed(policies, template, port, peer)
+            assert allowed == (target in calls[source]), f"{source} -> {target}"
