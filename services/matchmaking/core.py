@@ -13,6 +13,7 @@ least-loaded table server with room (none → the pairing waits, nothing is lost
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 import uuid
 from collections.abc import Callable
@@ -192,7 +193,9 @@ class Matchmaker:
         self._by_table: dict[str, Pairing] = {}
         self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
         self._tasks: set[asyncio.Task[None]] = set()
-        self.paired = self.expired = self.allocated = 0
+        # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
+        # hold_refused, bot_fill, table_opened.
+        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
 
     # --- queue --------------------------------------------------------------------------------
     def room(self, room_id: str) -> Room:
@@ -286,7 +289,7 @@ class Matchmaker:
         now = self._clock()
         for entry in list(self._entries.values()):
             if entry.pairing is None and now >= entry.expires_at:
-                self.expired += 1
+                self.counts["expired", entry.room.room_id] += 1
                 self._finish(entry, U.Expired("the queue ticket expired before a match was found"))
         for pairing in list(self._pairings.values()):
             if pairing.state == NEGOTIATING and now >= pairing.negotiation_deadline:
@@ -322,6 +325,7 @@ class Matchmaker:
                 and now - entry.enqueued_at >= room.bot_fill_seconds
             ):
                 entry.bot_requested = True
+                self.counts["bot_fill", room.room_id] += 1
                 self._spawn(self._start_bot(room, entry))
 
     def _compatible(self, a: QueueEntry, b: QueueEntry, now: float) -> bool:
@@ -354,7 +358,7 @@ class Matchmaker:
         pairing = Pairing(f"p-{uuid.uuid4().hex[:16]}", room, (first, second))
         self._pairings[pairing.pairing_id] = pairing
         first.pairing = second.pairing = pairing
-        self.paired += 1
+        self.counts["paired", room.room_id] += 1
         for seat, (me, other) in enumerate(((first, second), (second, first))):
             me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot))
         self._send_positions(room.room_id)
@@ -371,6 +375,7 @@ class Matchmaker:
                 )
             except Exception as err:
                 _log.info("hold refused", extra={"fields": {"player_id": entry.player_id, "error": str(err)}})
+                self.counts["hold_refused", room.room_id] += 1
                 for other in held:
                     await self._release(other, pairing)
                 self._unpair(pairing, refused=entry, reason=f"the wallet refused the hold: {err}")
@@ -438,6 +443,7 @@ class Matchmaker:
         if pairing.state != NEGOTIATING or not pairing.multiplier:
             raise FailedPrecondition("there is no proposal to answer now")
         if not accept:
+            self.counts["declined", pairing.room.room_id] += 1
             self._send_negotiation(pairing, U.DECLINED)
             self._end_pairing(pairing, "the multiplier was declined; the pairing ends (T7)")
             return self.negotiation(pairing, U.DECLINED, seat)
@@ -479,7 +485,7 @@ class Matchmaker:
             return
         pairing.state = PLAYING
         self._by_table[pairing.table_id] = pairing
-        self.allocated += 1
+        self.counts["table_opened", pairing.room.room_id] += 1
         for seat, entry in enumerate(pairing.seats):
             entry.send(
                 U.TableReady(pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat)
@@ -522,6 +528,10 @@ class Matchmaker:
             f"the pairing plays at table {pairing.table_id}: continue or leave on its Play stream "
             "(ContinueAction / LeaveAction)"
         )
+
+    def awaiting_table(self) -> int:
+        """Pairings agreed and waiting for a table server with room."""
+        return sum(1 for p in self._pairings.values() if p.state == ALLOCATING)
 
     def now(self) -> float:
         return self._clock()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import matchmaking_pb2_grpc
-from services.matchmaking import events
+from services.matchmaking import events, metrics
 from services.matchmaking.api import SERVICE_NAME, MatchmakingApi
 from services.matchmaking.bots import ClientBots
 from services.matchmaking.config import MatchmakingConfig
@@ -21,6 +21,7 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     tables = TableClient(token)
     directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)
     matchmaker = Matchmaker(config.rooms(), wallet, tables, directory)
+    metrics.register(runtime.metrics, matchmaker)
     if config.wallet_address:
         matchmaker.attach_bots(ClientBots(config.wallet_address, lambda: runtime.server.address, matchmaker))
     runtime.server.add_service(

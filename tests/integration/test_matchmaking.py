@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -58,7 +59,11 @@ async def stack(
         "MATCHMAKING_TICK_SECONDS": "0.05",
     }
     matchmaking: ServiceRuntime[Any] = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
-    return {"wallet": wallet.server.address, "matchmaking": matchmaking.server.address}
+    return {
+        "wallet": wallet.server.address,
+        "matchmaking": matchmaking.server.address,
+        "metrics": f"http://127.0.0.1:{matchmaking.metrics_port}/metrics",
+    }
 
 
 @pytest_asyncio.fixture
@@ -162,8 +167,12 @@ async def test_pairing_holds_carry_and_fee_then_negotiates_t7_and_waits_for_a_ta
         await second.close()
 
 
+async def _metrics(url: str) -> str:
+    return (await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read())).decode()
+
+
 async def test_a_declined_multiplier_ends_the_pairing_and_releases_both_holds(
-    players: list[DuelClient],
+    players: list[DuelClient], stack: dict[str, str]
 ) -> None:
     alice, bob = players
     first, second = Stream(alice, "duel-test", 200), None
@@ -190,6 +199,10 @@ async def test_a_declined_multiplier_ends_the_pairing_and_releases_both_holds(
         # Both may queue again.
         again = Stream(alice, "duel-test", 200)
         assert (await again.next("queued")).queued.queue_ticket_id
+        exposed = await _metrics(stack["metrics"])
+        assert 'duel_matchmaking_paired_total{room="duel-test"} 1.0' in exposed
+        assert 'duel_matchmaking_declined_total{room="duel-test"} 1.0' in exposed
+        assert 'duel_matchmaking_queue_waiting_players{room="duel-test"} 1.0' in exposed
         await again.close()
     finally:
         await first.close()

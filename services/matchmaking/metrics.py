@@ -1,0 +1,52 @@
+"""Matchmaking's metrics, read from the matchmaker when Prometheus scrapes (the core stays free of
+Prometheus): ``duel_matchmaking_queue_waiting_players{room}``,
+``duel_matchmaking_awaiting_table_pairings`` and ``duel_matchmaking_<outcome>_total{room}`` for the
+outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from duelmahjong.platform.metrics import ServiceMetrics
+from services.matchmaking.core import Matchmaker
+
+OUTCOMES = {
+    "paired": "pairings made",
+    "expired": "queue tickets that expired unpaired",
+    "declined": "pairings ended by a declined multiplier (T7)",
+    "hold_refused": "pairings undone because the wallet refused a hold",
+    "bot_fill": "bots started to fill an empty seat",
+    "table_opened": "tables opened for pairings",
+}
+
+
+class MatchmakingCollector(Collector):
+    def __init__(self, metrics: ServiceMetrics, matchmaker: Matchmaker) -> None:
+        self._metrics, self._mm = metrics, matchmaker
+
+    def collect(self) -> Iterator[Metric]:
+        name = self._metrics.name
+        waiting = GaugeMetricFamily(
+            name("queue_waiting", "players"), "players queued, unpaired", labels=["room"]
+        )
+        for room_id in self._mm.rooms:
+            waiting.add_metric([room_id], self._mm.waiting(room_id))
+        yield waiting
+        yield GaugeMetricFamily(
+            name("awaiting_table", "pairings"),
+            "pairings waiting for a table server with room",
+            value=self._mm.awaiting_table(),
+        )
+        for outcome, doc in OUTCOMES.items():
+            # CounterMetricFamily adds the _total suffix itself.
+            family = CounterMetricFamily(name(outcome, "total").removesuffix("_total"), doc, labels=["room"])
+            for room_id in self._mm.rooms:
+                family.add_metric([room_id], self._mm.counts[outcome, room_id])
+            yield family
+
+
+def register(metrics: ServiceMetrics, matchmaker: Matchmaker) -> None:
+    metrics.registry.register(MatchmakingCollector(metrics, matchmaker))
