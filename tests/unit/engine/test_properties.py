@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError
-from duelmahjong.engine.events import canonical_log
+from duelmahjong.engine.events import Event, canonical_log
 from duelmahjong.engine.invariants import check_state, check_view
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
@@ -59,6 +59,7 @@ def test_random_play_keeps_every_invariant_and_replays(
     seed: int, room: RoomSettings, choices: random.Random
 ) -> None:
     table, played = _random_hand(room, seed, choices, leave=True)
+    assert [Event.from_json(event.to_json()) for event in table.events] == table.events  # JSON round trip
     replayed = Table.replay([event.to_json() for event in table.events])
     assert vars(replayed.state) == vars(table.state)
     # Same seed, same actions: the same events byte for byte.
