@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from duelmahjong.engine.errors import SettingsError
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 
@@ -84,7 +85,7 @@ def stack_tiles(
     rest = [kind for kind in sorted(profile.tile_kinds) for _ in range(1 if kind >= 34 else 4)]
     for kind in (*head, *tail, *named[4], *named[5]):
         if kind not in rest:
-            raise ValueError(f"stacked tiles use more copies of {format_tiles([kind])} than exist")
+            raise SettingsError(f"stacked tiles use more copies of {format_tiles([kind])} than exist")
         rest.remove(kind)
     random.Random(0).shuffle(rest)  # filler that looks like a real wall, the same every time
     filler = profile.in_play - len(head) - len(tail)

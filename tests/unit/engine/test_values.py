@@ -92,3 +92,10 @@ def test_malformed_events_raise_replay_error() -> None:
 def test_illegal_action_error_carries_reason() -> None:
     error = IllegalActionError("not your turn")
     assert error.reason == "not your turn" and isinstance(error, ValueError)
+
+
+def test_stacked_tiles_refuse_a_fifth_copy() -> None:
+    from duelmahjong.engine.wall import stack_tiles
+
+    with pytest.raises(SettingsError, match="more copies of 1m"):
+        stack_tiles("duel", dealer_hand="11111m", other_hand="")
