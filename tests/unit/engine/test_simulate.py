@@ -3,6 +3,8 @@ event, and every hand result scores through the rules library."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from duelmahjong.cli import main
@@ -51,3 +53,18 @@ def test_cli_simulate_prints_statistics(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["simulate", "--profile", "erren", "--hands", "5", "--seed", "3", "--check"]) == 0
     out = capsys.readouterr().out
     assert "hands/s" in out and "win rate" in out and "top patterns" in out
+
+
+def test_E17_round_wind_advances_each_time_the_deal_passed_through_both() -> None:
+    table = Table(RoomSettings(profile="duel"))
+    dealers: list[int] = []
+    winds = []
+    for seed in range(16):
+        table.start_hand(seed)
+        dealers.append(table.state.dealer)
+        changes = sum(1 for a, b in pairwise(dealers) if a != b)
+        assert table.state.round_wind == (changes // 2) % 4
+        winds.append(table.view(0)["round_wind"])
+        while bot_turn(table):
+            pass
+    assert "south" in winds  # the seeds above pass the deal around at least once
