@@ -25,48 +25,13 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.engine.table import Table
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.platform.logging import get_logger
-from duelmahjong.rules.tiles import tile_name
-from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2, table_pb2
-from services.table import codec, results, views
+from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
+from services.table import codec, records, results, views
 from services.table.core import OpenRequest, TableHost, TableJournal
+from services.table.seats import SeatSession, SeatState
 
 _log = get_logger("table.live")
-ORIGINS = {
-    "player": server_state_pb2.ACTION_ORIGIN_PLAYER,
-    "timeout": server_state_pb2.ACTION_ORIGIN_TIMEOUT,
-    "autoplay": server_state_pb2.ACTION_ORIGIN_AUTOPLAY,
-}
 DEFAULT_GRACE_SECONDS = 60.0
-
-
-class SeatSession:
-    """One Play stream's end of a seat: the table writes to ``outbox``; ``None`` ends the stream."""
-
-    def __init__(self, seat: int) -> None:
-        self.seat = seat
-        self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
-
-    def send(self, response: table_pb2.PlayResponse) -> None:
-        self.outbox.put_nowait(response)
-
-    def end(self) -> None:
-        self.outbox.put_nowait(None)
-
-
-@dataclass
-class _SeatState:
-    player: rules_pb2.SeatPlayer
-    session: SeatSession | None = None
-    ever_attached: bool = False
-    left_at: float | None = None  # disconnected since (T10 grace)
-    decision_since: float | None = None  # T11: when the pending decision was offered
-    decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
-    bank: float = 0.0
-    continuing: bool = False
-
-    @property
-    def connected(self) -> bool:
-        return self.session is not None
 
 
 @dataclass
@@ -91,7 +56,7 @@ class LiveTable:
         self.table_id = request.table_id
         self.settings = codec.room_settings(request.rules, request.negotiated)
         self.engine = Table(self.settings)
-        self.seats = [_SeatState(request.players[0]), _SeatState(request.players[1])]
+        self.seats = [SeatState(request.players[0]), SeatState(request.players[1])]
         self.status = table_pb2.TABLE_STATUS_WAITING
         self.hand_id = ""
         self.hands_played = 0
@@ -254,17 +219,9 @@ class LiveTable:
 
     async def _apply(self, action: Action, origin: str) -> None:
         """Apply one legal action: write its records ahead, then show its events, then what follows."""
-        self._record_time(action.seat)
+        self.seats[action.seat].spend(self.now(), self.settings.decision_seconds)
         events = self.engine.apply(action)
-        record = server_state_pb2.TableLogRecord(
-            action_applied=server_state_pb2.ActionApplied(
-                seat=codec.seat_enum(action.seat),
-                action=codec.encode_action(action),
-                origin=ORIGINS[origin],
-                engine_action=str(action),
-            )
-        )
-        await self._publish([record], events)
+        await self._publish([records.action_applied(action, origin)], events)
         if self.host.metrics is not None:
             self.host.metrics.actions.labels(kind=action.kind, origin=origin).inc()
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
@@ -276,7 +233,7 @@ class LiveTable:
             self._offer_decisions()
             await self._autoplay()
 
-    async def _publish(self, leading: list[server_state_pb2.TableLogRecord], events: list[Event]) -> None:
+    async def _publish(self, leading: list[records.Record], events: list[Event]) -> None:
         start = self._log.sequence
         await self._write(leading, events, self.hand_id)
         sequence = start + len(leading)
@@ -292,21 +249,12 @@ class LiveTable:
                         )
                     )
 
-    async def _write(
-        self, leading: list[server_state_pb2.TableLogRecord], events: list[Event], hand_id: str
-    ) -> None:
+    async def _write(self, leading: list[records.Record], events: list[Event], hand_id: str) -> None:
         """Write-ahead: the leading records then one record per engine event, numbered without gaps."""
-        records = list(leading) + [
-            server_state_pb2.TableLogRecord(
-                engine_event=server_state_pb2.EngineEventRecord(
-                    kind=e.kind, seat=codec.seat_enum(e.seat), canonical_json=e.canonical()
-                )
-            )
-            for e in events
-        ]
-        numbered = [(self._log.sequence + i + 1, r) for i, r in enumerate(records)]
+        written = list(leading) + [records.engine_event(e) for e in events]
+        numbered = [(self._log.sequence + i + 1, r) for i, r in enumerate(written)]
         await self._journal.append(self.table_id, hand_id or "table", numbered)
-        self._log.sequence += len(records)
+        self._log.sequence += len(written)
 
     async def _autoplay(self) -> None:
         """T10: a disconnected seat's decisions are played by the baseline bot (its seat is held)."""
@@ -330,21 +278,13 @@ class LiveTable:
             if self._deciding(seat):
                 # A decision is new when the seat had none (it just acted, or the turn came to it); a
                 # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
-                if state.decision_since is None:
-                    state.decision_since, state.decision_sequence = now, sequence
+                if state.offer(now, sequence):
                     fresh.append(seat)
             else:
-                state.decision_since = None
+                state.no_decision()
         # Only a seat with a new decision gets a view (with its legal actions): the events already told
         # both seats what changed, and a view per seat per action would double the table's work.
         self._send_views(fresh)
-
-    def _record_time(self, seat: int) -> None:
-        state = self.seats[seat]
-        if state.decision_since is not None:
-            used = self.now() - state.decision_since - self.settings.decision_seconds
-            state.bank = max(0.0, state.bank - max(0.0, used))
-            state.decision_since = None
 
     def _deadline(self, seat: int) -> float | None:
         state = self.seats[seat]
@@ -354,9 +294,7 @@ class LiveTable:
             if not state.connected and state.left_at is not None:
                 return max(self._between_since + self.settings.decision_seconds, state.left_at + self.grace)
             return self._between_since + self.settings.decision_seconds
-        if state.decision_since is None:
-            return None
-        return state.decision_since + self.settings.decision_seconds + state.bank
+        return state.deadline(self.settings.decision_seconds)
 
     def _next_deadline(self) -> float | None:
         if self.status == table_pb2.TABLE_STATUS_WAITING:
@@ -399,28 +337,17 @@ class LiveTable:
         events = self.engine.start_hand(seed)
         self.status, self._between = table_pb2.TABLE_STATUS_PLAYING, False
         for state in self.seats:
-            state.bank, state.continuing, state.decision_since = self.settings.time_bank_seconds, False, None
-        started = events[0]
-        hidden = server_state_pb2.HiddenTableState(
+            state.new_hand(self.settings.time_bank_seconds)
+        begun = records.hand_begun(
+            self.engine,
+            events[0],
             table_id=self.table_id,
             hand_id=self.hand_id,
-            seed=seed.to_bytes(8, "big"),
-            wall=[tile_name(t) for t in (started.server or {}).get("wall", ())],
-            unused_pool=[tile_name(t) for t in (started.server or {}).get("pool", ())],
-        )
-        begun = server_state_pb2.HandBegun(
-            hand_number=number,
+            seed=seed,
             rules=self.request.rules,
-            players=list(self.request.players),
-            dealer=codec.seat_enum(self.engine.state.dealer),
-            multipliers=rules_pb2.Multipliers(
-                negotiated=self.settings.negotiated_multiplier,
-                progressive=self.engine.state.progressive,
-                fan_rate=self.request.rules.fan_rate,
-            ),
-            hidden=hidden,
+            players=self.request.players,
         )
-        await self._publish([server_state_pb2.TableLogRecord(hand_begun=begun)], events)
+        await self._publish([begun], events)
         self._offer_decisions()
         await self._autoplay()
 
@@ -461,20 +388,10 @@ class LiveTable:
             state.continuing = False
         self._send_views()
 
-    def _show_settlement(self, scored: object, applied: object) -> None:
-        settled = play_pb2.HandSettled()
-        if scored is not None:
-            settled.settlement.CopyFrom(scored.settlement)
-        if applied is not None:
-            for balance in applied.balances:
-                for seat, player in enumerate(self.request.players):
-                    if balance.account == f"player:{player.player_id}":
-                        settled.balances.append(
-                            play_pb2.SeatBalance(seat=codec.seat_enum(seat), balance=balance.balance)
-                        )
-        event = play_pb2.SeatEvent(
-            sequence=self._log.sequence, occurred_at=views.timestamp(), hand_settled=settled
-        )
+    def _show_settlement(
+        self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None
+    ) -> None:
+        event = views.hand_settled(scored, applied, self.request.players, self._log.sequence)
         for state in self.seats:
             if state.session is not None:
                 state.session.send(table_pb2.PlayResponse(event=event))
@@ -520,27 +437,21 @@ class LiveTable:
             if state.continuing:
                 return None
             actions = codec.between_hands_legal()
-            default = play_pb2.Action(leave=play_pb2.LeaveAction())
+            default = play_pb2.Action(leave=play_pb2.LeaveAction())  # T10: silence between hands = leave
         elif self.status == table_pb2.TABLE_STATUS_PLAYING and self._deciding(seat):
-            legal = self.engine.legal_actions(seat)
-            limit = self.settings.effective_exchange_limit
-            actions = codec.encode_legal(legal, limit, self.engine.state.hand_size(seat))
-            chosen = self.engine.default_action(seat)
-            default = codec.encode_action(chosen) if chosen is not None else play_pb2.Action()
+            actions, default = views.engine_decision(self.engine, seat)
         else:
             return None
         deadline = self._deadline(seat)
-        message = play_pb2.LegalActions(
+        remaining = None if deadline is None else max(0.0, deadline - self.now())
+        return views.legal_actions(
+            actions,
+            default,
             sequence=self._last_event_sequence(),
-            actions=actions,
-            default_action=default,
-            time_bank_millis_remaining=int(state.bank * 1000),
+            remaining=remaining,
+            decision_seconds=self.settings.decision_seconds,
+            bank=state.bank,
         )
-        if deadline is not None:
-            remaining = max(0.0, deadline - self.now())
-            message.deadline.CopyFrom(views.timestamp_in(remaining))
-            message.decision_millis_remaining = int(min(remaining, self.settings.decision_seconds) * 1000)
-        return message
 
     def _send_views(self, seats: Sequence[int] = (0, 1)) -> None:
         facts = self._facts()

@@ -20,7 +20,7 @@ from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles
-from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from services.table import codec
 
 TASK_KINDS = {
@@ -246,3 +246,53 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
     elif kind == "pairing_ended":
         message.table_ended.CopyFrom(play_pb2.TableEnded(reason="a player left the table"))
     return message
+
+
+def engine_decision(table: Table, seat: int) -> tuple[list[play_pb2.LegalAction], play_pb2.Action]:
+    """The seat's legal actions in contract form and its T11 default."""
+    legal = table.legal_actions(seat)
+    actions = codec.encode_legal(legal, table.settings.effective_exchange_limit, table.state.hand_size(seat))
+    chosen = table.default_action(seat)
+    return actions, codec.encode_action(chosen) if chosen is not None else play_pb2.Action()
+
+
+def legal_actions(
+    actions: list[play_pb2.LegalAction],
+    default: play_pb2.Action,
+    *,
+    sequence: int,
+    remaining: float | None,
+    decision_seconds: float,
+    bank: float,
+) -> play_pb2.LegalActions:
+    """A decision as the contract states it (T11): choices, default, deadline and the clocks left."""
+    message = play_pb2.LegalActions(
+        sequence=sequence,
+        actions=actions,
+        default_action=default,
+        time_bank_millis_remaining=int(bank * 1000),
+    )
+    if remaining is not None:
+        message.deadline.CopyFrom(timestamp_in(remaining))
+        message.decision_millis_remaining = int(min(remaining, decision_seconds) * 1000)
+    return message
+
+
+def hand_settled(
+    scored: events_pb2.HandScored | None,
+    applied: events_pb2.SettlementApplied | None,
+    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
+    sequence: int,
+) -> play_pb2.SeatEvent:
+    """The settlement both seats are shown: scoring's breakdown and the wallet's new balances. Not an
+    engine event: it carries the sequence of the hand's last record."""
+    settled = play_pb2.HandSettled()
+    if scored is not None:
+        settled.settlement.CopyFrom(scored.settlement)
+    seat_of = {f"player:{player.player_id}": seat for seat, player in enumerate(players)}
+    for balance in applied.balances if applied is not None else ():
+        if balance.account in seat_of:
+            settled.balances.append(
+                play_pb2.SeatBalance(seat=codec.seat_enum(seat_of[balance.account]), balance=balance.balance)
+            )
+    return play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), hand_settled=settled)

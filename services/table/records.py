@@ -1,0 +1,78 @@
+"""The table's write-ahead log records (``server_state.proto``), built from engine values.
+
+A hand's records: ``HandBegun`` (rules, players, multipliers and the hidden state: seed, wall, pool),
+then for every accepted action an ``ActionApplied`` (the contract's action, where it came from and the
+engine's text form, which replay applies) followed by one ``EngineEventRecord`` per event it caused
+(the engine's canonical JSON, server part included). Scoring replays exactly these.
+"""
+
+from __future__ import annotations
+
+from duelmahjong.engine.actions import Action
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.table import Table
+from duelmahjong.rules.tiles import tile_name
+from duelmahjong.v1 import rules_pb2, server_state_pb2
+from services.table import codec
+
+Record = server_state_pb2.TableLogRecord
+ORIGINS = {
+    "player": server_state_pb2.ACTION_ORIGIN_PLAYER,
+    "timeout": server_state_pb2.ACTION_ORIGIN_TIMEOUT,
+    "autoplay": server_state_pb2.ACTION_ORIGIN_AUTOPLAY,
+}
+
+
+def action_applied(action: Action, origin: str) -> Record:
+    return Record(
+        action_applied=server_state_pb2.ActionApplied(
+            seat=codec.seat_enum(action.seat),
+            action=codec.encode_action(action),
+            origin=ORIGINS[origin],
+            engine_action=str(action),
+        )
+    )
+
+
+def engine_event(event: Event) -> Record:
+    return Record(
+        engine_event=server_state_pb2.EngineEventRecord(
+            kind=event.kind, seat=codec.seat_enum(event.seat), canonical_json=event.canonical()
+        )
+    )
+
+
+def hand_begun(
+    engine: Table,
+    started: Event,
+    *,
+    table_id: str,
+    hand_id: str,
+    seed: int,
+    rules: rules_pb2.RoomRules,
+    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
+) -> Record:
+    """The first record of a hand, right after the engine dealt it from ``seed``."""
+    server = started.server or {}
+    state = engine.state
+    hidden = server_state_pb2.HiddenTableState(
+        table_id=table_id,
+        hand_id=hand_id,
+        seed=seed.to_bytes(8, "big"),
+        wall=[tile_name(t) for t in server.get("wall", ())],
+        unused_pool=[tile_name(t) for t in server.get("pool", ())],
+    )
+    return Record(
+        hand_begun=server_state_pb2.HandBegun(
+            hand_number=state.hand_number,
+            rules=rules,
+            players=list(players),
+            dealer=codec.seat_enum(state.dealer),
+            multipliers=rules_pb2.Multipliers(
+                negotiated=engine.settings.negotiated_multiplier,
+                progressive=state.progressive,
+                fan_rate=rules.fan_rate,
+            ),
+            hidden=hidden,
+        )
+    )

@@ -1,0 +1,79 @@
+"""A seat at a live table: its Play stream's outbox and its clocks (T11 decisions and bank, T10 grace).
+
+The clock arithmetic is plain functions of ``now`` values, so it is tested without waiting:
+
+>>> seat = SeatState(player=None)
+>>> seat.new_hand(bank=30.0)
+>>> seat.offer(now=100.0, sequence=7)
+True
+>>> seat.deadline(decision_seconds=15.0)
+145.0
+>>> seat.spend(now=120.0, decision_seconds=15.0)   # 5 s over the decision time come off the bank
+>>> seat.bank, seat.deadline(15.0)
+(25.0, None)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from duelmahjong.v1 import rules_pb2, table_pb2
+
+
+class SeatSession:
+    """One Play stream's end of a seat: the table writes to ``outbox``; ``None`` ends the stream."""
+
+    def __init__(self, seat: int) -> None:
+        self.seat = seat
+        self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+
+    def send(self, response: table_pb2.PlayResponse) -> None:
+        self.outbox.put_nowait(response)
+
+    def end(self) -> None:
+        self.outbox.put_nowait(None)
+
+
+@dataclass
+class SeatState:
+    """One seat as its table tracks it. Times are the table's monotonic clock, in seconds."""
+
+    player: rules_pb2.SeatPlayer | None
+    session: SeatSession | None = None
+    ever_attached: bool = False
+    left_at: float | None = None  # disconnected since (T10 grace)
+    decision_since: float | None = None  # T11: when the pending decision was offered
+    decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
+    bank: float = 0.0  # T11: what is left of this hand's time bank
+    continuing: bool = False  # between hands: this seat chose to play on
+
+    @property
+    def connected(self) -> bool:
+        return self.session is not None
+
+    def new_hand(self, bank: float) -> None:
+        self.bank, self.continuing, self.decision_since = bank, False, None
+
+    def offer(self, now: float, sequence: int) -> bool:
+        """A decision is pending: start its clock unless one is running. True if it is a new one."""
+        if self.decision_since is not None:
+            return False
+        self.decision_since, self.decision_sequence = now, sequence
+        return True
+
+    def no_decision(self) -> None:
+        self.decision_since = None
+
+    def spend(self, now: float, decision_seconds: float) -> None:
+        """The seat decided: time beyond the per-decision allowance comes off the bank (T11)."""
+        if self.decision_since is not None:
+            over = now - self.decision_since - decision_seconds
+            self.bank = max(0.0, self.bank - max(0.0, over))
+            self.decision_since = None
+
+    def deadline(self, decision_seconds: float) -> float | None:
+        """When the server plays the default for this seat; None when nothing is pending."""
+        if self.decision_since is None:
+            return None
+        return self.decision_since + decision_seconds + self.bank

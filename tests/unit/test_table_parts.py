@@ -1,0 +1,117 @@
+"""The table service's pure parts: tickets, seat clocks (T11), the engine ↔ contract codec, results."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.bot import choose
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.table import Table
+from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.tiles import format_tiles, parse_tiles
+from duelmahjong.v1 import play_pb2, rules_pb2
+from services.table import codec, results, views
+from services.table.seats import SeatState
+from services.table.tickets import InvalidTicket, TicketBook
+
+PLAYERS = (
+    rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="a"),
+    rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="b"),
+)
+
+
+def test_a_ticket_names_its_table_seat_and_player_and_cannot_be_altered() -> None:
+    book = TicketBook("k" * 32)
+    ticket = book.issue("t-1", 1, "p-7")
+    assert (book.verify(ticket).table_id, book.verify(ticket).seat, book.verify(ticket).player_id) == (
+        "t-1",
+        1,
+        "p-7",
+    )
+    for forged in (ticket.replace(".1.", ".0."), ticket.replace("t-1", "t-2"), ticket + "x", "junk"):
+        with pytest.raises(InvalidTicket):
+            book.verify(forged)
+    with pytest.raises(InvalidTicket):
+        TicketBook("other" * 8).verify(ticket)
+
+
+def test_t11_the_bank_pays_for_time_over_the_decision_allowance() -> None:
+    seat = SeatState(player=None)
+    seat.new_hand(bank=30.0)
+    assert seat.offer(now=0.0, sequence=3) and not seat.offer(now=1.0, sequence=4)  # still the same decision
+    assert seat.deadline(15.0) == 45.0 and seat.decision_sequence == 3
+    seat.spend(now=10.0, decision_seconds=15.0)  # within the allowance: the bank is untouched
+    assert seat.bank == 30.0 and seat.deadline(15.0) is None
+    seat.offer(now=100.0, sequence=9)
+    seat.spend(now=140.0, decision_seconds=15.0)  # 25 s over
+    assert seat.bank == 5.0
+    seat.offer(now=200.0, sequence=12)
+    seat.spend(now=260.0, decision_seconds=15.0)  # more than the bank: it runs out, never negative
+    assert seat.bank == 0.0
+
+
+def _played(profile: str, seed: int) -> Table:
+    table = Table(RoomSettings(profile=profile))
+    table.start_hand(seed=seed)
+    return table
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_every_legal_action_survives_the_contract_and_back(profile: str) -> None:
+    rng = random.Random(7)
+    checked = 0
+    for seed in range(6):
+        table = _played(profile, seed)
+        while table.phase not in ("over", "closed"):
+            seat = next(s for s in (0, 1) if any(a.kind != A.LEAVE for a in table.legal_actions(s)))
+            legal = table.legal_actions(seat)
+            for action in legal:
+                assert codec.decode_action(codec.encode_action(action), seat, legal) == action
+                checked += 1
+            encoded = codec.encode_legal(
+                legal, table.settings.effective_exchange_limit, table.state.hand_size(seat)
+            )
+            assert {entry.kind for entry in encoded} == {codec.ACTION_KINDS[a.kind] for a in legal}
+            pick = choose(table.state, seat, legal) if rng.random() < 0.8 else rng.choice(legal)
+            if pick.kind == A.LEAVE:
+                pick = choose(table.state, seat, legal)
+            table.apply(pick)
+    assert checked > 500
+
+
+def test_a_bad_tile_is_invalid_argument_and_a_draw_is_refused() -> None:
+    table = _played("duel", 1)
+    legal = table.legal_actions(0)
+    with pytest.raises(codec.InvalidArgument):
+        codec.decode_action(play_pb2.Action(discard=play_pb2.DiscardAction(tile="0m")), 0, legal)
+    with pytest.raises(codec.IllegalActionError):
+        codec.decode_action(play_pb2.Action(draw=play_pb2.DrawAction()), 0, legal)
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None:
+    wins = 0
+    for seed in range(40):
+        table = _played(profile, seed)
+        while table.phase not in ("over", "closed"):
+            seat = next(s for s in (0, 1) if any(a.kind != A.LEAVE for a in table.legal_actions(s)))
+            table.apply(choose(table.state, seat, table.legal_actions(seat)))
+        outcome = table.outcome
+        assert outcome is not None
+        rules = rules_pb2.RoomRules(profile=codec.PROFILES[profile], fan_rate=10)
+        message = results.hand_result(
+            outcome, table_id="t", hand_id="t-h1", room_id="r", rules=rules, players=PLAYERS, last_sequence=99
+        )
+        assert message.outcome == views.OUTCOMES[outcome["outcome"]] and message.last_sequence == 99
+        if outcome["outcome"] == "win":
+            wins += 1
+            described = HandDescription.from_json(outcome["description"])
+            proto = message.description
+            assert format_tiles(parse_tiles(proto.concealed)) == format_tiles(described.concealed)
+            assert parse_tiles(proto.win_tile) == [described.win_tile]
+            assert proto.self_drawn == described.self_drawn and len(proto.melds) == len(described.melds)
+            assert message.winner == codec.seat_enum(outcome["winner"])
+    assert wins > 0
