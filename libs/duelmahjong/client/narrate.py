@@ -162,7 +162,7 @@ class Narrator:
     def _hand_settled(self, settled: play_pb2.HandSettled) -> None:
         transfer = settled.settlement.transfer
         balances = ", ".join(f"{self._name(b.seat)} {b.balance}" for b in settled.balances)
-        self.say(f"   prestige moved: {transfer.amount}; balances {balances}")
+        self.say(f"   prestige moved: {transfer.amount}" + (f"; balances {balances}" if balances else ""))
 
     def _table_ended(self, ended: play_pb2.TableEnded) -> None:
         self.say(f"── table closed: {ended.reason}")
