@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from google.protobuf.message import Message
 from prometheus_client import Counter, Gauge, Histogram
 
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
@@ -34,6 +35,9 @@ class TableJournal(Protocol):
         """Write-ahead: store the records (acked) before anyone sees their effect."""
 
     async def hand_ended(self, result: rules_pb2.HandResult) -> None: ...
+
+    async def publish(self, subject: str, event: Message, event_id: str) -> None:
+        """Another table event (ExchangeCharged, GuessResolved…): envelope filled, de-duplicated on id."""
 
     async def fee_charged(
         self, table_id: str, hand_id: str, room_id: str, player_id: str, amount: int

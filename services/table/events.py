@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from google.protobuf.message import Message
 from nats.aio.msg import Msg
 
 from duelmahjong.platform import subjects
@@ -94,6 +95,11 @@ class NatsJournal:
             # acked before the caller shows anything (write-ahead).
             publishes.append(self.bus.publish(subject, appended.SerializeToString(), msg_id=event_id))
         await asyncio.gather(*publishes)
+
+    async def publish(self, subject: str, event: Message, event_id: str) -> None:
+        """Publish a table event of ``events.proto`` (its envelope filled here) on ``subject``."""
+        event.envelope.CopyFrom(self._envelope(event_id))  # type: ignore[attr-defined]
+        await self.bus.publish_event(subject, event)
 
     async def hand_ended(self, result: rules_pb2.HandResult) -> None:
         event = events_pb2.HandEnded(

@@ -23,6 +23,7 @@ from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.engine.table import Table
+from duelmahjong.platform import subjects
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
@@ -222,6 +223,7 @@ class LiveTable:
         self.seats[action.seat].spend(self.now(), self.settings.decision_seconds)
         events = self.engine.apply(action)
         await self._publish([records.action_applied(action, origin)], events)
+        await self._charges(events)
         if self.host.metrics is not None:
             self.host.metrics.actions.labels(kind=action.kind, origin=origin).inc()
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
@@ -380,6 +382,17 @@ class LiveTable:
         self._send_views()
         scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
         self._show_settlement(scored, applied)
+        winner = int(str(result["winner"]))
+        if winner >= 0:
+            guessed = results.guess_resolved(
+                result,
+                scored,
+                table_id=self.table_id,
+                hand_id=self.hand_id,
+                player_id=self.request.players[winner].player_id,
+            )
+            if guessed is not None:
+                await journal.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{self.hand_id}")
         if self.engine.phase == CLOSED or self.host.draining:
             self.status = table_pb2.TABLE_STATUS_CLOSED
             return
@@ -387,6 +400,25 @@ class LiveTable:
         for state in self.seats:
             state.continuing = False
         self._send_views()
+
+    async def _charges(self, events: list[Event]) -> None:
+        """erren T4 paid exchanges go to the wallet as they happen (keyed by their log sequence)."""
+        logged = self._log.events[-len(events) :] if events else []
+        for sequence, event in logged:
+            if event.kind != "exchanged" or event.seat < 0:
+                continue
+            charge = results.exchange_charged(
+                event.public or {},
+                table_id=self.table_id,
+                hand_id=self.hand_id,
+                sequence=sequence,
+                player_id=self.request.players[event.seat].player_id,
+                fee=self.request.rules.exchange_fee,
+            )
+            if charge is not None:
+                await self._journal.publish(
+                    subjects.EXCHANGE_CHARGED, charge, f"exchange:{self.table_id}:{sequence}"
+                )
 
     def _show_settlement(
         self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None

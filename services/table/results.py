@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, parse_tiles
-from duelmahjong.v1 import rules_pb2
+from duelmahjong.v1 import events_pb2, rules_pb2
 from services.table import codec
 from services.table.views import OUTCOMES, hand_task, meld
 
@@ -110,3 +110,45 @@ def hand_result(
     if task is not None:
         message.task.CopyFrom(task)
     return message
+
+
+def exchange_charged(
+    event: dict[str, Any], *, table_id: str, hand_id: str, sequence: int, player_id: str, fee: int
+) -> events_pb2.ExchangeCharged | None:
+    """erren T4: the paid part of an exchange (the first tile of a hand's exchange is free). One event
+    per ``exchanged`` record, keyed by its sequence; ``exchange_number`` is the count exchanged."""
+    paid = int(event.get("paid", 0))
+    if paid <= 0 or fee <= 0:
+        return None
+    return events_pb2.ExchangeCharged(
+        table_id=table_id,
+        hand_id=hand_id,
+        sequence=sequence,
+        player_id=player_id,
+        exchange_number=int(event.get("count", paid + 1)),
+        amount=paid * fee,
+    )
+
+
+def guess_resolved(
+    result: dict[str, Any],
+    scored: events_pb2.HandScored | None,
+    *,
+    table_id: str,
+    hand_id: str,
+    player_id: str,
+) -> events_pb2.GuessResolved | None:
+    """T12: the winner's 猜大小 on the hand's winnings (the settled transfer), once it is known."""
+    guess = result.get("guess")
+    if not guess or guess.get("choice") not in ("big", "small") or scored is None:
+        return None
+    return events_pb2.GuessResolved(
+        table_id=table_id,
+        hand_id=hand_id,
+        player_id=player_id,
+        guess=rules_pb2.GUESS_BIG if guess["choice"] == "big" else rules_pb2.GUESS_SMALL,
+        dice=[int(d) for d in guess.get("dice", ())],
+        won=bool(guess.get("right")),
+        payout_multiplier=int(guess.get("factor", 0)),
+        stake=scored.settlement.transfer.amount,
+    )

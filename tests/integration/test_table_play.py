@@ -500,3 +500,36 @@ async def test_the_server_announces_its_address_and_load(table_server: Any, bus:
         await sub.unsubscribe()
     assert announced.address == table_server.server.address
     assert announced.capacity == 200 and announced.load <= announced.capacity and not announced.draining
+
+
+async def test_a_paid_erren_exchange_is_charged_to_the_wallet_once_t4(
+    table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    charged: list[events_pb2.ExchangeCharged] = []
+
+    async def on_charge(message: Any) -> None:
+        charged.append(events_pb2.ExchangeCharged.FromString(message.data))
+
+    sub = await bus.client.subscribe(subjects.EXCHANGE_CHARGED, cb=on_charge)
+    try:
+        table_id, first, second = await open_table(_rules(profile=rules_pb2.PROFILE_ERREN, exchange_fee=5))
+        await first.connect()
+        await second.connect()
+        for client in (first, second):  # erren: 开始加倍 first (T8), declined
+            await client.decision()
+            await client.send(
+                play_pb2.Action(choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=False))
+            )
+        view = await first.decision(phase=play_pb2.HAND_PHASE_EXCHANGE)
+        give = format_tiles(parse_tiles(view.concealed + view.drawn_tile)[:3])
+        await first.send(play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=give)))
+        for _ in range(300):
+            if any(c.table_id == table_id for c in charged):
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        await sub.unsubscribe()
+    mine = [c for c in charged if c.table_id == table_id]
+    assert len(mine) == 1
+    assert mine[0].amount == 10 and mine[0].exchange_number == 3  # three tiles, the first one free
+    assert mine[0].player_id.endswith("-a") and mine[0].sequence > 0

@@ -12,7 +12,7 @@ from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
-from duelmahjong.v1 import play_pb2, rules_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2
 from services.table import codec, results, views
 from services.table.seats import SeatState
 from services.table.tickets import InvalidTicket, TicketBook
@@ -115,3 +115,35 @@ def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None
             assert proto.self_drawn == described.self_drawn and len(proto.melds) == len(described.melds)
             assert message.winner == codec.seat_enum(outcome["winner"])
     assert wins > 0
+
+
+def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_guess() -> None:
+    scored = events_pb2.HandScored(
+        settlement=rules_pb2.Settlement(
+            transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=80)
+        )
+    )
+    result = {"guess": {"choice": "big", "dice": [6, 5, 1], "right": True, "factor": 3}}
+    guessed = results.guess_resolved(result, scored, table_id="t", hand_id="t-h1", player_id="a")
+    assert guessed is not None
+    assert (guessed.stake, guessed.won, guessed.payout_multiplier, list(guessed.dice)) == (
+        80,
+        True,
+        3,
+        [6, 5, 1],
+    )
+    assert guessed.guess == rules_pb2.GUESS_BIG
+    collected = {"guess": {"choice": "collect"}}
+    assert results.guess_resolved(collected, scored, table_id="t", hand_id="t-h1", player_id="a") is None
+    assert results.guess_resolved(result, None, table_id="t", hand_id="t-h1", player_id="a") is None
+
+
+def test_t4_only_the_paid_part_of_an_exchange_is_charged() -> None:
+    free = results.exchange_charged(
+        {"count": 1, "paid": 0}, table_id="t", hand_id="h", sequence=5, player_id="a", fee=7
+    )
+    assert free is None
+    paid = results.exchange_charged(
+        {"count": 4, "paid": 3}, table_id="t", hand_id="h", sequence=5, player_id="a", fee=7
+    )
+    assert paid is not None and (paid.amount, paid.exchange_number, paid.sequence) == (21, 4, 5)
