@@ -30,6 +30,8 @@ from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
 from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE, suit_keys
 
 _KINDS = range(34)
+# The discard actions of each seat, by kind: the most listed actions, built once.
+_DISCARDS = [[act(seat, A.DISCARD, kind) for kind in range(34)] for seat in (0, 1)]
 _PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
 
 
@@ -141,7 +143,8 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
                 out.append(act(seat, A.ADDED_KONG, drawn))
         out.append(act(seat, A.DISCARD, drawn))
         return out
-    out.extend(act(seat, A.DISCARD, kind) for kind in held)
+    discards = _DISCARDS[seat]
+    out.extend([discards[kind] for kind in held])
     out.extend(act(seat, A.DECLARE_READY, kind) for kind in ready_discards(state, seat))
     if can_kong:
         out.extend(act(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
