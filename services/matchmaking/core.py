@@ -17,157 +17,29 @@ import collections
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from duelmahjong.platform.logging import get_logger
 from services.matchmaking import updates as U
+from services.matchmaking.directory import TableServer, TableServerDirectory
+from services.matchmaking.pairing import (
+    ALLOCATING,
+    ENDED,
+    NEGOTIATING,
+    PLAYING,
+    BotFill,
+    Pairing,
+    QueueEntry,
+    Tables,
+    TableUnavailable,
+    Wallet,
+)
 from services.matchmaking.rooms import Room
 
 NEGOTIABLE = (1, 2, 5, 10)  # T7
 _log = get_logger("matchmaking")
 
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class TableServer:
-    """A table server as last announced: where it is and how much room it has."""
-
-    server_id: str
-    address: str
-    free_capacity: int
-    announce_number: int
-    draining: bool = False
-    seen_at: float = 0.0
-
-
-class TableServerDirectory:
-    """The table servers matchmaking knows, keeping only each server's newest announcement; a server
-    silent for ``ttl_seconds`` is forgotten (it died without saying so)."""
-
-    def __init__(self, *, clock: Clock = time.time, ttl_seconds: float = 15.0) -> None:
-        self._servers: dict[str, TableServer] = {}
-        self._clock = clock
-        self._ttl = ttl_seconds
-
-    def observe(self, announced: TableServer) -> bool:
-        """Record an announcement; False if it is not newer than what we have (a replay or reorder)."""
-        known = self._servers.get(announced.server_id)
-        if known is not None and known.announce_number >= announced.announce_number:
-            return False
-        self._servers[announced.server_id] = TableServer(
-            announced.server_id,
-            announced.address,
-            announced.free_capacity,
-            announced.announce_number,
-            announced.draining,
-            seen_at=self._clock(),
-        )
-        return True
-
-    def roomiest(self) -> TableServer | None:
-        """The live, non-draining server with the most free capacity, if any has room."""
-        oldest = self._clock() - self._ttl
-        candidates = [
-            s
-            for s in self._servers.values()
-            if not s.draining and s.free_capacity > 0 and s.seen_at >= oldest
-        ]
-        return max(candidates, key=lambda s: (s.free_capacity, s.server_id), default=None)
-
-    def took_one(self, server_id: str) -> None:
-        """A table was opened there: count it until the server's next announcement says so itself."""
-        server = self._servers.get(server_id)
-        if server is not None:
-            self._servers[server_id] = TableServer(
-                server.server_id,
-                server.address,
-                server.free_capacity - 1,
-                server.announce_number,
-                server.draining,
-                server.seen_at,
-            )
-
-    def unusable(self, server_id: str) -> None:
-        """The server refused or could not be reached: skip it until it announces again."""
-        server = self._servers.get(server_id)
-        if server is not None:
-            self._servers[server_id] = TableServer(
-                server.server_id, server.address, 0, server.announce_number, server.draining, server.seen_at
-            )
-
-
-class Wallet(Protocol):
-    """What matchmaking asks of the wallet (server to server)."""
-
-    async def available(self, player_id: str) -> int: ...
-    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None: ...
-    async def release_hold(self, player_id: str, pairing_id: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class OpenedTable:
-    address: str
-    tickets: dict[int, str]  # seat (0 first, 1 second) → table ticket
-
-
-class Tables(Protocol):
-    """Opening a table on one table server (``TableService.OpenTable``)."""
-
-    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable: ...
-
-
-class BotFill(Protocol):
-    """Starts a bot client that enqueues in ``room`` to play against a waiting player."""
-
-    async def start(self, room: Room, for_ticket: str) -> str: ...
-
-
-class TableUnavailable(Exception):
-    """The chosen table server could not open the table (full, draining, unreachable)."""
-
-
-@dataclass(eq=False)
-class QueueEntry:
-    ticket_id: str
-    player_id: str
-    room: Room
-    carry: int
-    rating: int
-    enqueued_at: float
-    expires_at: float
-    updates: asyncio.Queue[U.Update] = field(default_factory=asyncio.Queue)
-    is_bot: bool = False
-    fill_for: str = ""  # a bot's: the ticket it was started for
-    bot_requested: bool = False
-    pairing: Pairing | None = None
-    done: bool = False
-
-    def send(self, update: U.Update) -> None:
-        self.updates.put_nowait(update)
-
-
-# Pairing states
-HOLDING, NEGOTIATING, ALLOCATING, PLAYING, ENDED = "holding", "negotiating", "allocating", "playing", "ended"
-
-
-@dataclass(eq=False)
-class Pairing:
-    pairing_id: str
-    room: Room
-    seats: tuple[QueueEntry, QueueEntry]  # SEAT_FIRST (waited longest, proposes — T7), SEAT_SECOND
-    state: str = HOLDING
-    multiplier: int = 0
-    negotiation_deadline: float = 0.0
-    table_id: str = ""
-
-    def seat_of(self, player_id: str) -> int:
-        for seat, entry in enumerate(self.seats):
-            if entry.player_id == player_id:
-                return seat
-        raise PermissionDenied(f"you are not a player of pairing {self.pairing_id}")
 
 
 class Matchmaker:

@@ -15,7 +15,8 @@ from nats.aio.subscription import Subscription
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus, ConsumerSpec
 from duelmahjong.v1 import events_pb2
-from services.matchmaking.core import Matchmaker, TableServer
+from services.matchmaking.core import Matchmaker
+from services.matchmaking.directory import TableServer
 
 TABLE_CLOSED = ConsumerSpec(
     stream=subjects.TABLE_STREAM.name,

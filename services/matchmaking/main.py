@@ -8,7 +8,8 @@ from services.matchmaking import events, metrics
 from services.matchmaking.api import SERVICE_NAME, MatchmakingApi
 from services.matchmaking.bots import ClientBots
 from services.matchmaking.config import MatchmakingConfig
-from services.matchmaking.core import Matchmaker, TableServerDirectory
+from services.matchmaking.core import Matchmaker
+from services.matchmaking.directory import TableServerDirectory
 from services.matchmaking.remote import ServiceToken, TableClient, WalletClient, WalletMissing
 
 

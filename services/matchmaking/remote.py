@@ -17,7 +17,8 @@ import grpc.aio
 from duelmahjong.platform import auth
 from duelmahjong.platform.errors import FailedPrecondition, Unavailable
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
-from services.matchmaking.core import OpenedTable, Pairing, TableServer, TableUnavailable
+from services.matchmaking.directory import TableServer
+from services.matchmaking.pairing import OpenedTable, Pairing, TableUnavailable
 from services.matchmaking.rooms import Room
 
 SERVICE_PRINCIPAL = "service:matchmaking"

@@ -11,15 +11,14 @@ import pytest
 
 from duelmahjong.platform.errors import FailedPrecondition
 from services.matchmaking import updates as U
-from services.matchmaking.core import (
+from services.matchmaking.core import Matchmaker
+from services.matchmaking.directory import TableServer, TableServerDirectory
+from services.matchmaking.pairing import (
     ALLOCATING,
     PLAYING,
-    Matchmaker,
     OpenedTable,
     Pairing,
     QueueEntry,
-    TableServer,
-    TableServerDirectory,
     TableUnavailable,
 )
 from services.matchmaking.rooms import Room

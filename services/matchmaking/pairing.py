@@ -1,0 +1,85 @@
+"""What matchmaking deals in: queue entries, pairings and their states, and the ports of the services
+it calls (the wallet's holds, the table servers' ``OpenTable``, bot fill) — implemented over gRPC in
+:mod:`services.matchmaking.remote` and :mod:`services.matchmaking.bots`."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from duelmahjong.platform.errors import PermissionDenied
+from services.matchmaking import updates as U
+from services.matchmaking.directory import TableServer
+from services.matchmaking.rooms import Room
+
+
+class Wallet(Protocol):
+    """What matchmaking asks of the wallet (server to server)."""
+
+    async def available(self, player_id: str) -> int: ...
+    async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None: ...
+    async def release_hold(self, player_id: str, pairing_id: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class OpenedTable:
+    address: str
+    tickets: dict[int, str]  # seat (0 first, 1 second) → table ticket
+
+
+class Tables(Protocol):
+    """Opening a table on one table server (``TableService.OpenTable``)."""
+
+    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable: ...
+
+
+class BotFill(Protocol):
+    """Starts a bot client that enqueues in ``room`` to play against a waiting player."""
+
+    async def start(self, room: Room, for_ticket: str) -> str: ...
+
+
+class TableUnavailable(Exception):
+    """The chosen table server could not open the table (full, draining, unreachable)."""
+
+
+@dataclass(eq=False)
+class QueueEntry:
+    ticket_id: str
+    player_id: str
+    room: Room
+    carry: int
+    rating: int
+    enqueued_at: float
+    expires_at: float
+    updates: asyncio.Queue[U.Update] = field(default_factory=asyncio.Queue)
+    is_bot: bool = False
+    fill_for: str = ""  # a bot's: the ticket it was started for
+    bot_requested: bool = False
+    pairing: Pairing | None = None
+    done: bool = False
+
+    def send(self, update: U.Update) -> None:
+        self.updates.put_nowait(update)
+
+
+# Pairing states
+HOLDING, NEGOTIATING, ALLOCATING, PLAYING, ENDED = "holding", "negotiating", "allocating", "playing", "ended"
+
+
+@dataclass(eq=False)
+class Pairing:
+    pairing_id: str
+    room: Room
+    seats: tuple[QueueEntry, QueueEntry]  # SEAT_FIRST (waited longest, proposes — T7), SEAT_SECOND
+    state: str = HOLDING
+    multiplier: int = 0
+    negotiation_deadline: float = 0.0
+    table_id: str = ""
+
+    def seat_of(self, player_id: str) -> int:
+        for seat, entry in enumerate(self.seats):
+            if entry.player_id == player_id:
+                return seat
+        raise PermissionDenied(f"you are not a player of pairing {self.pairing_id}")
