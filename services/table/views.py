@@ -11,6 +11,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -18,6 +19,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
 from duelmahjong.engine.table import Table
+from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
@@ -63,6 +65,13 @@ def timestamp(when: datetime | None = None) -> Timestamp:
     return stamp
 
 
+@lru_cache(maxsize=4096)
+def notation(tiles: tuple[str, ...]) -> str:
+    """Canonical notation of a few tiles given one by one (bonus tiles, flowers): memoised, as the
+    same short lists recur in every view of a hand."""
+    return format_tiles(parse_tiles("".join(tiles))) if tiles else ""
+
+
 def timestamp_in(seconds: float) -> Timestamp:
     """A deadline ``seconds`` from now, as clients read it (wall clock)."""
     return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
@@ -102,8 +111,10 @@ def seat_view(
     legal: play_pb2.LegalActions | None,
 ) -> play_pb2.SeatView:
     """The seat's ``SeatView`` from the engine's view of that seat."""
-    view = table.view(seat)
     state = table.state
+    # The engine's per-seat view (its visibility rules), without the text form of the legal actions:
+    # the contract lists those separately.
+    view = engine_seat_view(state, seat, [])
     result = view.get("result")
     public = play_pb2.PublicTableState(
         table_id=facts.table_id,
@@ -115,7 +126,7 @@ def seat_view(
         dealer=codec.seat_enum(view["dealer"]),
         turn=codec.seat_enum(view["to_move"]),
         wall_remaining=view["wall_remaining"],
-        revealed_bonus_tiles=format_tiles(parse_tiles("".join(view["bonus_tiles"]))),
+        revealed_bonus_tiles=notation(tuple(view["bonus_tiles"])),
         multipliers=rules_pb2.Multipliers(
             negotiated=state.settings.negotiated_multiplier,
             progressive=view["progressive"],
@@ -141,7 +152,7 @@ def seat_view(
                 holding_drawn_tile=holding,
                 melds=[meld(m["kind"], m["tiles"]) for m in entry["melds"]],
                 discards=[play_pb2.Discard(tile=tile) for tile in entry["discards"]],
-                flowers=format_tiles(parse_tiles("".join(entry["flowers"]))),
+                flowers=notation(tuple(entry["flowers"])),
                 declared_ready=entry["declared_ready"],
                 connected=facts.connected[number],
                 win_declines=entry["win_doublings"],
@@ -200,7 +211,7 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
                     rules_pb2.WIND_NORTH,
                 ][seen["round_wind"]],
                 multipliers=rules_pb2.Multipliers(progressive=seen["progressive"], fan_rate=facts.fan_rate),
-                revealed_bonus_tiles=format_tiles(parse_tiles("".join(seen.get("bonus", [])))),
+                revealed_bonus_tiles=notation(tuple(seen.get("bonus", ()))),
             )
         )
         task = hand_task(seen.get("task"))
