@@ -533,3 +533,27 @@ async def test_a_paid_erren_exchange_is_charged_to_the_wallet_once_t4(
     assert len(mine) == 1
     assert mine[0].amount == 10 and mine[0].exchange_number == 3  # three tiles, the first one free
     assert mine[0].player_id.endswith("-a") and mine[0].sequence > 0
+
+
+async def test_a_seat_gone_past_the_grace_period_has_left_mid_hand_t10(
+    table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    ended: list[events_pb2.HandEnded] = []
+
+    async def on_hand_ended(message: Any) -> None:
+        ended.append(events_pb2.HandEnded.FromString(message.data))
+
+    sub = await bus.client.subscribe(subjects.HAND_ENDED, cb=on_hand_ended)
+    try:
+        table_id, first, second = await open_table(_rules(reconnect_grace_millis=300))
+        await first.connect()
+        await second.connect()
+        await first.decision()
+        first.disconnect()  # never comes back: held and auto-played, then counted as leaving
+        await asyncio.wait_for(second.ended.wait(), 10)
+    finally:
+        await sub.unsubscribe()
+    mine = [e.result for e in ended if e.table_id == table_id]
+    assert [(r.outcome, r.escaper) for r in mine] == [(rules_pb2.HAND_OUTCOME_ESCAPE, rules_pb2.SEAT_FIRST)]
+    host = table_main.HOSTS[id(table_server)]
+    assert host.metrics is not None and host.metrics.escapes._value.get() >= 1
