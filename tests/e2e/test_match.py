@@ -278,6 +278,25 @@ async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackStat
         await player.client.close()
 
 
+async def test_a_client_that_drops_its_stream_resumes_where_it_left_off(stack: StackState) -> None:
+    players, readies = await _seat_two(stack, "duel", multiplier=1)
+    plans = [MatchPlan(hands=2, drop_after_actions=4), MatchPlan(hands=2)]
+    outcomes = await _play(players, readies, plans)
+    assert outcomes[0].reconnects == 1
+    assert [o.hands_settled for o in outcomes] == [2, 2]
+    # The resumed stream carries on from the last event seen: no log event twice, none skipped back.
+    sequences = [
+        m.event.sequence
+        for m in players[0].received
+        if m.WhichOneof("kind") == "event" and m.event.WhichOneof("kind") != "hand_settled"
+    ]
+    assert sequences == sorted(sequences) and len(sequences) == len(set(sequences))
+    secrets = await _seeds(stack, readies[0].table_id)
+    for player in players:
+        _check_nothing_hidden(player, secrets)
+        await player.client.close()
+
+
 async def test_a_lonely_player_plays_a_fill_bot_through_the_same_table_api(stack: StackState) -> None:
     player = Player(stack, "carol")
     await player.client.login(player.name)

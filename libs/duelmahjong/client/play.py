@@ -11,6 +11,7 @@ them for hidden information).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,11 +30,14 @@ Watcher = Callable[[table_pb2.PlayResponse], None]
 @dataclass(frozen=True)
 class MatchPlan:
     """How long a client stays: ``hands`` finished hands, or escape during hand ``escape_in_hand``
-    after ``escape_after_actions`` of its own actions in that hand."""
+    after ``escape_after_actions`` of its own actions in that hand; ``drop_after_actions`` makes it
+    drop its stream once and reconnect."""
 
     hands: int = 1
     escape_in_hand: int = 0
     escape_after_actions: int = 3
+    # Disconnect once after this many own actions and reconnect (exercises T10 resume); 0 = never.
+    drop_after_actions: int = 0
 
 
 @dataclass
@@ -51,6 +55,7 @@ class PlayOutcome:
     # evaluation of each won hand, by hand number.
     wins: dict[int, dict[str, Any]] = field(default_factory=dict)
     messages: int = 0
+    reconnects: int = 0
 
 
 def win_detail(event: play_pb2.SeatEvent) -> dict[str, Any] | None:
@@ -85,6 +90,10 @@ def _decision_key(legal: play_pb2.LegalActions) -> tuple[int, bytes]:
     return legal.sequence, choices.SerializeToString(deterministic=True)
 
 
+class _Dropped(Exception):
+    """The plan's deliberate disconnect (``drop_after_actions``)."""
+
+
 class _Seat:
     def __init__(self, ready: mm.TableReady, policy: Policy, plan: MatchPlan) -> None:
         self.ready, self.policy, self.plan = ready, policy, plan
@@ -95,6 +104,7 @@ class _Seat:
         self.client_action_id = 0
         self.hand_number = 0
         self.actions_this_hand = 0
+        self.actions_total = 0
         self.pending_default: play_pb2.Action | None = None
 
     def request(
@@ -170,6 +180,9 @@ class _Seat:
                 self.outcome.escaped = True
                 return self.request(play_pb2.Action(leave=play_pb2.LeaveAction()), legal.sequence)
         self.actions_this_hand += 1
+        self.actions_total += 1
+        if plan.drop_after_actions and self.actions_total == plan.drop_after_actions:
+            raise _Dropped
         self.pending_default = legal.default_action if legal.HasField("default_action") else None
         return self.request(self.policy.decide(self.view, legal), legal.sequence)
 
@@ -181,6 +194,9 @@ class _Seat:
         return self.request(play_pb2.Action(leave=play_pb2.LeaveAction()), legal.sequence)
 
 
+RECONNECTS = 5
+
+
 async def play_table(
     ready: mm.TableReady,
     metadata: tuple[tuple[str, str], ...],
@@ -190,23 +206,48 @@ async def play_table(
     watch: Watcher | None = None,
     stream_seconds: float = 600.0,
 ) -> PlayOutcome:
-    """Connect to the table of ``ready`` and play until the server ends the stream."""
+    """Connect to the table of ``ready`` and play until the server ends the stream. A stream lost to
+    ``UNAVAILABLE`` (or the plan's deliberate drop) is reopened with the ticket and the last sequence
+    seen: the table resends what the seat missed (T10) and play goes on."""
     seat = _Seat(ready, policy, plan)
     async with grpc.aio.insecure_channel(ready.address) as channel:
-        call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=metadata, timeout=stream_seconds)
-        await call.write(seat.request())
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        for attempt in range(RECONNECTS + 1):
+            try:
+                await _stream(stub, seat, metadata, watch, stream_seconds)
+                return seat.outcome
+            except _Dropped:
+                pass
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == RECONNECTS:
+                    raise
+                await asyncio.sleep(0.2 * (attempt + 1))
+            seat.outcome.reconnects += 1
+            seat.answered.clear()  # a decision pending at the drop is asked again: answer it again
+    return seat.outcome
+
+
+async def _stream(
+    stub: table_pb2_grpc.TableServiceStub,
+    seat: _Seat,
+    metadata: tuple[tuple[str, str], ...],
+    watch: Watcher | None,
+    stream_seconds: float,
+) -> None:
+    call = stub.Play(metadata=metadata, timeout=stream_seconds)
+    try:
+        await call.write(seat.request())  # the ticket and the last sequence seen (resume)
         while True:
             response = await call.read()
             if response is grpc.aio.EOF:
-                break
+                return
             if watch is not None:
                 watch(response)
             answer = seat.take(response)
             if answer is not None:
                 try:
                     await call.write(answer)
-                except grpc.aio.AioRpcError:
-                    break  # the server ended the stream meanwhile; its status is read below
-                except grpc.aio.UsageError:
-                    break
-    return seat.outcome
+                except (grpc.aio.AioRpcError, grpc.aio.UsageError):
+                    return  # the server ended the stream meanwhile
+    finally:
+        call.cancel()
