@@ -32,6 +32,10 @@ LEFT JOIN LATERAL (
 WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
 ORDER BY a.id FOR UPDATE OF a
 """
+# The settlement workers' connections run the same few statements thousands of times with only
+# ids changing: plan them once (generic plans) instead of re-planning each execution — measured
+# 430 → 180 µs for LOCK_ACCOUNTS on 20,000 accounts, and the planner's CPU is the database's.
+SETTLEMENT_SESSION = "SET plan_cache_mode = force_generic_plan"
 PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND open ORDER BY player_id"
 INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
 # The transaction row (its unique key makes a repeat a no-op), the new balances and the entries in

@@ -85,6 +85,7 @@ class ConnectionLender:
         try:
             if conn is None or conn.is_closed():
                 conn = await self._pool.acquire()
+                await conn.execute(sql.SETTLEMENT_SESSION)  # undone by the pool's reset on return
             yield conn
         except WalletError:
             raise  # an expected refusal: the transaction was rolled back, the connection is fine
