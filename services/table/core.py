@@ -207,6 +207,8 @@ class TableHost:
         """Take no new tables; let every live table finish its hand and close (SIGTERM). Tables still
         live after ``within`` seconds are stopped (each still publishes TableClosed)."""
         self.draining = True
+        for table in list(self.live_tables.values()):
+            table.wake_for_drain()  # tables with no hand in play close at once
         if not self.live_tables:
             return
         try:

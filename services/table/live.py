@@ -37,8 +37,8 @@ DEFAULT_GRACE_SECONDS = 60.0
 
 @dataclass
 class _Item:
-    what: str  # "attach", "detach", "action"
-    session: SeatSession
+    what: str  # "attach", "detach", "action", "drain"
+    session: SeatSession | None
     request: table_pb2.PlayRequest | None = None
     received: float = 0.0
     last_seen: int = 0
@@ -69,6 +69,7 @@ class LiveTable:
         self._between_since = 0.0
         self._opened_at = 0.0
         self._task: asyncio.Task[None] | None = None
+        self._close_reason = "the pairing ended"
         rules = request.rules
         self.grace = (rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS
         if host.journal is None:
@@ -123,7 +124,7 @@ class LiveTable:
                 "table task failed; closing the table", extra={"fields": {"table_id": self.table_id}}
             )
         finally:
-            await self._close("table closed")
+            await self._close(self._close_reason)
 
     async def _next(self) -> None:
         if not self._inbox:
@@ -142,6 +143,10 @@ class LiveTable:
         await self._on_clock()
 
     async def _handle(self, item: _Item) -> None:
+        if item.session is None:  # the server drains: a table with no hand in play closes now
+            if self.status == table_pb2.TABLE_STATUS_WAITING or self._between:
+                self._ending("the table server is draining")
+            return
         seat = item.session.seat
         state = self.seats[seat]
         if item.what == "attach":
@@ -180,7 +185,7 @@ class LiveTable:
         seat, message = session.seat, request.action
         which = message.WhichOneof("kind")
         if self._between:
-            await self._between_hands(seat, which)
+            await self._between_hands(seat, which, request=request)
             return
         legal = self.engine.legal_actions(seat)
         deciding = any(a.kind != A.LEAVE for a in legal)
@@ -309,7 +314,7 @@ class LiveTable:
         now = self.now()
         if self.status == table_pb2.TABLE_STATUS_WAITING:
             if now >= self._opened_at + self.host.join_seconds:
-                self.status = table_pb2.TABLE_STATUS_CLOSED  # a seat never came: nobody played
+                self._ending("a seat never joined the table")  # nobody played
             return
         for seat in (0, 1):
             if self.status == table_pb2.TABLE_STATUS_CLOSED or self.engine.phase == CLOSED:
@@ -394,7 +399,11 @@ class LiveTable:
             if guessed is not None:
                 await journal.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{self.hand_id}")
         if self.engine.phase == CLOSED or self.host.draining:
-            self.status = table_pb2.TABLE_STATUS_CLOSED
+            self._ending(
+                "a player left during the hand"
+                if self.engine.phase == CLOSED
+                else "the table server is draining"
+            )
             return
         self._between, self._between_since = True, self.now()
         for state in self.seats:
@@ -428,26 +437,38 @@ class LiveTable:
             if state.session is not None:
                 state.session.send(table_pb2.PlayResponse(event=event))
 
-    async def _between_hands(self, seat: int, which: str | None, origin: str = "player") -> None:
+    async def _between_hands(
+        self,
+        seat: int,
+        which: str | None,
+        origin: str = "player",
+        request: table_pb2.PlayRequest | None = None,
+    ) -> None:
         """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
         if which == "continue_playing":
             self.seats[seat].continuing = True
             if all(s.continuing for s in self.seats):
-                await self._deal()
+                if self.host.draining:
+                    self._ending("the table server is draining")
+                else:
+                    await self._deal()
             return
         if which != "leave":
             session = self.seats[seat].session
             if session is not None:
-                self._reject(
-                    session,
-                    table_pb2.PlayRequest(),
-                    table_pb2.REJECTION_CODE_ILLEGAL,
-                    "between hands: continue or leave",
-                )
+                refused = request or table_pb2.PlayRequest()
+                why = "between hands: continue or leave"
+                self._reject(session, refused, table_pb2.REJECTION_CODE_ILLEGAL, why)
             return
         self._between = False
         await self._apply(Action(seat, A.LEAVE), origin)
-        self.status = table_pb2.TABLE_STATUS_CLOSED
+        self._ending("a player left between hands")
+
+    def _ending(self, reason: str) -> None:
+        self.status, self._close_reason = table_pb2.TABLE_STATUS_CLOSED, reason
+
+    def wake_for_drain(self) -> None:
+        self._put(_Item("drain", None))
 
     # --- what seats see ---
     def _last_event_sequence(self) -> int:
@@ -495,8 +516,17 @@ class LiveTable:
 
     async def _close(self, reason: str) -> None:
         self.status = table_pb2.TABLE_STATUS_CLOSED
+        ended = None
+        if self.engine.phase != CLOSED:  # the engine's pairing_ended already said so otherwise
+            ended = play_pb2.SeatEvent(
+                sequence=self._log.sequence,
+                occurred_at=views.timestamp(),
+                table_ended=play_pb2.TableEnded(reason=reason),
+            )
         for state in self.seats:
             if state.session is not None:
+                if ended is not None:
+                    state.session.send(table_pb2.PlayResponse(event=ended))
                 state.session.end()
                 state.session = None
         self.host.closed(self.table_id)

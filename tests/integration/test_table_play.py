@@ -557,3 +557,38 @@ async def test_a_seat_gone_past_the_grace_period_has_left_mid_hand_t10(
     assert [(r.outcome, r.escaper) for r in mine] == [(rules_pb2.HAND_OUTCOME_ESCAPE, rules_pb2.SEAT_FIRST)]
     host = table_main.HOSTS[id(table_server)]
     assert host.metrics is not None and host.metrics.escapes._value.get() >= 1
+
+
+async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play(
+    table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], bus: Bus
+) -> None:
+    closed: list[events_pb2.TableClosed] = []
+
+    async def on_closed(message: Any) -> None:
+        closed.append(events_pb2.TableClosed.FromString(message.data))
+
+    sub = await bus.client.subscribe(subjects.TABLE_CLOSED, cb=on_closed)
+    players = [
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="drain-a"),
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="drain-b"),
+    ]
+    service = issue("matchmaking", auth.Role.SERVICE)
+    host = table_main.HOSTS[id(table_server)]
+    try:
+        async with grpc.aio.insecure_channel(table_server.server.address) as channel:
+            stub = table_pb2_grpc.TableServiceStub(channel)
+            request = table_pb2.OpenTableRequest(table_id="drain-1", rules=_rules(), players=players)
+            await stub.OpenTable(request, metadata=service)
+            await asyncio.wait_for(host.drain(within=5), 5)  # the waiting table closes at once
+            assert not host.live_tables
+            request.table_id = "drain-2"
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.OpenTable(request, metadata=service)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        for _ in range(100):
+            if any(c.table_id == "drain-1" for c in closed):
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await sub.unsubscribe()
+    assert [c.reason for c in closed if c.table_id == "drain-1"] == ["the table server is draining"]
