@@ -284,3 +284,18 @@ def test_services_reach_exactly_the_services_their_code_calls(
             )
             allowed = kit.egress_allowed(policies, template, port, peer)
             assert allowed == (target in calls[source]), f"{source} -> {target}"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_matchmaking_runs_as_one_replica_never_two_at_once(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    # docs/architecture.md: matchmaking keeps its queues in memory; two replicas would split them.
+    docs = rendered[overlay]
+    matchmaking = kit.find(docs, "Deployment", "matchmaking")
+    assert matchmaking["spec"]["replicas"] == 1
+    assert matchmaking["spec"]["strategy"]["type"] == "Recreate"
+    scaled = [d["spec"]["scaleTargetRef"]["name"] for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+    assert "matchmaking" not in scaled
+    # A budget that never lets the single pod go would block every node drain.
+    assert "minAvailable" not in kit.find(docs, "PodDisruptionBudget", "matchmaking")["spec"]
