@@ -132,7 +132,8 @@ class LiveTable:
             deadline = self._next_deadline()
             timeout = None if deadline is None else max(0.0, deadline - self.now())
             try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):  # no task per wait, unlike wait_for
+                    await self._wake.wait()
             except TimeoutError:
                 pass
         if self._inbox:
