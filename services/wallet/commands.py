@@ -368,4 +368,4 @@ class ReleaseHolds(Command):
         _check_ids(self.pairing_id)
 
     def apply(self, draft: Draft) -> None:
-        draft.release_holds(self.pairing_id)
+        draft.release_holds(self.pairing_id, closing=bool(self.table_id))  # TableClosed ends the pairing

@@ -103,6 +103,7 @@ class Plan:
     postings: list[Posting] = field(default_factory=list)
     item_deltas: list[tuple[str, str, int]] = field(default_factory=list)  # (player, item, delta)
     table_opened: tuple[str, str] | None = None  # (table id, pairing id) to remember
+    pairing_closed: str = ""  # a pairing whose table closed: it takes no new hold
     status: Status = Status.APPLIED
     reason: str = ""
 
@@ -124,12 +125,14 @@ class Draft:
         *,
         at_table: bool,
         table_pairing: str = "",
+        pairing_closed: bool = False,
     ) -> None:
         self.accounts = {a.ref: a for a in accounts}
         self.holds = list(holds)
         self.inventory = dict(inventory)  # item -> quantity for the command's one player (items)
         self.at_table = at_table
         self.table_pairing = table_pairing  # the pairing of the command's table, once TableOpened told us
+        self.pairing_closed = pairing_closed  # the command's pairing has closed (TableClosed)
         self.plan = Plan()
 
     def account(self, ref: AccountRef) -> AccountState:
@@ -233,6 +236,8 @@ class Draft:
         for hold in self.holds:
             if hold.player_id == player_id and hold.pairing_id == pairing_id:
                 raise HoldError(f"player {player_id!r} already had a hold in pairing {pairing_id!r}")
+        if self.pairing_closed:
+            raise HoldError(f"pairing {pairing_id!r} has closed")
         current = next((h for h in self.holds if h.player_id == player_id and not h.released), None)
         if current is not None:
             raise HoldError(f"player {player_id!r} is already holding for pairing {current.pairing_id!r}")
@@ -243,8 +248,11 @@ class Draft:
         state.held += carry + fee
         self.holds.append(HoldState(pairing_id, player_id, carry, fee, is_new=True))
 
-    def release_holds(self, pairing_id: str) -> None:
-        """Return what is left of the pairing's holds to their players' free prestige."""
+    def release_holds(self, pairing_id: str, *, closing: bool = False) -> None:
+        """Return what is left of the pairing's holds to their players' free prestige; ``closing``:
+        the pairing is over and takes no new hold."""
+        if closing:
+            self.plan.pairing_closed = pairing_id
         for hold in self.holds:
             if hold.pairing_id == pairing_id and not hold.released:
                 self.account(AccountRef.player(hold.player_id)).held -= hold.total

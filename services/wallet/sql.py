@@ -20,7 +20,8 @@ WITH pairing AS (
     ) AS id
 )
 SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed,
-       h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT id FROM pairing) AS pairing
+       h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT id FROM pairing) AS pairing,
+       EXISTS (SELECT 1 FROM wallet.closed_pairings c WHERE c.pairing_id = (SELECT id FROM pairing)) AS closed
 FROM wallet.accounts a
 LEFT JOIN LATERAL (
     SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
@@ -73,6 +74,9 @@ WHERE pairing_id = $1 AND player_id = $2
 SET_INVENTORY = """
 INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
 ON CONFLICT (player_id, item) DO UPDATE SET quantity = EXCLUDED.quantity
+"""
+RECORD_CLOSED_PAIRING = """
+INSERT INTO wallet.closed_pairings (pairing_id) VALUES ($1) ON CONFLICT (pairing_id) DO NOTHING
 """
 RECORD_TABLE = """
 INSERT INTO wallet.tables (table_id, pairing_id) VALUES ($1, $2) ON CONFLICT (table_id) DO NOTHING

@@ -196,7 +196,12 @@ class WalletStore:
         }
         table_pairing = rows[0]["pairing"] if rows and command.at_table else ""
         draft = Draft(
-            accounts.values(), holds, inventory, at_table=command.at_table, table_pairing=table_pairing
+            accounts.values(),
+            holds,
+            inventory,
+            at_table=command.at_table,
+            table_pairing=table_pairing,
+            pairing_closed=bool(rows) and rows[0]["closed"],
         )
         return draft, originals
 
@@ -247,6 +252,8 @@ class WalletStore:
                     hold.fee_reserve,
                     not hold.released,
                 )
+        if draft.plan.pairing_closed:
+            await conn.execute(sql.RECORD_CLOSED_PAIRING, draft.plan.pairing_closed)
         if draft.plan.table_opened is not None:
             await conn.execute(sql.RECORD_TABLE, *draft.plan.table_opened)
         for player_id, item, delta in draft.plan.item_deltas:

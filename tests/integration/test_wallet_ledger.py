@@ -213,6 +213,19 @@ async def test_holds_reserve_prestige_and_release_it(store: WalletStore) -> None
 
 
 @pytest.mark.asyncio
+async def test_a_closed_pairing_takes_no_new_hold(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    await player(store, "late", 1000)
+    await hold(store, "p1", "a", 500)
+    closed = ReleaseHolds("close:t1", pairing_id="p1", table_id="t1")  # TableClosed
+    await store.execute(closed, record_rejection=True)
+    with pytest.raises(HoldError, match="closed"):  # a hold racing the close cannot stay open
+        await hold(store, "p1", "late", 100)
+    await hold(store, "p2", "late", 100)  # other pairings are not affected
+    assert await store.balance("late") == (1000, 100)
+
+
+@pytest.mark.asyncio
 async def test_t4_exchange_cost_needs_the_prestige(store: WalletStore) -> None:
     await player(store, "a", 30)
     ok = Charge("exchange:t1:5", table_id="t1", player="a", amount=20, purpose="exchange")
