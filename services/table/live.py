@@ -249,13 +249,18 @@ class LiveTable:
         for event in events:
             sequence += 1
             self._log.events.append((sequence, event))
-            for state in self.seats:
-                if state.session is not None:
+            shared = None  # an event with no private part reads the same for both seats: build it once
+            for seat, state in enumerate(self.seats):
+                if state.session is None:
+                    continue
+                if event.private:
                     state.session.send(
-                        table_pb2.PlayResponse(
-                            event=views.seat_event(event, state.session.seat, sequence, facts)
-                        )
+                        table_pb2.PlayResponse(event=views.seat_event(event, seat, sequence, facts))
                     )
+                    continue
+                if shared is None:
+                    shared = table_pb2.PlayResponse(event=views.seat_event(event, seat, sequence, facts))
+                state.session.send(shared)
 
     async def _write(self, leading: list[records.Record], events: list[Event], hand_id: str) -> None:
         """Write-ahead: the leading records then one record per engine event, numbered without gaps."""
