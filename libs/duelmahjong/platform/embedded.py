@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import pwd
+import random
 import shutil
 import socket
 import stat
@@ -40,11 +41,39 @@ class EmbeddedServerError(RuntimeError):
     """An embedded server could not be started."""
 
 
+# Ports we hand out come from below the kernel's ephemeral range. A port the OS picks for bind(0)
+# lies inside that range, where any outgoing connection of any process may take it as its local
+# port between our probe and the server's own bind ("Address already in use" in a busy test run).
+_PICK_LOW = 20000
+_handed_out: set[int] = set()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A TCP port nobody listens on right now, outside the ephemeral range, not handed out before."""
+    high = _ephemeral_low()
+    if high - _PICK_LOW < 1000:  # an unusual port range: fall back on the OS's pick
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            return int(sock.getsockname()[1])
+    for _ in range(200):
+        port = random.randrange(_PICK_LOW, high)
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise EmbeddedServerError(f"no free TCP port on {host} in {_PICK_LOW}-{high - 1}")
 
 
 def _wait_for_tcp(host: str, port: int, *, within_seconds: float, what: str, log: Path) -> None:
