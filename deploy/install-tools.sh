@@ -18,10 +18,16 @@ if ((${#apt_missing[@]})); then
     sudo_=""
     [[ $(id -u) == 0 ]] || sudo_="sudo"
     echo "deploy tools: apt-get install ${apt_missing[*]}"
-    $sudo_ apt-get update -qq
-    # The prometheus package is installed for promtool only; its service is not started here.
-    DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends \
-        "${apt_missing[@]}" >/dev/null
+    # One retry: a mirror hiccup should not fail a whole test run.
+    for attempt in 1 2; do
+        $sudo_ apt-get update -qq \
+            && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends \
+                "${apt_missing[@]}" >/dev/null \
+            && break
+        [[ $attempt == 2 ]] && exit 1
+        sleep 5
+    done
+    # (The prometheus package is installed for promtool only; its service is not started here.)
 fi
 
 # kustomize: `kubectl kustomize` (or a kustomize binary) if the machine has one, else the kubectl
