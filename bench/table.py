@@ -5,7 +5,8 @@ against a bare grpc.aio bidirectional ping-pong on as many streams, measured in 
   NATS, write-ahead on: every record acked by JetStream before a seat sees it) hosting 64 tables; this
   process plays both seats of each over loopback (128 Play streams). A seat answers each decision at
   once with the win when it has one, else the decision's default action, and continues between hands.
-  Latency: the action sent → the first event it caused received.
+  Latency: the action sent → the first event it caused received (continues between hands, which
+  wait for the other seat by design, are neither timed nor counted).
 * ref (``grpc_bidi``): a bare grpc.aio server in another process echoing bytes on 64 bidirectional
   streams, each stream one ping in flight.
 
@@ -109,8 +110,11 @@ async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
                 sent_after = -1
             elif response.view.legal_actions.actions and sent_after < 0:
                 await window.open["ours"].wait()
-                sent_at, sent_after = time.perf_counter(), last_seen
                 action = _choose(response.view.legal_actions)
+                # A continue waits for the other seat's by design (the next hand needs both): it is no
+                # action→event latency of the server, so it is sent but not timed.
+                timed = action.WhichOneof("kind") != "continue_playing"
+                sent_at, sent_after = time.perf_counter(), last_seen if timed else -1
                 await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
 
 

@@ -51,9 +51,15 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         try:
             while True:
                 response = await session.outbox.get()
+                # Write everything the table queued for this seat before waiting again (an action's
+                # events and view arrive together): one wake-up per batch, not per message.
+                while response is not None:
+                    await context.write(response)
+                    if session.outbox.empty():
+                        break
+                    response = session.outbox.get_nowait()
                 if response is None:
                     return
-                await context.write(response)
         finally:
             reader.cancel()
             table.detach(session)
