@@ -100,7 +100,16 @@ class LiveTable:
         if self._pending_actions >= self.host.queue_size:
             if self.host.metrics is not None:
                 self.host.metrics.queue_full.inc()
-            self._reject(session, request, table_pb2.REJECTION_CODE_BUSY, "the table is busy; send again")
+            # Refused on the stream's side with the last view the table sent: only the table's task
+            # reads its engine.
+            busy = table_pb2.ActionRejected(
+                client_action_id=request.client_action_id,
+                code=table_pb2.REJECTION_CODE_BUSY,
+                reason=f"the table is busy ({self.host.queue_size} actions waiting); send again",
+            )
+            if session.last_view is not None:
+                busy.view.CopyFrom(session.last_view)
+            session.send(table_pb2.PlayResponse(rejected=busy))
             return
         self._pending_actions += 1
         self._put(_Item("action", session, request, received=time.perf_counter()))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from duelmahjong.v1 import rules_pb2, table_pb2
+from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 
 
 class SeatSession:
@@ -27,8 +27,12 @@ class SeatSession:
     def __init__(self, seat: int) -> None:
         self.seat = seat
         self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+        # The last view the table sent this seat: what a refusal made outside the table's task shows.
+        self.last_view: play_pb2.SeatView | None = None
 
     def send(self, response: table_pb2.PlayResponse) -> None:
+        if response.HasField("view"):
+            self.last_view = response.view
         self.outbox.put_nowait(response)
 
     def end(self) -> None:

@@ -451,6 +451,7 @@ async def test_a_full_table_queue_answers_busy_and_loses_nothing_else(
         table.submit(session, keep)  # the queue holds one: this one is refused at once
         rejected = await _next_rejection(first)
         assert rejected.code == table_pb2.REJECTION_CODE_BUSY
+        assert rejected.view.legal_actions.actions  # the seat's last view, to decide again from
         assert host.metrics is not None and host.metrics.queue_full._value.get() >= 1
     finally:
         host.queue_size = 64
