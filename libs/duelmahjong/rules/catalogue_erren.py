@@ -128,9 +128,10 @@ ERREN = Catalogue(
         _row("four_pure_shifted_pungs", "四节高", 48, p.four_pure_shifted_pungs, requires=["four_pungs"],
              seed=["pure_triple_chow", "pure_shifted_pungs", "all_pungs"],
              gb=["pure_triple_chow", "all_pungs", "pure_shifted_pungs"]),
-        _row("four_winds_seven_pairs", "四喜七对", 48, p.four_winds_seven_pairs, requires=["seven_pairs"],
+        # 000 heads these rows 四喜七对子 / 三元七对子 (大七星's list shortens them as it does 七对子)
+        _row("four_winds_seven_pairs", "四喜七对子", 48, p.four_winds_seven_pairs, requires=["seven_pairs"],
              decided=["seven_pairs"], implied=_SEVEN_PAIRS_EXCLUDES),  # E6
-        _row("three_dragons_seven_pairs", "三元七对", 48, p.three_dragons_seven_pairs,
+        _row("three_dragons_seven_pairs", "三元七对子", 48, p.three_dragons_seven_pairs,
              requires=["seven_pairs"], decided=["seven_pairs"], implied=_SEVEN_PAIRS_EXCLUDES),  # E6
         # 32
         _row("four_pure_shifted_chows", "四步高", 32, p.four_pure_shifted_chows, requires=["four_chows"],

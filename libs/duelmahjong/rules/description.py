@@ -156,7 +156,8 @@ class HandDescription:
         )
         _check_tiles(desc)
         profile.check_description(desc)
-        _check_context(desc, has_flowers=profile.has_flowers)
+        pool = profile.in_play < profile.wall_size  # duel leaves an unused pool (extra draws, T9)
+        _check_context(desc, has_flowers=profile.has_flowers, has_unused_pool=pool)
         return desc
 
     def to_json(self) -> dict[str, Any]:
@@ -221,7 +222,11 @@ _FIRST_TURN_SHAPE: dict[str, tuple[bool, bool]] = {
 }
 
 
-def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
+# Declarations of ready (T3, E8): a first-turn win comes before the winner has discarded anything.
+_READY_FLAGS = ("declared_ready", "declared_first_turn", "first_turn_after_declare")
+
+
+def _check_context(desc: HandDescription, *, has_flowers: bool, has_unused_pool: bool) -> None:
     """Context flags that contradict the hand. They would otherwise score a limit hand the play
     cannot have produced (a discard win named the non-dealer's first draw is not 人和)."""
     context = desc.context
@@ -245,6 +250,12 @@ def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
             )
         if context.robbing_kong:  # an added kong needs a pong, so a claim, before it
             raise InvalidHandError(f"context.first_turn_win {event} cannot be a robbed kong")
+        declared = [flag for flag in _READY_FLAGS if getattr(context, flag)]
+        if declared:  # T3: ready is declared together with a discard (天听 too)
+            raise InvalidHandError(
+                f"context.first_turn_win {event} comes before the winner's first discard, and ready is "
+                f"declared with a discard (T3): context.{declared[0]} must be false"
+            )
     if context.declared_first_turn:
         # 天听 is declared on the first turn, before any claim, and a declared-ready hand claims
         # nothing but the win (T3): only a concealed kong (erren may still kong) can stand beside it.
@@ -267,6 +278,17 @@ def _check_context(desc: HandDescription, *, has_flowers: bool) -> None:
     if context.after_flower_replacement and not has_flowers:
         raise InvalidHandError(
             f"profile {desc.profile} has no flower tiles; context.after_flower_replacement must be false"
+        )
+    if context.after_flower_replacement and (not desc.self_drawn or context.robbing_kong):
+        raise InvalidHandError(
+            "context.after_flower_replacement is a win on the tile drawn for a flower (E14), so self_drawn "
+            "must be true and context.robbing_kong false"
+        )
+    if context.extra_draw_after_exhaustion and not has_unused_pool:
+        # T9: only duel draws on from its unused pool; an exhausted erren wall is a drawn hand.
+        raise InvalidHandError(
+            f"profile {desc.profile} has no extra draw after exhaustion (its exhausted wall is a drawn "
+            "hand, T9); context.extra_draw_after_exhaustion must be false"
         )
 
 

@@ -54,8 +54,16 @@ def _kongs(a: Arrangement, *, concealed: bool) -> int:
 
 
 def _self_drawn(a: Arrangement) -> bool:
-    # E14: a win on a flower-replacement draw is a self-draw.
-    return a.desc.self_drawn or a.desc.context.after_flower_replacement
+    """Whether the winner drew the winning tile. E14: a flower-replacement draw is a self-draw. Robbing
+    a kong never is (000 抢杠胡 "和别人自抓开明杠的牌": the opponent's tile, as in 国标's 抢杠和),
+    whatever ``self_drawn`` says: scoring it as a self-draw is duel's D13, and the engine sends it so."""
+    ctx = a.desc.context
+    return (a.desc.self_drawn and not ctx.robbing_kong) or ctx.after_flower_replacement
+
+
+def _on_discard(a: Arrangement) -> bool:
+    """Won on the tile the opponent discarded (打出): neither drawn nor robbed from a kong."""
+    return not a.desc.self_drawn and not a.desc.context.robbing_kong
 
 
 def _flag(name: str) -> Detect:
@@ -89,7 +97,7 @@ def ready_first_discard(a: Arrangement) -> int:
     """报听一发 (E8): won on the opponent's first discard after declaring."""
     ctx = a.desc.context
     declared = ctx.declared_ready or ctx.declared_first_turn
-    return int(declared and ctx.first_turn_after_declare and not _self_drawn(a))
+    return int(declared and ctx.first_turn_after_declare and _on_discard(a))
 
 
 # --- winds and dragons (E11) -------------------------------------------------------------------------
@@ -380,14 +388,15 @@ def last_tile_draw(a: Arrangement) -> int:
 
 
 def last_tile_claim(a: Arrangement) -> int:
-    """海底捞月 (E2): won on the last discard."""
-    return int(a.desc.context.last_discard and not _self_drawn(a))
+    """海底捞月 (E2): won on the last discard ("和打出的最后一张牌")."""
+    return int(a.desc.context.last_discard and _on_discard(a))
 
 
 def out_with_replacement_tile(a: Arrangement) -> int:
-    """杠上开花: the kong replacement draw wins; a flower replacement never counts (E14)."""
+    """杠上开花: the kong replacement draw wins; a flower replacement never counts (E14), nor a robbed
+    kong (the opponent's tile)."""
     ctx = a.desc.context
-    return int(ctx.after_kong and a.desc.self_drawn and not ctx.after_flower_replacement)
+    return int(ctx.after_kong and _self_drawn(a) and not ctx.after_flower_replacement)
 
 
 def last_tile(a: Arrangement) -> int:

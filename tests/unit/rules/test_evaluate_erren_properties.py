@@ -77,11 +77,14 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         # The event says who won and how (descriptions that contradict it are rejected).
         self_drawn = event != "dealer_first_discard"
         context["dealer"] = event == "dealer_initial_hand"
-        context.pop("robbing_kong", None)
+        for flag in ("robbing_kong", "declared_ready", "declared_first_turn", "first_turn_after_declare"):
+            context.pop(flag, None)  # before any claim and before the winner's first discard (T3)
     if counts[win] > 1:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
     if any(meld["kind"] != "concealed_kong" for meld in melds):
         context.pop("declared_first_turn", None)  # 天听 comes before any claim (T3)
+    if not self_drawn or context.get("robbing_kong"):
+        context.pop("after_flower_replacement", None)  # a flower replacement is a draw (E14)
     return {
         "profile": "erren",
         "concealed": format_tiles(concealed),
@@ -111,6 +114,9 @@ def test_random_erren_wins_score_consistently(hand: dict[str, Any]) -> None:
     assert ("no_flowers" in fans) == (not flowers)
     if desc.context.after_flower_replacement:
         assert "out_with_replacement_tile" not in fans
+    # E13: a robbed kong is the opponent's tile, never a self-draw (whatever self_drawn says).
+    if desc.context.robbing_kong:
+        assert not fans.keys() & {"self_drawn", "fully_concealed_hand", "out_with_replacement_tile"}
     # E15: at most one of 边张 / 坎张 / 单钓.
     assert len(fans.keys() & {"edge_wait", "closed_wait", "single_wait"}) <= 1
     # E16: flower fans never count toward 起和.
