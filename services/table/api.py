@@ -107,4 +107,4 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         table = self._host.find(request.table_id)
         if not isinstance(table, LiveTable):
             raise PermissionDenied("no such table")
-        return table.status_message()
+        return await table.public_status()

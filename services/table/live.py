@@ -24,7 +24,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
-from duelmahjong.platform.errors import DomainError
+from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
 from services.table import codec, records, results, views
@@ -37,11 +37,12 @@ DEFAULT_GRACE_SECONDS = 60.0
 
 @dataclass
 class _Item:
-    what: str  # "attach", "detach", "action", "drain"
+    what: str  # "attach", "detach", "action", "drain", "status"
     session: SeatSession | None
     request: table_pb2.PlayRequest | None = None
     received: float = 0.0
     last_seen: int = 0
+    reply: asyncio.Future[table_pb2.GetTableStatusResponse] | None = None
 
 
 @dataclass
@@ -153,6 +154,11 @@ class LiveTable:
         await self._on_clock()
 
     async def _handle(self, item: _Item) -> None:
+        if item.reply is not None:
+            if not item.reply.done():
+                view = views.seat_view(self.engine, 0, self._facts(), None)
+                item.reply.set_result(table_pb2.GetTableStatusResponse(status=self.status, state=view.table))
+            return
         if item.session is None:  # the server drains: a table with no hand in play closes now
             if self.status == table_pb2.TABLE_STATUS_WAITING or self._between:
                 self._ending("the table server is draining")
@@ -550,6 +556,13 @@ class LiveTable:
         except Exception:
             _log.exception("could not publish TableClosed", extra={"fields": {"table_id": self.table_id}})
 
-    def status_message(self) -> table_pb2.GetTableStatusResponse:
-        view = views.seat_view(self.engine, 0, self._facts(), None)
-        return table_pb2.GetTableStatusResponse(status=self.status, state=view.table)
+    async def public_status(self) -> table_pb2.GetTableStatusResponse:
+        """What every seat sees of the table now, answered by the table's own task (in its turn)."""
+        reply: asyncio.Future[table_pb2.GetTableStatusResponse] = asyncio.get_running_loop().create_future()
+        self._put(_Item("status", None, reply=reply))
+        try:
+            async with asyncio.timeout(5.0):
+                return await asyncio.shield(reply)
+        except TimeoutError:
+            closed = self.status == table_pb2.TABLE_STATUS_CLOSED
+            raise Unavailable("the table did not answer" + (": it has closed" if closed else "")) from None
