@@ -224,6 +224,14 @@ _FIRST_TURN_SHAPE: dict[str, tuple[bool, bool]] = {
 
 # Declarations of ready (T3, E8): a first-turn win comes before the winner has discarded anything.
 _READY_FLAGS = ("declared_ready", "declared_first_turn", "first_turn_after_declare")
+# What the first turn has not seen yet: a kong (its replacement draw), a shown copy, the wall's end.
+_LATER_FLAGS = (
+    "after_kong",
+    "fourth_tile_visible",
+    "last_wall_tile",
+    "last_discard",
+    "extra_draw_after_exhaustion",
+)
 
 
 def _check_context(desc: HandDescription, *, has_flowers: bool, has_unused_pool: bool) -> None:
@@ -255,6 +263,12 @@ def _check_context(desc: HandDescription, *, has_flowers: bool, has_unused_pool:
             raise InvalidHandError(
                 f"context.first_turn_win {event} comes before the winner's first discard, and ready is "
                 f"declared with a discard (T3): context.{declared[0]} must be false"
+            )
+        later = [flag for flag in _LATER_FLAGS if getattr(context, flag)]
+        if later:  # they would add 杠上开花, 和绝张, 妙手回春… to a first-turn win
+            raise InvalidHandError(
+                f"context.first_turn_win {event} comes before any kong, any shown copy and the end of "
+                f"the wall: context.{later[0]} must be false"
             )
     if context.declared_first_turn:
         # 天听 is declared on the first turn, before any claim, and a declared-ready hand claims

@@ -21,6 +21,7 @@ FLAGS = [
 ]  # fmt: skip
 FLOWER_FANS = {"flower_tiles", "four_seasons", "four_plants", "no_flowers"}
 KONGS = ["exposed_kong", "concealed_kong", "added_kong"]
+FIRST_TURN_NEVER = [flag for flag in FLAGS if flag != "after_flower_replacement"]
 
 
 @st.composite
@@ -77,8 +78,8 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         # The event says who won and how (descriptions that contradict it are rejected).
         self_drawn = event != "dealer_first_discard"
         context["dealer"] = event == "dealer_initial_hand"
-        for flag in ("robbing_kong", "declared_ready", "declared_first_turn", "first_turn_after_declare"):
-            context.pop(flag, None)  # before any claim and before the winner's first discard (T3)
+        for flag in FIRST_TURN_NEVER:
+            context.pop(flag, None)  # before any claim, kong, declaration (T3) or shown copy; wall full
     if counts[win] > 1:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
     if any(meld["kind"] != "concealed_kong" for meld in melds):
