@@ -289,6 +289,13 @@ def _check_context(desc: HandDescription, *, has_flowers: bool, has_unused_pool:
                 f"context.robbing_kong: the robbed {name} completes the opponent's added kong, so the "
                 f"winner holds no other copy of {name}; the hand holds {held}"
             )
+    if context.fourth_tile_visible and desc.win_tile in desc.concealed:
+        # E13 和绝张: the other three copies are on the table (melds and discards), none concealed.
+        name = format_tiles([desc.win_tile])
+        raise InvalidHandError(
+            f"context.fourth_tile_visible: the other three copies of {name} are shown, so the winner's "
+            f"concealed tiles hold none; they hold {desc.concealed.count(desc.win_tile)}"
+        )
     if context.after_flower_replacement and not has_flowers:
         raise InvalidHandError(
             f"profile {desc.profile} has no flower tiles; context.after_flower_replacement must be false"

@@ -82,6 +82,8 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
             context.pop(flag, None)  # before any claim, kong, declaration (T3) or shown copy; wall full
     if counts[win] > 1:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
+    if win in concealed:
+        context.pop("fourth_tile_visible", None)  # E13: the other three copies are shown, not held
     if any(meld["kind"] != "concealed_kong" for meld in melds):
         context.pop("declared_first_turn", None)  # 天听 comes before any claim (T3)
     if not self_drawn or context.get("robbing_kong"):
