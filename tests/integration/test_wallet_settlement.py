@@ -20,7 +20,7 @@ from duelmahjong.platform import db, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
-from services.wallet.commands import Grant
+from services.wallet.commands import Grant, PlaceHold, ReleaseHolds
 from services.wallet.events import SOURCES, Namespace, SettlementConsumer
 from services.wallet.main import MIGRATIONS
 from services.wallet.store import WalletStore
@@ -124,6 +124,13 @@ async def run_until_drained(bus: Bus, consumer: SettlementConsumer, *, within: f
 @pytest.mark.asyncio
 async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet: Wallet, bus: Bus) -> None:
     players = await wallet.players(50, 5_000)
+    for player_id in players[::2]:  # half play from holds: fees and hands draw on them concurrently
+        await wallet.store.execute(
+            PlaceHold(
+                f"hold:{player_id}", pairing_id=f"p-{player_id}", player=player_id, carry=3_000, fee=100
+            ),
+            record_rejection=False,
+        )
     rng = random.Random(20261130)
     events: list[Message] = []
     for n in range(2_000):
@@ -147,6 +154,11 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
     )
     assert in_circulation == 50 * 5_000  # the grand total of players + house never changed
     assert await pool.fetchval("SELECT min(balance) FROM wallet.accounts WHERE player_id IS NOT NULL") >= 0
+    for player_id in players[::2]:  # every hold releases cleanly: held was exact all along
+        release = ReleaseHolds(f"close:{player_id}", pairing_id=f"p-{player_id}", table_id=f"t-{player_id}")
+        await wallet.store.execute(release, record_rejection=False)
+    assert await pool.fetchval("SELECT max(held) FROM wallet.accounts") == 0
+    assert await wallet.store.audit() == []
 
 
 class Killed(BaseException):
