@@ -12,7 +12,7 @@ ORDER BY id FOR UPDATE
 """
 # The command's accounts, locked in account-id order (a fixed order: concurrent transactions never
 # deadlock), with each player's open hold (one at a time) and any hold of theirs in the command's
-# pairing — given ($3), or the pairing of the command's table ($4) — released or not. One round trip.
+# pairing — given ($3), or the pairing of the command's table ($4) — released or not.
 LOCK_ACCOUNTS = """
 WITH pairing AS (
     SELECT coalesce(
