@@ -10,10 +10,11 @@ SELECT id FROM wallet.accounts
 WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
 ORDER BY id FOR UPDATE
 """
-# The command's accounts, locked in account-id order (a fixed order: concurrent transactions never
-# deadlock), with each player's open hold (one at a time) and any hold of theirs in the command's
-# pairing — given ($3), or the pairing of the command's table ($4) — released or not.
-LOCK_ACCOUNTS = """
+# The command's accounts, locked in account-id order by LOCK_ACCOUNT_ROWS (a fixed order: concurrent
+# transactions never deadlock), with each player's open hold (one at a time) and any hold of theirs
+# in the command's pairing — given ($3), or the pairing of the command's table ($4) — released or
+# not, and whether that pairing has closed.
+LOAD_LOCKED_ACCOUNTS = """
 WITH pairing AS (
     SELECT coalesce(
         nullif($3::text, ''), (SELECT pairing_id FROM wallet.tables WHERE table_id = $4), ''
@@ -31,11 +32,11 @@ LEFT JOIN LATERAL (
     WHERE pairing_id = (SELECT id FROM pairing) AND player_id = a.player_id  -- (pairing_id, player_id)
 ) h ON true
 WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
-ORDER BY a.id FOR UPDATE OF a
+ORDER BY a.id
 """
 # The settlement workers' connections run the same few statements thousands of times with only
 # ids changing: plan them once (generic plans) instead of re-planning each execution — measured
-# 430 → 180 µs for LOCK_ACCOUNTS on 20,000 accounts, and the planner's CPU is the database's.
+# 430 → 180 µs for the load on 20,000 accounts, and the planner's CPU is the database's.
 SETTLEMENT_SESSION = "SET plan_cache_mode = force_generic_plan"
 PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND open ORDER BY player_id"
 INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"

@@ -169,7 +169,7 @@ class WalletStore:
         players = sorted(set(command.players()))
         houses = [h.value for h in command.houses]
         await conn.execute(sql.LOCK_ACCOUNT_ROWS, players, houses)  # before the load: see sql.py
-        rows = await conn.fetch(sql.LOCK_ACCOUNTS, players, houses, command.pairing, command.table)
+        rows = await conn.fetch(sql.LOAD_LOCKED_ACCOUNTS, players, houses, command.pairing, command.table)
         accounts: dict[int, AccountState] = {}
         holds: list[HoldState] = []
         for row in rows:
