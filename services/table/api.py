@@ -13,10 +13,11 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from duelmahjong.platform.auth import Role, current_principal, require_role
-from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
+from duelmahjong.platform.errors import DomainError, InvalidArgument, PermissionDenied
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.core import TableHost, check_open_request
-from services.table.live import LiveTable, SeatSession
+from services.table.live import LiveTable
+from services.table.seats import SeatSession
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 
@@ -41,8 +42,6 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
-        if not isinstance(table, LiveTable):
-            raise PermissionDenied("no such table")
         session = SeatSession(ticket.seat)
         table.attach(session, first.last_seen_sequence)
         if first.HasField("action"):
@@ -68,9 +67,15 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
     async def _read(
         request_iterator: AsyncIterator[table_pb2.PlayRequest], table: LiveTable, session: SeatSession
     ) -> None:
-        async for request in request_iterator:
-            if request.HasField("action"):
-                table.submit(session, request)
+        try:
+            async for request in request_iterator:
+                if request.HasField("action"):
+                    table.submit(session, request)
+        except DomainError as err:  # e.g. bytes that are no PlayRequest: say so, read no further
+            refused = table_pb2.ActionRejected(code=table_pb2.REJECTION_CODE_ILLEGAL, reason=err.message)
+            session.send(table_pb2.PlayResponse(rejected=refused))
+        except Exception:  # the client went away mid-read: the writing side ends the stream and detaches
+            return
 
     async def OpenTable(
         self, request: table_pb2.OpenTableRequest, context: grpc.aio.ServicerContext
@@ -105,6 +110,4 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         self, request: table_pb2.GetTableStatusRequest, context: grpc.aio.ServicerContext
     ) -> table_pb2.GetTableStatusResponse:
         table = self._host.find(request.table_id)
-        if not isinstance(table, LiveTable):
-            raise PermissionDenied("no such table")
         return await table.public_status()
