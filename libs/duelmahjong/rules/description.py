@@ -157,7 +157,8 @@ class HandDescription:
         _check_tiles(desc)
         profile.check_description(desc)
         pool = profile.in_play < profile.wall_size  # duel leaves an unused pool (extra draws, T9)
-        _check_context(desc, has_flowers=profile.has_flowers, has_unused_pool=pool)
+        seats = _ERREN_SEAT_WINDS if profile.id == "erren" else None  # duel scores no wind (D11)
+        _check_context(desc, has_flowers=profile.has_flowers, has_unused_pool=pool, seat_winds=seats)
         return desc
 
     def to_json(self) -> dict[str, Any]:
@@ -234,10 +235,27 @@ _LATER_FLAGS = (
 )
 
 
-def _check_context(desc: HandDescription, *, has_flowers: bool, has_unused_pool: bool) -> None:
+# E17: the dealer sits East, the non-dealer West (对家) — 000 门风刻 "以庄为东风位".
+_ERREN_SEAT_WINDS = ("east", "west")
+
+
+def _check_context(
+    desc: HandDescription,
+    *,
+    has_flowers: bool,
+    has_unused_pool: bool,
+    seat_winds: tuple[str, str] | None,
+) -> None:
     """Context flags that contradict the hand. They would otherwise score a limit hand the play
     cannot have produced (a discard win named the non-dealer's first draw is not 人和)."""
     context = desc.context
+    if seat_winds is not None and context.seat_wind is not None:
+        seat = seat_winds[0] if context.dealer else seat_winds[1]
+        if context.seat_wind != seat:
+            who = "the dealer" if context.dealer else "the non-dealer"
+            raise InvalidHandError(
+                f"context.seat_wind {context.seat_wind}: in profile {desc.profile} {who} sits {seat} (E17)"
+            )
     event = context.first_turn_win
     if event is not None:
         self_drawn, dealer = _FIRST_TURN_SHAPE[event]

@@ -69,8 +69,6 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
     context["flowers"] = draw(st.lists(st.sampled_from(FLOWER_NAMES), unique=True, max_size=8))
     context["dealer"] = draw(st.booleans())
     context["round_wind"] = draw(st.sampled_from(WINDS))
-    if draw(st.booleans()):
-        context["seat_wind"] = draw(st.sampled_from(WINDS))
     self_drawn = draw(st.booleans())
     if not melds and draw(st.integers(0, 5)) == 0:
         event = draw(st.sampled_from(["dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard"]))
@@ -84,6 +82,8 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         context.pop("robbing_kong", None)  # the robbed tile is the fourth copy (D13)
     if win in concealed:
         context.pop("fourth_tile_visible", None)  # E13: the other three copies are shown, not held
+    if draw(st.booleans()):  # E17: the dealer sits East, the non-dealer West
+        context["seat_wind"] = "east" if context["dealer"] else "west"
     if any(meld["kind"] != "concealed_kong" for meld in melds):
         context.pop("declared_first_turn", None)  # 天听 comes before any claim (T3)
     if not self_drawn or context.get("robbing_kong"):
