@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
+from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import table_pb2_grpc
 from services.table import events
@@ -13,7 +15,11 @@ from services.table.config import TableConfig
 from services.table.core import TableHost, TableMetrics
 from services.table.tickets import TicketBook
 
-HOSTS: dict[int, TableHost] = {}  # runtime id → host, for the drain hook
+# runtime id → the live tables' host, for the drain hook (and tests reaching a running server's tables)
+HOSTS: dict[int, TableHost] = {}
+_JOURNALS: dict[int, events.NatsJournal] = {}
+
+_log = get_logger("table.main")
 
 
 async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
@@ -33,6 +39,7 @@ async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
     )
     host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
     HOSTS[id(runtime)] = host
+    _JOURNALS[id(runtime)] = journal
     runtime.server.add_service(
         SERVICE_NAME, table_pb2_grpc.add_TableServiceServicer_to_server, TableApi(host)
     )
@@ -55,9 +62,16 @@ async def _announce(
 
 async def drain(runtime: ServiceRuntime[Any]) -> None:
     """SIGTERM: announce draining, take no new tables, let live hands finish, then stop (exit 0)."""
-    host = HOSTS.pop(id(runtime), None)
-    if host is not None:
-        await host.drain(runtime.config.drain_seconds)
+    host, journal = HOSTS.pop(id(runtime), None), _JOURNALS.pop(id(runtime), None)
+    if host is None or journal is None:
+        return
+    host.draining = True
+    try:  # tell matchmaking at once rather than at the next heartbeat
+        server_id = runtime.config.server_name(runtime.server.port)
+        await journal.announce(server_id, host, time.time_ns() // 1_000_000)
+    except Exception:
+        _log.exception("could not announce the drain; the next heartbeat will")
+    await host.drain(runtime.config.drain_seconds)
 
 
 SPEC = ServiceSpec(wire=wire, drain=drain)

@@ -564,11 +564,18 @@ async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play
     table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], bus: Bus
 ) -> None:
     closed: list[events_pb2.TableClosed] = []
+    draining: list[events_pb2.TableServerAnnounced] = []
 
     async def on_closed(message: Any) -> None:
         closed.append(events_pb2.TableClosed.FromString(message.data))
 
+    async def on_announce(message: Any) -> None:
+        announced = events_pb2.TableServerAnnounced.FromString(message.data)
+        if announced.server_id == "t-test" and announced.draining:
+            draining.append(announced)
+
     sub = await bus.client.subscribe(subjects.TABLE_CLOSED, cb=on_closed)
+    heartbeat = await bus.client.subscribe(subjects.TABLE_SERVER_ANNOUNCED, cb=on_announce)
     players = [
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="drain-a"),
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="drain-b"),
@@ -580,16 +587,19 @@ async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play
             stub = table_pb2_grpc.TableServiceStub(channel)
             request = table_pb2.OpenTableRequest(table_id="drain-1", rules=_rules(), players=players)
             await stub.OpenTable(request, metadata=service)
-            await asyncio.wait_for(host.drain(within=5), 5)  # the waiting table closes at once
+            # SIGTERM's hook (the service's drain): announced at once, the waiting table closes at once.
+            await asyncio.wait_for(table_main.drain(table_server), 5)
             assert not host.live_tables
             request.table_id = "drain-2"
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await stub.OpenTable(request, metadata=service)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         for _ in range(100):
-            if any(c.table_id == "drain-1" for c in closed):
+            if draining and any(c.table_id == "drain-1" for c in closed):
                 break
             await asyncio.sleep(0.02)
     finally:
         await sub.unsubscribe()
+        await heartbeat.unsubscribe()
     assert [c.reason for c in closed if c.table_id == "drain-1"] == ["the table server is draining"]
+    assert draining and draining[0].capacity == 200
