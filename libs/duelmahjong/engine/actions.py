@@ -61,7 +61,7 @@ KINDS = (
     COLLECT,
     LEAVE,
 )
-_KIND_SET = frozenset(KINDS)
+KIND_SET = frozenset(KINDS)
 NO_TILE = -1
 
 
@@ -92,7 +92,7 @@ class Action:
     def parse(cls, text: str) -> Action:
         """Parse the text form: ``"<seat> <kind> [tile] [>target] [[t,t,t]]"``."""
         words = text.split()
-        if len(words) < 2 or words[0] not in ("0", "1") or words[1] not in _KIND_SET:
+        if len(words) < 2 or words[0] not in ("0", "1") or words[1] not in KIND_SET:
             raise IllegalActionError(f"cannot read action {text!r}: expected '<seat 0|1> <kind> ...'")
         tile = target = NO_TILE
         tiles: tuple[int, ...] = ()

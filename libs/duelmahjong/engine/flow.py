@@ -97,13 +97,18 @@ def _exchange(table: Table, action: Action) -> None:
         )
     )
     if all(state.exchanged):
-        table.emit(Event("play_started", state.dealer))
+        # T9 "the one who became ready first": a non-dealer's hand ready after the deal and 换牌 has been
+        # ready since before the dealer's first discard could make the dealer ready.
+        other = 1 - state.dealer
+        ready_from_deal = state.settings.is_duel and is_ready(state, other)
+        server = {"tenpai": tuple(seat == other for seat in (0, 1))} if ready_from_deal else None
+        table.emit(Event("play_started", state.dealer, server=server))
 
 
 def _discard(table: Table, action: Action) -> None:
     state = table.state
     seat, tile = action.seat, action.tile
-    if not state.settings.is_duel and any(a.kind == A.SELF_DRAW_WIN for a in table.legal_actions(seat)):
+    if not state.settings.is_duel and _could_self_draw(table, seat):
         _decline_win(table, seat)
     ready = action.kind == A.DECLARE_READY
     public: dict[str, Any] = {"tile": tile}
@@ -131,6 +136,12 @@ def _first_turn_ready(state: TableState, seat: int, tile: int) -> bool:
     if seat == state.dealer:
         return not state.dealer_konged
     return state.draws[seat] == 1 and tile == state.last_draw
+
+
+def _could_self_draw(table: Table, seat: int) -> bool:
+    """Whether ``seat`` may win on its own tile now (a self-drawn win is listed first on a turn)."""
+    legal = table.legal_actions(seat)
+    return legal[0].kind == A.SELF_DRAW_WIN
 
 
 def _decline_win(table: Table, seat: int) -> None:
@@ -166,6 +177,8 @@ def _claim(table: Table, action: Action) -> None:
 
 def _kong(table: Table, action: Action) -> None:
     seat, tile = action.seat, action.tile
+    if not table.state.settings.is_duel and _could_self_draw(table, seat):
+        _decline_win(table, seat)  # T8 胡加倍: konging instead of winning gives the win up too
     if action.kind == A.CONCEALED_KONG:
         # A concealed kong is laid face down: the opponent sees that it happened, not which tile.
         table.emit(Event("konged", seat, public={"meld": "concealed_kong"}, private={"tile": tile}))
@@ -193,7 +206,7 @@ def _win(table: Table, action: Action) -> None:
             seat,
             public={
                 "tile": action.tile,
-                "self_drawn": self_drawn or robbing,
+                "self_drawn": description["self_drawn"],  # D13: a robbed kong in duel
                 "description": description,
                 "evaluation": evaluation.to_json(),
                 "task_completed": task_completed(state, seat, evaluation),

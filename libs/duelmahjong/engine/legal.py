@@ -186,9 +186,13 @@ def _windows(counts: list[int]) -> list[tuple[int, ...]]:
 def combinatorial_reason(state: TableState, action: Action) -> str | None:
     """Why a choice of several tiles is illegal, or None (T4 exchange, T5 triplet, T6 items)."""
     seat, kind = action.seat, action.kind
+    if any(not 0 <= tile < 34 for tile in action.tiles):
+        return "the tiles given back must be tiles of a hand (1m–7z; flowers are set aside, 补花)"
     if kind == A.EXCHANGE:
         if state.phase != EXCHANGE or state.exchanged[seat]:
             return "exchanging (换牌, T4) is only possible once, right after the deal"
+        if action.tile != -1 or action.target != -1:
+            return "an exchange (T4) names only the list of tiles given back, e.g. '0 exchange [1m,9m]'"
         return exchange_reason(state, action)
     if state.phase != TURN or state.current != seat or state.ready[seat]:
         return f"{kind!r} is only possible on your own turn, before declaring ready"
@@ -197,6 +201,8 @@ def combinatorial_reason(state: TableState, action: Action) -> str | None:
             return "偷天换日 needs the item, one tile of your hand and a named kind (T6)"
         if not 0 <= action.tile < 34 or not state.hands[seat][action.tile]:
             return "偷天换日 changes a tile you hold"
+        if not 0 <= action.target < 34:
+            return "偷天换日 names the tile kind to turn into (1m–7z)"
         if action.target == action.tile or action.target not in unseen_kinds(state):
             return "偷天换日 needs a different kind of which an unseen copy exists (T6)"
         return None

@@ -69,8 +69,9 @@ def describe_win(
             {"kind": kind, "tiles": format_tiles(meld_tiles(kind, tile))} for kind, tile in state.melds[seat]
         ],
         "win_tile": tile_name(win_tile),
-        # D13: robbing a kong scores as a self-draw.
-        "self_drawn": self_drawn or robbing,
+        # D13: robbing a kong scores as a self-draw in duel (seeds 001/002 "记分按自摸计"); erren's 抢杠胡
+        # wins the opponent's tile (seed 000 "和别人自抓开明杠的牌").
+        "self_drawn": self_drawn or (robbing and state.settings.is_duel),
         "context": {key: value for key, value in context.items() if value},
     }
 

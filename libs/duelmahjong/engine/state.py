@@ -81,9 +81,9 @@ class TableState:
         self.dealer_konged = False
         self.ready = [False, False]  # 报听 declared (T3)
         self.ready_first_turn = [False, False]  # 天听
-        # (opponent's discards, calls) when 报听 was declared: 一发 is a win on the opponent's next discard
-        # with no call in between (E8).
-        self.ready_mark: list[tuple[int, int]] = [(-1, -1), (-1, -1)]
+        # The opponent's discards when 报听 was declared: 一发 is a win on the opponent's next discard (E8,
+        # seed 000 "对家打出的第一张牌"; a claim or kong before that discard does not cancel it).
+        self.ready_mark = [-1, -1]
         self.tenpai_since = [-1, -1]  # event index since which the hand waits (T9 "ready first")
         self.doubling: list[bool | None] = [None, None]  # 开始加倍 (T8)
         self.win_doublings = [0, 0]  # 胡加倍 k (T8)
@@ -126,9 +126,8 @@ class TableState:
         self.green_melds[seat] = len(tiles) if all(tile in GREEN_TILES for tile in tiles) else -1
 
     def first_discard_since_ready(self, seat: int) -> bool:
-        """Whether the opponent's last discard is its first since ``seat`` declared, with no call (E8)."""
-        discards, calls = self.ready_mark[seat]
-        return self.ready[seat] and self.discards[1 - seat] == discards + 1 and self.calls == calls
+        """Whether the opponent's last discard is its first since ``seat`` declared (E8)."""
+        return self.ready[seat] and self.discards[1 - seat] == self.ready_mark[seat] + 1
 
     def is_concealed(self, seat: int) -> bool:
         return all(kind == "concealed_kong" for kind, _ in self.melds[seat])
@@ -223,6 +222,9 @@ class TableState:
     def _play_started(self, event: Event) -> None:
         self.phase = TURN
         self.current = self.dealer
+        for seat, ready in enumerate((event.server or {}).get("tenpai", ())):
+            if ready:  # duel T9: ready since the deal
+                self.tenpai_since[seat] = self.events_folded
 
     def _discarded(self, event: Event) -> None:
         seat, public = event.seat, event.public or {}
@@ -238,7 +240,7 @@ class TableState:
         if public.get("ready"):
             self.ready[seat] = True
             self.ready_first_turn[seat] = bool(public.get("first_turn"))
-            self.ready_mark[seat] = (self.discards[other], self.calls)
+            self.ready_mark[seat] = self.discards[other]
         server = event.server or {}
         if "tenpai" in server:
             if not server["tenpai"]:

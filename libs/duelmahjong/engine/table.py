@@ -30,8 +30,24 @@ from duelmahjong.engine.state import CLOSED, EXCHANGE, HAND_PHASES, IDLE, OVER, 
 from duelmahjong.engine.view import seat_view
 from duelmahjong.engine.wall import HandTiles
 
+TILE_KINDS = 42  # 34 kinds and 8 flowers
 # Actions whose tile choices are combinatorial: checked by a predicate, not by membership (legal.py).
 _PREDICATE_CHECKED = frozenset({A.EXCHANGE, A.TAKE_TRIPLET, A.SHUFFLE_ITEM, A.SWAP_ITEM})
+
+
+def _malformed(action: Action) -> str | None:
+    """Why an action cannot be read at all (an unknown kind, a tile kind out of range), or None."""
+    if action.kind not in A.KIND_SET:
+        return f"unknown action {action.kind!r}; actions are {', '.join(A.KINDS)}"
+    single = (action.tile, action.target)
+    if any(type(t) is not int or not A.NO_TILE <= t < TILE_KINDS for t in single) or any(
+        type(t) is not int or not 0 <= t < TILE_KINDS for t in action.tiles
+    ):
+        return (
+            f"an action names tile kinds 0–{TILE_KINDS - 1}, got tile {action.tile}, target "
+            f"{action.target}, tiles {list(action.tiles)}"
+        )
+    return None
 
 
 class Table:
@@ -139,18 +155,22 @@ class Table:
 
     def check(self, action: Action) -> None:
         """Raise :class:`IllegalActionError` with a reason unless ``action`` is legal now."""
-        state = self.state
         if action.seat not in (0, 1):
             raise IllegalActionError(f"there is no seat {action.seat}; seats are 0 and 1")
-        if action.kind in _PREDICATE_CHECKED:
-            reason = combinatorial_reason(state, action)
+        predicate = action.kind in _PREDICATE_CHECKED
+        if not predicate:
+            legal = self.legal_actions(action.seat)
+            for candidate in legal:  # identity first: clients usually send back a listed (interned) action
+                if candidate is action:
+                    return
+        reason = _malformed(action)
+        if reason:
+            raise IllegalActionError(reason)
+        if predicate:
+            reason = combinatorial_reason(self.state, action)
             if reason:
                 raise IllegalActionError(reason)
             return
-        legal = self.legal_actions(action.seat)
-        for candidate in legal:  # identity first: clients usually send back a listed (interned) action
-            if candidate is action:
-                return
         if action in legal:
             return
         raise IllegalActionError(self._why_illegal(action))

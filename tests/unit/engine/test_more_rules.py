@@ -41,9 +41,10 @@ def test_T3_erren_ready_hand_may_still_kong(script_of) -> None:  # type: ignore[
 
 
 def test_T9_both_ready_the_first_ready_draws_extra(duel) -> None:  # type: ignore[no-untyped-def]
-    duel.deal(dealer_hand=READY_DEALER, other_hand=READY_OTHER, draws="8m")
+    # Seat 1 is not ready from the deal (a hand ready from the deal was ready first: test_rule_review).
+    duel.deal(dealer_hand=READY_DEALER, other_hand="111s222s333s4s6s1z2z", draws="1z")
     duel.do("0 ready 7z")
-    duel.do("1 ready 8m")
+    duel.do("1 ready 2z")
     pass_until_over(duel)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
     assert exhausted.public["ready"] == (True, True) and exhausted.public["extra_seat"] == 0
