@@ -94,7 +94,7 @@ def _maybe_offer(table: Table, seat: int) -> None:
 def exhaust(table: Table) -> None:
     """T9: erren → drawn hand; duel → the ready player (the first ready if both) draws up to 3 extra."""
     state = table.state
-    if not state.settings.is_duel:
+    if not state.duel:
         table.emit(Event("exhausted", public={"ready": (False, False)}))
         end_hand(table, outcome="drawn")
         return
@@ -139,7 +139,7 @@ def end_hand(
         result["self_drawn"] = win["self_drawn"]
         result["description"] = win["description"]
         result["evaluation"] = win["evaluation"]
-    if not state.settings.is_duel:
+    if not state.duel:
         result["doubling"] = [bool(choice) for choice in state.doubling]
         result["win_doublings"] = state.win_doublings[winner] if winner >= 0 else 0
         result["task"] = state.task

@@ -69,7 +69,7 @@ def _exchange(table: Table, action: Action) -> None:
     state = table.state
     seat, given = action.seat, action.tiles
     server: dict[str, Any] = {}
-    if state.settings.is_duel:
+    if state.duel:
         received = tuple(state.pool[: len(given)])
         server["pool"] = (*state.pool[len(given) :], *given)
     else:
@@ -86,7 +86,7 @@ def _exchange(table: Table, action: Action) -> None:
         for tile in given:
             wall.insert(rng.randrange(len(wall) + 1), tile)
         server["wall"] = tuple(wall)
-    fee_count = max(0, len(given) - 1) if not state.settings.is_duel else 0  # erren: the first is free
+    fee_count = max(0, len(given) - 1) if not state.duel else 0  # erren: the first is free
     table.emit(
         Event(
             "exchanged",
@@ -100,7 +100,7 @@ def _exchange(table: Table, action: Action) -> None:
         # T9 "the one who became ready first": a non-dealer's hand ready after the deal and 换牌 has been
         # ready since before the dealer's first discard could make the dealer ready.
         other = 1 - state.dealer
-        ready_from_deal = state.settings.is_duel and is_ready(state, other)
+        ready_from_deal = state.duel and is_ready(state, other)
         server = {"tenpai": tuple(seat == other for seat in (0, 1))} if ready_from_deal else None
         table.emit(Event("play_started", state.dealer, server=server))
 
@@ -108,7 +108,7 @@ def _exchange(table: Table, action: Action) -> None:
 def _discard(table: Table, action: Action) -> None:
     state = table.state
     seat, tile = action.seat, action.tile
-    if not state.settings.is_duel and _could_self_draw(table, seat):
+    if not state.duel and _could_self_draw(table, seat):
         _decline_win(table, seat)
     ready = action.kind == A.DECLARE_READY
     public: dict[str, Any] = {"tile": tile}
@@ -117,13 +117,15 @@ def _discard(table: Table, action: Action) -> None:
         if _first_turn_ready(state, seat, tile):
             public["first_turn"] = True  # T3 天听
     server: dict[str, Any] | None = None
-    if state.settings.is_duel:
-        counts = state.hands[seat]
-        counts[tile] -= 1
-        try:
-            tenpai = ready or state.ready[seat] or is_ready(state, seat, counts)
-        finally:
-            counts[tile] += 1
+    if state.duel:
+        # T9 order: whether the hand waits after this discard. The legal actions of this turn (cached)
+        # already list every discard that leaves the hand ready (报听 is offered with each of them).
+        tenpai = ready or state.ready[seat]
+        if not tenpai:
+            for legal in table.legal_actions(seat):
+                if legal.kind == A.DECLARE_READY and legal.tile == tile:
+                    tenpai = True
+                    break
         server = {"tenpai": tenpai}
     table.emit(Event("discarded", seat, public=public, server=server))
 
@@ -147,7 +149,7 @@ def _could_self_draw(table: Table, seat: int) -> bool:
 def _decline_win(table: Table, seat: int) -> None:
     """T8 胡加倍: each declined win doubles, at most the room's maximum (8)."""
     state = table.state
-    declined = state.win_doublings[seat] < state.settings.max_win_doublings and not state.settings.is_duel
+    declined = state.win_doublings[seat] < state.settings.max_win_doublings and not state.duel
     table.emit(Event("passed", seat, public={"declined_win": declined} if declined else None))
 
 
@@ -177,7 +179,7 @@ def _claim(table: Table, action: Action) -> None:
 
 def _kong(table: Table, action: Action) -> None:
     seat, tile = action.seat, action.tile
-    if not table.state.settings.is_duel and _could_self_draw(table, seat):
+    if not table.state.duel and _could_self_draw(table, seat):
         _decline_win(table, seat)  # T8 胡加倍: konging instead of winning gives the win up too
     if action.kind == A.CONCEALED_KONG:
         # A concealed kong is laid face down: the opponent sees that it happened, not which tile.
@@ -214,7 +216,7 @@ def _win(table: Table, action: Action) -> None:
             },
         )
     )
-    if not (state.settings.is_duel and state.settings.guess_enabled):
+    if not (state.duel and state.settings.guess_enabled):
         end_hand(table, outcome="win")
 
 
@@ -273,7 +275,7 @@ def advance(table: Table) -> None:
 
 
 def _tenpai(state: TableState) -> dict[str, Any] | None:
-    return {"tenpai": True} if state.settings.is_duel else None
+    return {"tenpai": True} if state.duel else None
 
 
 _PERFORMERS = {

@@ -2,7 +2,8 @@
 
 * Tile conservation: every tile of the profile's set is in exactly one place — the live wall, the unused
   pool, the revealed bonus tiles, a hand, a meld, a river, the flowers set aside, or thrown away (T9).
-* Hand sizes: the seat on turn holds 3k+2 tiles (kongs counting 3), every other hand 3k+1.
+* Hand sizes: the seat on turn holds 3k+2 tiles (kongs counting 3), every other hand 3k+1; the suit
+  keys and tile counts kept beside each hand agree with it.
 * Views: a seat's view holds neither the opponent's concealed tiles nor the wall, pool or seed.
 """
 
@@ -13,6 +14,7 @@ import json
 from duelmahjong.engine.result import meld_tiles
 from duelmahjong.engine.state import DOUBLING, IDLE, TURN, TableState
 from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.tables import suit_keys
 from duelmahjong.rules.tiles import format_tiles, tiles_of
 
 
@@ -49,6 +51,12 @@ def check_state(state: TableState, *, at_rest: bool = True) -> None:
         raise InvariantViolation(f"tile conservation broken: {', '.join(wrong)}")
     if any(c < 0 or c > 4 for hand in state.hands for c in hand):
         raise InvariantViolation(f"a count outside 0–4 in a hand: {state.hands}")
+    for seat in (0, 1):  # the suit keys and sizes the legal actions start from follow the counts
+        if (
+            list(suit_keys(state.hands[seat])) != state.keys[seat]
+            or sum(state.hands[seat]) != state.sizes[seat]
+        ):
+            raise InvariantViolation(f"seat {seat}'s suit keys or size drifted from its tiles")
     if at_rest and state.phase == TURN:
         for seat in (0, 1):
             size = sum(state.hands[seat]) + 3 * len(state.melds[seat])

@@ -21,18 +21,18 @@ from duelmahjong.engine.state import (
     GUESS,
     HAND_PHASES,
     OVER,
+    PLACE_OF,
     ROB_KONG,
+    SUIT_OF,
     TURN,
     TableState,
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
 from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
-from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE, suit_keys
 
 _KINDS = range(34)
 # The discard actions of each seat, by kind: the most listed actions, built once.
 _DISCARDS = [[act(seat, A.DISCARD, kind) for kind in range(34)] for seat in (0, 1)]
-_PLACE = [SUIT_PLACE[k % 9] if k < 27 else HONOR_PLACE[k - 27] for k in range(34)]
 
 
 def kinds_held(counts: list[int]) -> list[int]:
@@ -48,61 +48,61 @@ def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) ->
     )
 
 
-def is_ready(state: TableState, seat: int, counts: list[int] | None = None) -> bool:
+def is_ready(state: TableState, seat: int) -> bool:
     """Whether the 3k+1 hand waits on a tile; the cheap shanten test first, the waits only if needed."""
-    counts = state.hands[seat] if counts is None else counts
-    m, p, s, z = suit_keys(counts)
-    if shanten_keys(m, p, s, z, sum(counts), state.settings.is_duel, _green(state, seat)) > 0:
+    m, p, s, z = state.keys[seat]
+    if shanten_keys(m, p, s, z, state.sizes[seat], state.duel, state.green_melds[seat]) > 0:
         return False
-    return bool(hand_waits(state, seat, counts))
-
-
-def _green(state: TableState, seat: int) -> int:
-    """The rules library's ``green_melds`` argument: melded tiles if all are 绿一色 tiles, else -1."""
-    return state.green_melds[seat]
+    return bool(hand_waits(state, seat))
 
 
 def win_allowed(state: TableState, seat: int, tile: int, *, self_drawn: bool, robbing: bool = False) -> bool:
     """A win needs a winning shape and the room's minimum fan (E16); duel wins always score 推倒胡."""
-    # The rules library's hot path on suit keys: the engine's counts are valid by construction.
-    counts = state.hands[seat]
-    profile = state.settings.profile
-    keys = list(suit_keys(counts))
-    size = sum(counts)
+    # The rules library's hot path on the suit keys the state keeps (valid by construction).
+    m, p, s, z = state.keys[seat]
+    size = state.sizes[seat]
     if not self_drawn:
-        keys[tile // 9 if tile < 27 else 3] += _PLACE[tile]
+        suit, place = SUIT_OF[tile], PLACE_OF[tile]
+        if suit == 0:
+            m += place
+        elif suit == 1:
+            p += place
+        elif suit == 2:
+            s += place
+        else:
+            z += place
         size += 1
-    if not win_keys(keys[0], keys[1], keys[2], keys[3], size, state.settings.is_duel, _green(state, seat)):
+    if not win_keys(m, p, s, z, size, state.duel, state.green_melds[seat]):
         return False
-    minimum = state.settings.effective_minimum_fan
-    if state.settings.is_duel and minimum <= 1:
+    minimum = state.minimum_fan
+    if state.duel and minimum <= 1:
         return True
     evaluation = evaluate_json(describe_win(state, seat, tile, self_drawn=self_drawn, robbing=robbing))
-    return meets_minimum(evaluation, profile, minimum)
+    return meets_minimum(evaluation, state.settings.profile, minimum)
 
 
 def shanten_after_discards(state: TableState, seat: int) -> dict[int, int]:
     """Shanten of the hand after each possible discard, through the rules library's hot path (suit keys
     adjusted per discard, no per-call validation). The bot and 报听 use it on every turn."""
     counts = state.hands[seat]
-    green = _green(state, seat)
-    duel = state.settings.is_duel
-    keys = list(suit_keys(counts))
-    size = sum(counts) - 1
+    green = state.green_melds[seat]
+    duel = state.duel
+    keys = list(state.keys[seat])
+    size = state.sizes[seat] - 1
     out: dict[int, int] = {}
     for kind in kinds_held(counts):
-        suit = kind // 9 if kind < 27 else 3
-        keys[suit] -= _PLACE[kind]
+        suit = SUIT_OF[kind]
+        keys[suit] -= PLACE_OF[kind]
         out[kind] = shanten_keys(keys[0], keys[1], keys[2], keys[3], size, duel, green)
-        keys[suit] += _PLACE[kind]
+        keys[suit] += PLACE_OF[kind]
     return out
 
 
 def ready_discards(state: TableState, seat: int) -> list[int]:
     """Discards that leave the hand waiting on at least one tile (T3: 报听 needs a ready hand)."""
     counts = state.hands[seat]
-    m, p, s, z = suit_keys(counts)
-    if shanten_keys(m, p, s, z, sum(counts), state.settings.is_duel, _green(state, seat)) > 0:
+    m, p, s, z = state.keys[seat]
+    if shanten_keys(m, p, s, z, state.sizes[seat], state.duel, state.green_melds[seat]) > 0:
         return []  # no discard can leave a hand ready that is two or more tiles away from winning
     found = []
     for kind, after in shanten_after_discards(state, seat).items():
@@ -136,7 +136,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     can_kong = state.wall_remaining > 0
     if state.ready[seat]:
         # T3: the hand is locked; erren still chooses whether to kong with the drawn tile.
-        if can_kong and not state.settings.is_duel and drawn >= 0:
+        if can_kong and not state.duel and drawn >= 0:
             if counts[drawn] == 4 and _kong_keeps_waits(state, seat, drawn):
                 out.append(act(seat, A.CONCEALED_KONG, drawn))
             if ("pong", drawn) in state.melds[seat]:
@@ -161,7 +161,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     elif state.offer == "rub":
         out.extend(act(seat, A.RUB, kind) for kind in unseen_kinds(state))
     items = state.items[seat]
-    if state.settings.is_duel and state.settings.items_enabled:
+    if state.duel and state.settings.items_enabled:
         if items.get("swap_item", 0) > 0:
             own = drawn if drawn >= 0 else held[-1]
             out.extend(
@@ -313,6 +313,6 @@ def exchange_reason(state: TableState, action: Action) -> str | None:
         counts[tile] -= 1
         if counts[tile] < 0:
             return "you can only give back tiles you hold"
-    if state.settings.is_duel and len(action.tiles) > len(state.pool):
+    if state.duel and len(action.tiles) > len(state.pool):
         return "the unused pool has too few tiles for that exchange"
     return None

@@ -58,7 +58,7 @@ def describe_win(
     first_turn = _first_turn_win(state, seat, self_drawn=self_drawn, robbing=robbing)
     if first_turn:
         context["first_turn_win"] = first_turn
-    if state.settings.is_duel:
+    if state.duel:
         context["revealed_bonus_tiles"] = [tile_name(t) for t in state.bonus]
     else:
         context["flowers"] = [tile_name(t) for t in sorted(state.flowers[seat])]
@@ -71,7 +71,7 @@ def describe_win(
         "win_tile": tile_name(win_tile),
         # D13: robbing a kong scores as a self-draw in duel (seeds 001/002 "记分按自摸计"); erren's 抢杠胡
         # wins the opponent's tile (seed 000 "和别人自抓开明杠的牌").
-        "self_drawn": self_drawn or (robbing and state.settings.is_duel),
+        "self_drawn": self_drawn or (robbing and state.duel),
         "context": {key: value for key, value in context.items() if value},
     }
 

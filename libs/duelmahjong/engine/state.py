@@ -5,8 +5,10 @@ decides which events follow (drawing on the seed where the rules are random) and
 ``replay`` folds a stored log the same way, so a live table and a replayed one cannot drift apart.
 The fold does no rules reasoning and no randomness: every random outcome is written into an event.
 
-Hand state is kept as per-seat count vectors (34 kinds) updated incrementally, plus the live wall as a
-list with a head (next draw) and a tail (kong and flower replacements come from the end, T2).
+Hand state is kept as per-seat count vectors (34 kinds) updated incrementally, with the rules library's
+four suit keys and the number of concealed tiles kept in step (every legal-action question starts from
+them), plus the live wall as a list with a head (next draw) and a tail (kong and flower replacements
+come from the end, T2).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from duelmahjong.engine.errors import ReplayError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE
 from duelmahjong.rules.tiles import GREEN_TILES
 
 # Phases of a table (docs/engine.md has the diagram).
@@ -33,6 +36,11 @@ CLOSED = "closed"  # the pairing has ended (a player left between hands, T10)
 
 HAND_PHASES = frozenset({DOUBLING, EXCHANGE, TURN, CLAIM, ROB_KONG, EXTRA_DRAW, GUESS})
 
+# Where a tile kind sits in the rules library's suit keys (duelmahjong.rules.tables): its suit (m p s z)
+# and what one copy adds to that suit's key.
+SUIT_OF = tuple(kind // 9 if kind < 27 else 3 for kind in range(34))
+PLACE_OF = tuple(SUIT_PLACE[kind % 9] if kind < 27 else HONOR_PLACE[kind - 27] for kind in range(34))
+
 # Draw sources
 FROM_WALL = "wall"
 FROM_KONG = "kong"  # replacement after a kong, from the end of the wall
@@ -45,6 +53,8 @@ class TableState:
 
     def __init__(self) -> None:
         self.settings = RoomSettings()
+        self.duel = True  # settings.is_duel and effective_minimum_fan, read on every step
+        self.minimum_fan = self.settings.effective_minimum_fan
         self.events_folded = 0
         # Pairing (T1, T7, E17)
         self.hand_number = 0
@@ -64,6 +74,9 @@ class TableState:
         self.pool: list[int] = []
         self.bonus: tuple[int, ...] = ()
         self.hands: list[list[int]] = [[0] * 34, [0] * 34]
+        # In step with ``hands`` (only ``_move`` changes either): suit keys (m, p, s, z) and tile counts.
+        self.keys: list[list[int]] = [[0, 0, 0, 0], [0, 0, 0, 0]]
+        self.sizes = [0, 0]
         self.flowers: list[list[int]] = [[], []]
         self.melds: list[list[tuple[str, int]]] = [[], []]  # (meld kind, tile: lowest tile of a chow)
         self._melded: list[list[int]] = [[], []]
@@ -108,7 +121,13 @@ class TableState:
         return self.wall[self.head : self.tail]
 
     def hand_size(self, seat: int) -> int:
-        return sum(self.hands[seat])
+        return self.sizes[seat]
+
+    def _move(self, seat: int, tile: int, copies: int) -> None:
+        """Add ``copies`` (negative: remove) of ``tile`` to ``seat``'s concealed hand."""
+        self.hands[seat][tile] += copies
+        self.keys[seat][SUIT_OF[tile]] += PLACE_OF[tile] * copies
+        self.sizes[seat] += copies
 
     def melded_tiles(self, seat: int) -> list[int]:
         """The tiles in ``seat``'s declared melds (kongs 4), kept up to date by the fold; do not mutate."""
@@ -142,6 +161,8 @@ class TableState:
 
     def _table_opened(self, event: Event) -> None:
         self.settings = RoomSettings.from_json(dict((event.public or {})["settings"]))
+        self.duel = self.settings.is_duel
+        self.minimum_fan = self.settings.effective_minimum_fan
 
     def _hand_started(self, event: Event) -> None:
         public, server = event.public or {}, event.server or {}
@@ -167,11 +188,10 @@ class TableState:
         self.phase = EXCHANGE
 
     def _dealt(self, event: Event) -> None:
-        hand = self.hands[event.seat]
         tiles = (event.private or {})["tiles"]
         flowers = (event.public or {}).get("flowers", ())
         for tile in tiles:
-            hand[tile] += 1
+            self._move(event.seat, tile, 1)
         self.flowers[event.seat].extend(flowers)
         self.head += len(tiles) + len(flowers)
 
@@ -191,7 +211,7 @@ class TableState:
         if tile >= 34:  # a flower: set aside at once, its replacement follows (补花)
             self.flowers[seat].append(tile)
             return
-        self.hands[seat][tile] += 1
+        self._move(seat, tile, 1)
         if self.phase in (DOUBLING, EXCHANGE):  # 补花 during the deal is not a turn's draw
             return
         self.last_draw = tile
@@ -203,11 +223,10 @@ class TableState:
     def _exchanged(self, event: Event) -> None:
         seat = event.seat
         private, server = event.private or {}, event.server or {}
-        hand = self.hands[seat]
         for tile in private.get("given", ()):
-            hand[tile] -= 1
+            self._move(seat, tile, -1)
         for tile in private.get("received", ()):
-            hand[tile] += 1
+            self._move(seat, tile, 1)
         self.exchanged[seat] = True
         self.exchange_counts[seat] = len(private.get("given", ()))
         self._set_unseen(server)
@@ -229,7 +248,7 @@ class TableState:
     def _discarded(self, event: Event) -> None:
         seat, public = event.seat, event.public or {}
         tile = public["tile"]
-        self.hands[seat][tile] -= 1
+        self._move(seat, tile, -1)
         self.rivers[seat].append(tile)
         self.visible[tile] += 1
         self.discards[seat] += 1
@@ -257,16 +276,15 @@ class TableState:
     def _claimed(self, event: Event) -> None:
         seat, public = event.seat, event.public or {}
         kind, tile = public["meld"], public["tile"]
-        hand = self.hands[seat]
         discard = self.last_discard
         if kind == "chi":
             for t in (tile, tile + 1, tile + 2):
                 if t != discard:
-                    hand[t] -= 1
+                    self._move(seat, t, -1)
                     self.visible[t] += 1
         else:
             used = 2 if kind == "pong" else 3
-            hand[tile] -= used
+            self._move(seat, tile, -used)
             self.visible[tile] += used
         self.melds[seat].append((kind, tile))
         self._melds_changed(seat)
@@ -280,13 +298,12 @@ class TableState:
         seat, public = event.seat, event.public or {}
         kind = public["meld"]
         tile = public["tile"] if "tile" in public else (event.private or {})["tile"]
-        hand = self.hands[seat]
         if kind == "concealed_kong":
-            hand[tile] -= 4
+            self._move(seat, tile, -4)
             self.melds[seat].append((kind, tile))
             self._melds_changed(seat)
         else:  # added kong: the pong becomes a kong
-            hand[tile] -= 1
+            self._move(seat, tile, -1)
             self.visible[tile] += 1
             melds = self.melds[seat]
             melds[melds.index(("pong", tile))] = ("added_kong", tile)
@@ -310,9 +327,9 @@ class TableState:
         seat, public, private = event.seat, event.public or {}, event.private or {}
         hand = self.hands[seat]
         for tile in private["given"]:
-            hand[tile] -= 1
+            self._move(seat, tile, -1)
         for tile in private["received"]:
-            hand[tile] += 1
+            self._move(seat, tile, 1)
         reason = public["reason"]
         if reason == "rub" or (self.last_draw >= 0 and not hand[self.last_draw]):
             # 搓牌 replaces this draw; a drawn tile given away makes a received one "the drawn tile".
@@ -326,7 +343,7 @@ class TableState:
 
     def _thrown_away(self, event: Event) -> None:
         tile = (event.public or {})["tile"]
-        self.hands[event.seat][tile] -= 1
+        self._move(event.seat, tile, -1)
         self.thrown.append(tile)
         self.last_draw = -1
 
