@@ -60,3 +60,17 @@ def test_every_dashboard_is_explained_in_the_readme(kit: ModuleType, monitoring:
     readme = (kit.DEPLOY / "README.md").read_text()
     for dashboard in monitoring.dashboards().values():
         assert dashboard["title"] in readme, f"{dashboard['title']} is not explained in deploy/README.md"
+
+
+def test_panels_have_unique_ids_and_do_not_overlap(monitoring: ModuleType) -> None:
+    for name, dashboard in monitoring.dashboards().items():
+        placed = list(monitoring.panels(dashboard))
+        assert len({p["id"] for p in placed}) == len(placed), f"{name}: duplicate panel ids"
+        cells: dict[tuple[int, int], str] = {}
+        for panel in placed:
+            grid = panel["gridPos"]
+            assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, f"{name}: {panel['title']} overflows"
+            for x in range(grid["x"], grid["x"] + grid["w"]):
+                for y in range(grid["y"], grid["y"] + grid["h"]):
+                    assert (x, y) not in cells, f"{name}: {panel['title']} overlaps {cells[x, y]}"
+                    cells[x, y] = panel["title"]
