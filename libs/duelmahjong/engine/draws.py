@@ -70,10 +70,10 @@ def draw_for(table: Table, seat: int) -> None:
 def _maybe_offer(table: Table, seat: int) -> None:
     """T5: after a draw, with the room's probabilities, a triplet offer or 搓牌 (duel, not when ready)."""
     state = table.state
+    if not state.offers or state.ready[seat]:
+        return
     settings = state.settings
     p_triplet, p_rub = settings.triplet_offer_probability, settings.rub_offer_probability
-    if not settings.is_duel or state.ready[seat] or (p_triplet <= 0 and p_rub <= 0):
-        return
     rng = derived_random(state.seed, state.rng_counter)
     roll = rng.random()
     if roll < p_triplet:

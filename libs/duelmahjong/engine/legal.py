@@ -33,6 +33,9 @@ from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
 _KINDS = range(34)
 # The discard actions of each seat, by kind: the most listed actions, built once.
 _DISCARDS = [[act(seat, A.DISCARD, kind) for kind in range(34)] for seat in (0, 1)]
+_LEAVE = [act(seat, A.LEAVE) for seat in (0, 1)]
+# Phases of play in which only ``state.current`` decides and the other seat may leave (escape, T10).
+_ONE_SEAT_PHASES = frozenset({TURN, CLAIM, ROB_KONG, EXTRA_DRAW})
 
 
 def kinds_held(counts: list[int]) -> list[int]:
@@ -145,14 +148,18 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
         return out
     discards = _DISCARDS[seat]
     out.extend([discards[kind] for kind in held])
-    out.extend(act(seat, A.DECLARE_READY, kind) for kind in ready_discards(state, seat))
+    ready = ready_discards(state, seat)
+    if ready:
+        out.extend(act(seat, A.DECLARE_READY, kind) for kind in ready)
     if can_kong:
-        out.extend(act(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
-        out.extend(
-            act(seat, A.ADDED_KONG, tile)
-            for kind, tile in state.melds[seat]
-            if kind == "pong" and counts[tile]
-        )
+        if 4 in counts:
+            out.extend(act(seat, A.CONCEALED_KONG, kind) for kind in held if counts[kind] == 4)
+        if state.melds[seat]:
+            out.extend(
+                act(seat, A.ADDED_KONG, tile)
+                for kind, tile in state.melds[seat]
+                if kind == "pong" and counts[tile]
+            )
     # Choices of several tiles are combinatorial: any three held tiles (or any held tile and any unseen
     # kind) are legal (``combinatorial_reason``); the list carries representatives: windows of three
     # consecutive tiles of the sorted hand, and for 偷天换日 every unseen kind for the drawn tile.
@@ -161,7 +168,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     elif state.offer == "rub":
         out.extend(act(seat, A.RUB, kind) for kind in unseen_kinds(state))
     items = state.items[seat]
-    if state.duel and state.settings.items_enabled:
+    if items and state.duel and state.settings.items_enabled:
         if items.get("swap_item", 0) > 0:
             own = drawn if drawn >= 0 else held[-1]
             out.extend(
@@ -256,13 +263,14 @@ def claim_actions(state: TableState, seat: int) -> list[Action]:
             out.append(act(seat, A.KONG, tile))
         if counts[tile] >= 2:
             out.append(act(seat, A.PONG, tile))
-        if tile < 27:
+        if tile < 27:  # a chow of the discard with two held tiles of its suit, lowest tile first
             rank = tile % 9
-            for low in (tile - 2, tile - 1, tile):
-                if low < tile - rank or low % 9 > 6:
-                    continue
-                if all(counts[t] for t in (low, low + 1, low + 2) if t != tile):
-                    out.append(act(seat, A.CHI, low))
+            if rank >= 2 and counts[tile - 2] and counts[tile - 1]:
+                out.append(act(seat, A.CHI, tile - 2))
+            if 1 <= rank <= 7 and counts[tile - 1] and counts[tile + 1]:
+                out.append(act(seat, A.CHI, tile - 1))
+            if rank <= 6 and counts[tile + 1] and counts[tile + 2]:
+                out.append(act(seat, A.CHI, tile))
     if out:
         out.append(act(seat, A.PASS))
     return out
@@ -272,9 +280,11 @@ def legal_actions(state: TableState, seat: int) -> list[Action]:
     """Every legal action of ``seat`` now (for exchanges: keeping the hand and single-tile exchanges)."""
     phase = state.phase
     if phase == OVER:
-        return [act(seat, A.LEAVE)]
+        return [_LEAVE[seat]]
     if phase not in HAND_PHASES:
         return []
+    if seat != state.current and phase in _ONE_SEAT_PHASES:
+        return [_LEAVE[seat]]  # the seat not to move may only leave (escape, T10)
     out: list[Action] = []
     if phase == DOUBLING:
         if state.doubling[seat] is None:

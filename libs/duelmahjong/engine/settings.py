@@ -7,7 +7,7 @@ erren exchanges limited to 5 with the first free (T4), 猜大小 off (T12), 15 s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from duelmahjong.engine.errors import SettingsError
@@ -81,12 +81,15 @@ class RoomSettings:
         return None if self.is_duel else 5
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # Every field is a plain value: no recursive ``asdict`` needed (a table is opened per pairing).
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RoomSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - set(_FIELD_NAMES))
         if unknown:
             raise SettingsError(f"unknown room settings: {', '.join(unknown)}")
         return cls(**data)
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(RoomSettings))

@@ -53,8 +53,10 @@ class TableState:
 
     def __init__(self) -> None:
         self.settings = RoomSettings()
-        self.duel = True  # settings.is_duel and effective_minimum_fan, read on every step
+        # Read on every step: settings.is_duel, effective_minimum_fan, whether T5 offers are ever made.
+        self.duel = True
         self.minimum_fan = self.settings.effective_minimum_fan
+        self.offers = False
         self.events_folded = 0
         # Pairing (T1, T7, E17)
         self.hand_number = 0
@@ -161,8 +163,10 @@ class TableState:
 
     def _table_opened(self, event: Event) -> None:
         self.settings = RoomSettings.from_json(dict((event.public or {})["settings"]))
-        self.duel = self.settings.is_duel
-        self.minimum_fan = self.settings.effective_minimum_fan
+        settings = self.settings
+        self.duel = settings.is_duel
+        self.minimum_fan = settings.effective_minimum_fan
+        self.offers = self.duel and settings.triplet_offer_probability + settings.rub_offer_probability > 0
 
     def _hand_started(self, event: Event) -> None:
         public, server = event.public or {}, event.server or {}

@@ -56,7 +56,7 @@ class Table:
     def __init__(self, settings: RoomSettings | None = None) -> None:
         self.state = TableState()
         self.events: list[Event] = []
-        self._legal_cache: dict[int, list[Action]] = {}
+        self._legal_cache: list[list[Action] | None] = [None, None]  # per seat, for state ``_legal_at``
         self._legal_at = -1
         if settings is not None:
             self._commit([Event("table_opened", public={"settings": settings.to_json()})])
@@ -83,12 +83,15 @@ class Table:
 
     def legal_actions(self, seat: int) -> list[Action]:
         """Every legal action of ``seat``, cached per state. Leaving (T10) is always among them in a hand."""
-        if self._legal_at != self.state.events_folded:
-            self._legal_cache = {}
-            self._legal_at = self.state.events_folded
-        cached = self._legal_cache.get(seat)
+        state = self.state
+        if self._legal_at != state.events_folded:
+            self._legal_cache = [None, None]
+            self._legal_at = state.events_folded
+        if seat != 0 and seat != 1:
+            return []
+        cached = self._legal_cache[seat]
         if cached is None:
-            cached = self._legal_cache[seat] = legal_actions(self.state, seat)
+            cached = self._legal_cache[seat] = legal_actions(state, seat)
         return cached
 
     def view(self, seat: int) -> dict[str, Any]:
