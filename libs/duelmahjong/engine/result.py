@@ -6,6 +6,7 @@ declared and when), never typed in by hand. Scoring itself is the rules library'
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from duelmahjong.engine.state import FROM_FLOWER, FROM_KONG, FROM_POOL, TableState
@@ -94,8 +95,21 @@ def _first_turn_win(state: TableState, seat: int, *, self_drawn: bool, robbing: 
     return None
 
 
+# The last description scored and its evaluation: a win offered in the legal actions (the minimum fan,
+# E16) is scored again when it is taken. One (key, value) tuple, replaced whole, so threads cannot mix.
+_last_scored: tuple[str, Evaluation | None] = ("", None)
+
+
 def evaluate_json(description: dict[str, Any]) -> Evaluation:
-    return evaluate(HandDescription.from_json(description))
+    """The rules library's score of a §7 description (a pure function of it, so the last is kept)."""
+    global _last_scored
+    key = json.dumps(description, sort_keys=True)
+    last_key, last = _last_scored
+    if last is not None and last_key == key:
+        return last
+    evaluation = evaluate(HandDescription.from_json(description))
+    _last_scored = (key, evaluation)
+    return evaluation
 
 
 def meets_minimum(evaluation: Evaluation, profile: str, minimum: int) -> bool:
