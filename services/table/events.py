@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import nats.errors
 from google.protobuf.message import Message
 from nats.aio.msg import Msg
 
@@ -16,6 +17,7 @@ from services.table.core import OpenRequest, TableHost
 from services.table.views import timestamp
 
 PRODUCED_STREAMS = (subjects.TABLE_STREAM, subjects.TABLE_LOG_STREAM)
+WRITE_ATTEMPTS = 5  # a log record not acked after these many tries stops its table (nothing was shown)
 _log = get_logger("table.events")
 
 
@@ -93,8 +95,25 @@ class NatsJournal:
             )
             # Issued in order on one connection, so the stream stores them in sequence order; all
             # acked before the caller shows anything (write-ahead).
-            publishes.append(self.bus.publish(subject, appended.SerializeToString(), msg_id=event_id))
+            publishes.append(self._stored(subject, appended.SerializeToString(), event_id))
         await asyncio.gather(*publishes)
+
+    async def _stored(self, subject: str, payload: bytes, msg_id: str) -> None:
+        """Publish until JetStream acks: a retry carries the same message id, so the stream keeps one
+        copy (duplicate window) and the log never gets a gap or a double."""
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                await self.bus.publish(subject, payload, msg_id=msg_id)
+                return
+            except (
+                nats.errors.TimeoutError,
+                nats.errors.NoRespondersError,
+                nats.errors.ConnectionClosedError,
+            ):
+                if attempt == WRITE_ATTEMPTS:
+                    raise
+                _log.warning("write-ahead publish not acked; retrying", extra={"fields": {"msg_id": msg_id}})
+                await asyncio.sleep(0.05 * attempt)
 
     async def publish(self, subject: str, event: Message, event_id: str) -> None:
         """Publish a table event of ``events.proto`` (its envelope filled here) on ``subject``."""

@@ -129,6 +129,7 @@ class LiveTable(HandCycle):
         except asyncio.CancelledError:
             raise
         except Exception:
+            self._close_reason = "the table stopped on a server error"
             _log.exception(
                 "table task failed; closing the table", extra={"fields": {"table_id": self.table_id}}
             )
@@ -363,6 +364,7 @@ class LiveTable(HandCycle):
         try:
             await self._journal.table_closed(self.request, reason, self.hands_played)
         except Exception:
+            self._close_reason = "the table stopped on a server error"
             _log.exception("could not publish TableClosed", extra={"fields": {"table_id": self.table_id}})
 
     async def public_status(self) -> table_pb2.GetTableStatusResponse:

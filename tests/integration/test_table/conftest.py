@@ -1,0 +1,271 @@
+"""Fixtures of the table service tests: a running table server, tables opened on it, and ``kit`` —
+the raw Play-stream client and the checks the tests share (every message a client receives is checked
+for hidden information: the opponent's private event parts, the wall, the pool, the seed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from types import SimpleNamespace
+from typing import Any
+
+import grpc.aio
+import pytest
+import pytest_asyncio
+
+from duelmahjong.platform import auth, subjects
+from duelmahjong.platform.bus import Bus
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from services.table import main as table_main
+from services.table.config import TableConfig
+from services.table.live import LiveTable
+
+SERVER_ONLY_KEYS = ("wall", "pool", "seed", "tenpai")
+
+
+def _rules(**overrides: Any) -> rules_pb2.RoomRules:
+    options: dict[str, Any] = {"profile": rules_pb2.PROFILE_DUEL, "fan_rate": 10, "fee": 0}
+    options.update(overrides)
+    return rules_pb2.RoomRules(**options)
+
+
+class StreamEnded(Exception):
+    """The server ended the Play stream."""
+
+
+class SeatClient:
+    """A raw Play stream: sends actions, records every response, checks each for hidden information."""
+
+    def __init__(
+        self, channel: grpc.aio.Channel, token: tuple[tuple[str, str]], ticket: str, seat: int
+    ) -> None:
+        self.stub = table_pb2_grpc.TableServiceStub(channel)
+        self.token, self.ticket, self.seat = token, ticket, seat
+        self.received: list[table_pb2.PlayResponse] = []
+        self.last_seen = 0
+        self.views: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+        self._requests: asyncio.Queue[table_pb2.PlayRequest | None] = asyncio.Queue()
+        self._call: Any = None
+        self._reader: asyncio.Task[None] | None = None
+        self.ended = asyncio.Event()
+
+    async def connect(self, last_seen: int = 0) -> None:
+        await self._requests.put(
+            table_pb2.PlayRequest(table_ticket=self.ticket, last_seen_sequence=last_seen)
+        )
+        self._call = self.stub.Play(self._outgoing(), metadata=self.token)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _outgoing(self) -> AsyncIterator[table_pb2.PlayRequest]:
+        while True:
+            request = await self._requests.get()
+            if request is None:
+                return
+            yield request
+
+    async def _read(self) -> None:
+        try:
+            async for response in self._call:
+                self.received.append(response)
+                if response.HasField("event"):
+                    self.last_seen = max(self.last_seen, response.event.sequence)
+                else:
+                    await self.views.put(response)
+        finally:
+            self.ended.set()
+            await self.views.put(None)  # wakes whoever waits for a view
+
+    async def send(
+        self, action: play_pb2.Action, *, last_seen: int | None = None, action_id: int = 0
+    ) -> None:
+        sequence = self.last_seen if last_seen is None else last_seen
+        await self._requests.put(
+            table_pb2.PlayRequest(action=action, last_seen_sequence=sequence, client_action_id=action_id)
+        )
+
+    async def next_view(self, within: float = 10.0) -> table_pb2.PlayResponse:
+        response = await asyncio.wait_for(self.views.get(), within)
+        if response is None:
+            raise StreamEnded("the table ended this seat's stream")
+        return response
+
+    async def decision(self, within: float = 10.0, phase: int = 0) -> play_pb2.SeatView:
+        """The next view that asks this seat to decide (skipping views while the opponent decides)."""
+        while True:
+            response = await self.next_view(within)
+            view = response.view
+            if response.HasField("view") and view.legal_actions.actions and phase in (0, view.table.phase):
+                return view
+
+    def disconnect(self) -> None:
+        if self._call is not None:
+            self._call.cancel()
+
+    async def close(self) -> None:
+        await self._requests.put(None)
+        self.disconnect()
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+
+
+def simple_choice(view: play_pb2.SeatView) -> play_pb2.Action:
+    """A plain policy over the contract: win, keep the hand, pass, discard the drawn tile, leave after."""
+    kinds = {a.kind: a for a in view.legal_actions.actions}
+    if play_pb2.ACTION_KIND_WIN in kinds:
+        return play_pb2.Action(win=play_pb2.WinAction())
+    if play_pb2.ACTION_KIND_EXCHANGE in kinds:
+        return play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=""))
+    if play_pb2.ACTION_KIND_CHOOSE_DOUBLING in kinds:
+        return play_pb2.Action(choose_doubling=play_pb2.ChooseDoublingAction(start_doubled=False))
+    if play_pb2.ACTION_KIND_GUESS in kinds:
+        return play_pb2.Action(guess=play_pb2.GuessAction(skip=True))
+    if play_pb2.ACTION_KIND_CONTINUE in kinds:
+        return play_pb2.Action(leave=play_pb2.LeaveAction())
+    if play_pb2.ACTION_KIND_DISCARD in kinds:
+        tile = view.drawn_tile or kinds[play_pb2.ACTION_KIND_DISCARD].choices[0]
+        return play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile))
+    return play_pb2.Action(**{"pass": play_pb2.PassAction()})
+
+
+def check_hidden(client: SeatClient, table: LiveTable) -> int:
+    """No message to ``client`` holds a server-only part or the opponent's private event parts; returns
+    how many messages were checked."""
+    private_by_sequence = {
+        sequence: event.private
+        for sequence, event in table._log.events
+        if event.private and event.seat != client.seat
+    }
+    for response in client.received:
+        text = str(response)
+        for field in ("seed", "unused_pool", "wall:"):
+            assert field not in text
+        if response.HasField("event") and response.event.detail_json:
+            detail = json.loads(response.event.detail_json)
+            assert not set(detail) & set(SERVER_ONLY_KEYS), detail
+            hidden = private_by_sequence.get(response.event.sequence)
+            if hidden:
+                leaked = set(hidden) & (set(detail) - {"kind", "seat"})
+                flower = detail["kind"] == "drew" and detail.get("source") == "flower"  # flowers are public
+                assert not leaked or flower, detail
+        view = response.view if response.HasField("view") else response.rejected.view
+        if view.table.phase in (play_pb2.HAND_PHASE_PLAY, play_pb2.HAND_PHASE_EXCHANGE):
+            opponent = view.table.seats[1 - client.seat] if len(view.table.seats) == 2 else None
+            assert opponent is None or opponent.revealed_concealed == ""
+    return len(client.received)
+
+
+@pytest_asyncio.fixture
+async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Any]:
+    env = {
+        **service_env,
+        "SETTLEMENT_WAIT_SECONDS": "0.3",
+        "ANNOUNCE_SECONDS": "0.2",
+        "SERVER_ID": "t-test",
+        "DRAIN_SECONDS": "1",
+    }
+    runtime = await start_service(table_main.SPEC, TableConfig.from_env(env))
+    yield runtime
+
+
+@pytest_asyncio.fixture
+async def open_table(
+    table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], unique_name: Callable[[str], str]
+) -> AsyncIterator[Callable[..., Any]]:
+    channel = grpc.aio.insecure_channel(table_server.server.address)
+    clients: list[SeatClient] = []
+
+    async def open_(rules: rules_pb2.RoomRules | None = None) -> tuple[str, SeatClient, SeatClient]:
+        table_id = unique_name("tbl").lower().replace(".", "-")
+        players = [
+            rules_pb2.SeatPlayer(
+                seat=rules_pb2.SEAT_FIRST, player_id=f"{table_id}-a", display_name="A", carry=1000
+            ),
+            rules_pb2.SeatPlayer(
+                seat=rules_pb2.SEAT_SECOND, player_id=f"{table_id}-b", display_name="B", carry=1000
+            ),
+        ]
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        opened = await stub.OpenTable(
+            table_pb2.OpenTableRequest(
+                table_id=table_id,
+                pairing_id=f"p-{table_id}",
+                room_id="r",
+                rules=rules or _rules(),
+                players=players,
+                negotiated=2,
+            ),
+            metadata=issue("matchmaking", auth.Role.SERVICE),
+        )
+        seats = []
+        for seat, ticket in enumerate(opened.tickets):
+            client = SeatClient(channel, issue(ticket.player_id), ticket.table_ticket, seat)
+            clients.append(client)
+            seats.append(client)
+        return table_id, seats[0], seats[1]
+
+    yield open_
+    for client in clients:
+        await client.close()
+    await channel.close()
+
+
+def live(table_server: Any, table_id: str) -> LiveTable:
+    host = table_main.HOSTS[id(table_server)]
+    table = host.live_tables[table_id]
+    assert isinstance(table, LiveTable)
+    return table
+
+
+async def play_until_over(clients: tuple[SeatClient, SeatClient], within: float = 15.0) -> None:
+    """Both seats follow ``simple_choice`` until the table ends their streams."""
+
+    async def seat_loop(client: SeatClient) -> None:
+        while not client.ended.is_set():
+            try:
+                view = await client.decision(within)
+            except StreamEnded:
+                return
+            await client.send(simple_choice(view))
+
+    await asyncio.wait_for(asyncio.gather(*(seat_loop(c) for c in clients)), within)
+
+
+async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppended]:
+    subject = subjects.table_log_subject(table_id)
+    sub = await bus.js.subscribe(subject, ordered_consumer=True)
+    out: list[events_pb2.TableEventAppended] = []
+    try:
+        while True:
+            try:
+                message = await sub.next_msg(timeout=0.5)
+            except TimeoutError:
+                break
+            out.append(events_pb2.TableEventAppended.FromString(message.data))
+    finally:
+        await sub.unsubscribe()
+    return out
+
+
+async def _next_rejection(client: SeatClient) -> table_pb2.ActionRejected:
+    while True:
+        response = await client.next_view()
+        if response.HasField("rejected"):
+            return response.rejected
+
+
+@pytest.fixture
+def kit() -> SimpleNamespace:
+    """The helpers the table tests share (test modules cannot import each other here)."""
+    return SimpleNamespace(
+        SeatClient=SeatClient,
+        StreamEnded=StreamEnded,
+        rules=_rules,
+        simple_choice=simple_choice,
+        check_hidden=check_hidden,
+        live=live,
+        play_until_over=play_until_over,
+        read_log=_read_log,
+        next_rejection=_next_rejection,
+    )

@@ -1,0 +1,178 @@
+"""Two raw gRPC clients at a real table server (NATS, write-ahead): a hand played and checked for hidden
+information, refused actions that leave the table unharmed, tickets, escape, disconnect and reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import grpc.aio
+import pytest
+
+from duelmahjong.platform import subjects
+from duelmahjong.platform.bus import Bus
+from duelmahjong.rules.tiles import format_tiles, parse_tiles
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_two_clients_play_a_hand_written_ahead_and_hidden(
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    table_id, first, second = await open_table()
+    table = kit.live(table_server, table_id)
+    await first.connect()
+    await second.connect()
+    await kit.play_until_over((first, second))
+    assert first.ended.is_set() and second.ended.is_set()
+    assert table.hands_played == 1
+    # Both seats saw the hand revealed; nothing hidden reached either of them.
+    for client in (first, second):
+        kinds = [r.event.WhichOneof("kind") for r in client.received if r.HasField("event")]
+        assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
+        assert kit.check_hidden(client, table) > 10
+    # Write-ahead: the log subject holds every record, numbered 1, 2, 3… without gaps, and its engine
+    # events are exactly the events the clients were sent.
+    records = await kit.read_log(bus, table_id)
+    assert [r.sequence for r in records] == list(range(1, len(records) + 1))
+    engine = {
+        r.sequence: r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")
+    }
+    assert engine == {sequence: event.canonical() for sequence, event in table._log.events}
+    assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
+
+
+async def test_stale_and_out_of_turn_actions_are_refused_and_the_table_carries_on(
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any]
+) -> None:
+    table_id, first, second = await open_table()
+    await first.connect()
+    await second.connect()
+    # Both exchange (T4) to reach play; then find who is to discard.
+    for client in (first, second):
+        await client.decision()
+        await client.send(play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
+    table = kit.live(table_server, table_id)
+    for _ in range(500):
+        if table.engine.to_move >= 0:
+            break
+        await asyncio.sleep(0.01)
+    mover, waiter = (first, second) if table.engine.to_move == 0 else (second, first)
+    view = await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
+    # The waiting seat acts out of turn (an action for the other seat's decision): STALE, table unharmed.
+    await waiter.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile="1m")), action_id=7)
+    rejected = await kit.next_rejection(waiter)
+    assert rejected.code == table_pb2.REJECTION_CODE_STALE and rejected.client_action_id == 7
+    # The mover sends an action decided on an older state: STALE with the current view.
+    tile = view.drawn_tile or view.legal_actions.actions[0].choices[0]
+    await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile)), last_seen=1, action_id=8)
+    rejected = await kit.next_rejection(mover)
+    assert rejected.code == table_pb2.REJECTION_CODE_STALE and rejected.view.legal_actions.actions
+    # An illegal action (a tile not in hand): INVALID_ARGUMENT-like ILLEGAL, with a reason.
+    held = set(parse_tiles(view.concealed + view.drawn_tile))
+    missing = next(
+        t for t in ("1z", "2z", "3z", "4z", "5z", "6z", "7z", "1m", "9p") if parse_tiles(t)[0] not in held
+    )
+    await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=missing)), action_id=9)
+    rejected = await kit.next_rejection(mover)
+    assert rejected.code == table_pb2.REJECTION_CODE_ILLEGAL and rejected.reason
+    # The table carries on: the right action from the right seat is applied.
+    before = table._log.sequence
+    await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile)))
+    for _ in range(500):
+        if table._log.sequence > before:
+            break
+        await asyncio.sleep(0.01)
+    assert table._log.sequence > before
+    assert table.status == table_pb2.TABLE_STATUS_PLAYING
+
+
+async def test_a_ticket_of_another_player_is_refused(
+    kit: SimpleNamespace,
+    table_server: Any,
+    open_table: Callable[..., Any],
+    issue: Callable[..., tuple[tuple[str, str]]],
+) -> None:
+    _table_id, first, _second = await open_table()
+    channel = grpc.aio.insecure_channel(table_server.server.address)
+    try:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        call = stub.Play(
+            iter([table_pb2.PlayRequest(table_ticket=first.ticket)]), metadata=issue("someone-else")
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            async for _ in call:
+                pass
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        await channel.close()
+
+
+async def test_escape_mid_hand_ends_the_hand_and_the_table(
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    table_id, first, second = await open_table()
+    ended: list[events_pb2.HandEnded] = []
+
+    async def on_hand_ended(message: Any) -> None:
+        ended.append(events_pb2.HandEnded.FromString(message.data))
+
+    sub = await bus.client.subscribe(subjects.HAND_ENDED, cb=on_hand_ended)
+    await first.connect()
+    await second.connect()
+    await first.decision()
+    await first.send(play_pb2.Action(leave=play_pb2.LeaveAction()))  # T10: leaving mid-hand is escape
+    await asyncio.wait_for(second.ended.wait(), 10)
+    await sub.unsubscribe()
+    mine = [e for e in ended if e.table_id == table_id]
+    assert len(mine) == 1
+    assert mine[0].result.outcome == rules_pb2.HAND_OUTCOME_ESCAPE
+    assert mine[0].result.escaper == rules_pb2.SEAT_FIRST
+    kinds = [r.event.WhichOneof("kind") for r in second.received if r.HasField("event")]
+    assert "hand_revealed" in kinds and "table_ended" in kinds
+
+
+async def test_disconnect_autoplays_then_reconnect_resumes_with_the_same_view(
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any]
+) -> None:
+    table_id, first, second = await open_table()
+    await first.connect()
+    await second.connect()
+    table = kit.live(table_server, table_id)
+    await first.decision()
+    seen_before = first.last_seen
+    first.disconnect()  # the bot plays seat 0 while it is away (T10)
+    await asyncio.wait_for(first.ended.wait(), 5)
+    await second.decision()
+    await second.send(play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
+
+    def auto_played() -> bool:
+        return any(e.seat == 0 and e.kind == "exchanged" for _, e in table._log.events)
+
+    for _ in range(500):
+        if auto_played() and table.seats[0].session is None:
+            break
+        await asyncio.sleep(0.01)
+    assert auto_played(), "the bot played the disconnected seat"
+    # Reconnect with the ticket and the last sequence seen: the missed events are replayed, then the view.
+    back = first
+    back.received.clear()
+    back.ended.clear()
+    back._requests = asyncio.Queue()
+    back.views = asyncio.Queue()  # drop what the first stream left behind
+    await back.connect(last_seen=seen_before)
+    response = await back.next_view()
+    replayed = [r.event.sequence for r in back.received if r.HasField("event")]
+    assert replayed and min(replayed) > seen_before  # action records between events are not events
+    assert replayed == sorted(replayed)
+    expected = [s for s, _ in table._log.events if s > seen_before]
+    assert replayed[: len(expected)] == expected
+    own = table.engine.view(0)["seats"][0]["hand"]
+    shown = response.view.concealed + response.view.drawn_tile
+    assert format_tiles(parse_tiles(shown)) == own
+    assert table.seats[0].session is not None
+    kit.check_hidden(back, table)
