@@ -157,3 +157,61 @@ def test_T5_malformed_triplet_answers_are_refused(script_of) -> None:  # type: i
 def test_unreadable_actions_are_refused_with_a_reason(duel, action: Action) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand=FAR, other_hand=OTHER)
     _refused(duel.table, action, "tile kinds|unknown action|no seat")
+
+
+# --- rules the review confirmed, kept as scripted tests -------------------------------------------------
+def test_E17_T7_round_wind_and_progressive_multiplier_over_a_pairing(duel) -> None:  # type: ignore[no-untyped-def]
+    """The non-dealer wins twice: the deal passes 0 → 1 → 0, through both players, so the third hand is
+    played in the South round (E17); the progressive multiplier doubles every hand (T7)."""
+    started = []
+    for number in range(3):
+        events = duel.deal(number + 1, dealer_hand="5z159m159p159s2346z", other_hand="123m456p789s11z55z")
+        started.append(events[0].public)
+        dealer = duel.state.dealer
+        duel.do(f"{dealer} discard 5z")
+        duel.do(f"{1 - dealer} ron 5z")  # 地和 (D10): the non-dealer wins and deals next (T1)
+    assert [(s["dealer"], s["dealer_passes"], s["round_wind"]) for s in started] == [
+        (0, 0, 0),
+        (1, 1, 0),
+        (0, 2, 1),
+    ]
+    assert [s["progressive"] for s in started] == [1, 2, 4]
+    assert duel.table.view(1)["round_wind"] == "south"
+
+
+def test_E14_a_kong_replacement_that_is_a_flower_wins_after_the_flower(script_of) -> None:  # type: ignore[no-untyped-def]
+    """The kong's replacement is a flower; the win is on the flower's replacement: 补花, not 杠上开花."""
+    erren = script_of("erren", minimum_fan=0)
+    erren.deal(dealer_hand="1111m234m567m99m55z", other_hand="5678m1234567z", replacements="1f5z")
+    events = erren.do("0 ankan 1m")
+    assert [(e.kind, e.public.get("source")) for e in events] == [
+        ("konged", None),
+        ("drew", "kong"),
+        ("drew", "flower"),
+    ]
+    erren.do("0 tsumo 5z")
+    context = erren.context()
+    assert context["after_flower_replacement"] is True and "after_kong" not in context
+    assert "out_with_replacement_tile" not in erren.pattern_ids()
+
+
+def test_T5_an_offer_is_seen_only_by_its_seat_and_lists_kinds_not_wall_order(script_of) -> None:  # type: ignore[no-untyped-def]
+    script = script_of("duel", rub_offer_probability=1.0)
+    script.deal(dealer_hand=FAR, other_hand=OTHER, pool="7z")
+    events = script.do("0 discard 1m")
+    offered = next(e for e in events if e.kind == "offered")
+    assert offered.for_seat(0) == {"kind": "offered", "seat": 1, "offer": "rub"}
+    mine, theirs = script.table.view(1), script.table.view(0)
+    rubs = [a.split()[2] for a in mine["legal_actions"] if " rub " in a]
+    kinds = [Action.parse(f"1 rub {tile}").tile for tile in rubs]
+    assert kinds == sorted(set(kinds))  # each unseen kind once, in tile order: no wall order
+    assert "offer" not in theirs and not any("rub" in a for a in theirs["legal_actions"])
+
+
+def test_T3_ready_hand_claims_only_the_win(duel) -> None:  # type: ignore[no-untyped-def]
+    """A locked hand claims no kong from a discard (erren's kong choice is the drawn fourth copy: the
+    rules library rejects an open meld beside 天听, which such a claim could produce)."""
+    duel.deal(dealer_hand="111m234m567m99m55z7z", other_hand="1m468m112233446z", draws="2m")
+    duel.do("0 ready 7z")
+    events = duel.do("1 discard 1m")
+    assert [e.kind for e in events][:2] == ["discarded", "drew"]  # no kong offered: the dealer drew
