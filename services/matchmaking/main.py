@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import matchmaking_pb2_grpc
 from services.matchmaking import events, metrics
@@ -23,8 +25,10 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)
     matchmaker = Matchmaker(config.rooms(), wallet, tables, directory)
     metrics.register(runtime.metrics, matchmaker)
+    bots = None
     if config.wallet_address:
-        matchmaker.attach_bots(ClientBots(config.wallet_address, lambda: runtime.server.address, matchmaker))
+        bots = ClientBots(config.wallet_address, lambda: runtime.server.address, matchmaker)
+        matchmaker.attach_bots(bots)
     runtime.server.add_service(
         SERVICE_NAME,
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server,
@@ -35,6 +39,19 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         bus.consume(events.TABLE_CLOSED, events.table_closed_handler(matchmaker)), name="table-closed"
     )
     runtime.spawn(matchmaker.run(config.matchmaking_tick_seconds), name="matchmaker")
+
+    async def close_when_stopping() -> None:
+        # Background tasks are cancelled when the service stops: this one then closes what wire opened.
+        try:
+            await asyncio.Event().wait()
+        finally:
+            if bots is not None:
+                await bots.close()
+            await matchmaker.close()
+            await tables.close()
+            await wallet.close()
+
+    runtime.spawn(close_when_stopping(), name="closer")
 
 
 SPEC = ServiceSpec(wire=wire)

@@ -113,6 +113,9 @@ class WalletMissing:
     async def release_hold(self, player_id: str, pairing_id: str) -> None:
         await self.available(player_id)
 
+    async def close(self) -> None:
+        return None
+
 
 class TableClient:
     """``OpenTable`` on whichever server allocation picks; one channel per server address."""
