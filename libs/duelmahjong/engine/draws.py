@@ -125,7 +125,7 @@ def end_hand(
         "hand": state.hand_number,
         "outcome": outcome,
         "dealer": state.dealer,
-        "dealer_passes": 0,
+        "dealer_passes": state.dealer_passes,
         "winner": winner,
         "loser": 1 - winner if winner >= 0 else -1,
         "escaper": escaper,
@@ -133,8 +133,6 @@ def end_hand(
         "progressive": state.progressive,
         "hands": [format_tiles(tiles_of(state.hands[seat])) for seat in (0, 1)],
     }
-    started = next(e for e in reversed(table.events) if e.kind == "hand_started")
-    result["dealer_passes"] = (started.public or {})["dealer_passes"]
     if win:
         result["self_drawn"] = win["self_drawn"]
         result["description"] = win["description"]

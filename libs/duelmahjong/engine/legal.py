@@ -28,7 +28,8 @@ from duelmahjong.engine.state import (
     TableState,
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
-from duelmahjong.rules.analysis import shanten_keys, waits, win_keys
+from duelmahjong.rules.analysis import shanten_keys, waits, waits_keys, win_keys
+from duelmahjong.rules.tables import suit_keys
 
 _KINDS = range(34)
 # The discard actions of each seat, by kind: the most listed actions, built once.
@@ -44,11 +45,23 @@ def kinds_held(counts: list[int]) -> list[int]:
 
 def hand_waits(state: TableState, seat: int, counts: list[int] | None = None) -> list[int]:
     """The tiles that would complete ``seat``'s 3k+1 hand (T9: 'ready means the hand waits on a tile')."""
-    return waits(
-        state.hands[seat] if counts is None else counts,
-        profile=state.settings.profile,
-        melded_tiles=state.melded_tiles(seat),
-    )
+    if counts is None:
+        counts, (m, p, s, z), size = state.hands[seat], state.keys[seat], state.sizes[seat]
+    else:
+        (m, p, s, z), size = suit_keys(counts), sum(counts)
+    return _waits(state, seat, counts, m, p, s, z, size)
+
+
+def _waits(
+    state: TableState, seat: int, counts: list[int], m: int, p: int, s: int, z: int, size: int
+) -> list[int]:
+    """The rules library's hot path (suit keys, no validation); a kind whose four copies are all in
+    this hand and its melds is no wait."""
+    found = waits_keys(counts, m, p, s, z, size, state.duel, state.green_melds[seat])
+    melded = state.melded_tiles(seat)
+    if melded and found:
+        found = [kind for kind in found if counts[kind] + melded.count(kind) < 4]
+    return found
 
 
 def is_ready(state: TableState, seat: int) -> bool:
@@ -108,15 +121,20 @@ def ready_discards(state: TableState, seat: int) -> list[int]:
     if shanten_keys(m, p, s, z, state.sizes[seat], state.duel, state.green_melds[seat]) > 0:
         return []  # no discard can leave a hand ready that is two or more tiles away from winning
     found = []
+    keys = list(state.keys[seat])
+    size = state.sizes[seat] - 1
     for kind, after in shanten_after_discards(state, seat).items():
         if after > 0:
             continue
+        suit = SUIT_OF[kind]
+        keys[suit] -= PLACE_OF[kind]
         counts[kind] -= 1
-        try:
-            if hand_waits(state, seat, counts):  # shanten 0 may still wait only on tiles all held
+        try:  # shanten 0 may still wait only on tiles all held
+            if _waits(state, seat, counts, keys[0], keys[1], keys[2], keys[3], size):
                 found.append(kind)
         finally:
             counts[kind] += 1
+            keys[suit] += PLACE_OF[kind]
     return found
 
 

@@ -61,6 +61,7 @@ class TableState:
         # Pairing (T1, T7, E17)
         self.hand_number = 0
         self.dealer = -1
+        self.dealer_passes = 0  # times the deal has passed to the other seat (E17)
         self.round_wind = 0  # 0 east … 3 north
         self.progressive = 1
         self.results: list[dict[str, Any]] = []
@@ -173,6 +174,7 @@ class TableState:
         self._reset_hand()
         self.hand_number = public["hand_number"]
         self.dealer = public["dealer"]
+        self.dealer_passes = public["dealer_passes"]
         self.round_wind = public["round_wind"]
         self.progressive = public["progressive"]
         self.bonus = tuple(public.get("bonus", ()))

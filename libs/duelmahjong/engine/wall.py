@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import cache
 
 from duelmahjong.engine.errors import SettingsError
 from duelmahjong.rules.profiles import get_profile
@@ -37,11 +38,18 @@ class HandTiles:
     task: dict[str, object] | None  # T8 (erren)
 
 
+@cache
+def _full_set(profile_id: str) -> tuple[int, ...]:
+    """Every tile of the profile's set in kind order: four of each kind, one of each flower (§1)."""
+    kinds = sorted(get_profile(profile_id).tile_kinds)
+    return tuple(kind for kind in kinds for _ in range(1 if kind >= 34 else 4))
+
+
 def shuffle_hand(profile_id: str, seed: int, *, bonus_count: int, task_multiplier: int) -> HandTiles:
     """Shuffle the profile's full set with the seed; duel keeps 71 in play, the rest is the pool (§1)."""
     profile = get_profile(profile_id)
     rng = random.Random(seed)
-    tiles = [kind for kind in sorted(profile.tile_kinds) for _ in range(1 if kind >= 34 else 4)]
+    tiles = list(_full_set(profile_id))
     rng.shuffle(tiles)
     wall, rest = tiles[: profile.in_play], tiles[profile.in_play :]
     bonus = rest[:bonus_count] if profile.revealed_bonus_tiles else []  # D1: turned face up
@@ -82,7 +90,7 @@ def stack_tiles(
     named = [parse_tiles(text) for text in (dealer_hand, other_hand, draws, replacements, pool, bonus)]
     head = named[0] + named[1] + named[2]
     tail = named[3][::-1]
-    rest = [kind for kind in sorted(profile.tile_kinds) for _ in range(1 if kind >= 34 else 4)]
+    rest = list(_full_set(profile_id))
     for kind in (*head, *tail, *named[4], *named[5]):
         if kind not in rest:
             raise SettingsError(f"stacked tiles use more copies of {format_tiles([kind])} than exist")
