@@ -17,7 +17,7 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.legal import shanten_after_discards
 from duelmahjong.engine.state import TableState
-from duelmahjong.rules.analysis import shanten, waits
+from duelmahjong.rules.analysis import shanten, shanten_keys, waits
 
 
 def _isolation(counts: list[int], kind: int) -> int:
@@ -151,7 +151,8 @@ def _turn(
                 best_ready = (live, action)
         if best_ready is not None and best_ready[0] > 0:
             return best_ready[1]
-    current = shanten(counts, profile=profile, melded_tiles=melded)
+    m, p, s, z = state.keys[seat]  # the state's suit keys: the hand's shanten without re-encoding it
+    current = shanten_keys(m, p, s, z, state.sizes[seat], state.duel, state.green_melds[seat])
     trade = _trade(state, seat, by_kind, counts, melded, current)
     if trade is not None:
         return trade
@@ -162,15 +163,20 @@ def _turn(
             return action
 
     after_discard = shanten_after_discards(state, seat)
+    # The lowest shanten first; live waits and isolation only break ties among those discards (the same
+    # choice as one min over (shanten, -live, -isolation), for less work).
+    lowest = min(after_discard[action.tile] for action in by_kind[A.DISCARD])
+    candidates = [action for action in by_kind[A.DISCARD] if after_discard[action.tile] == lowest]
+    if len(candidates) == 1:
+        return candidates[0]
 
-    def discard_key(action: Action) -> tuple[int, int, int]:
+    def discard_key(action: Action) -> tuple[int, int]:
         tile = action.tile
-        after = after_discard[tile]
         live = 0
-        if after == 0:
+        if lowest == 0:
             counts[tile] -= 1
             live = _live_waits(state, seat, counts, melded)
             counts[tile] += 1
-        return (after, -live, -_isolation(counts, tile))
+        return (-live, -_isolation(counts, tile))
 
-    return min(by_kind[A.DISCARD], key=discard_key)
+    return min(candidates, key=discard_key)
