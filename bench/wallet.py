@@ -33,8 +33,9 @@ from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet.commands import Grant
-from services.wallet.events import SOURCES, SettlementConsumer
+from services.wallet.events import SettlementConsumer
 from services.wallet.main import MIGRATIONS
+from services.wallet.sources import SOURCES
 from services.wallet.store import WalletStore
 
 WORKERS = 8

@@ -1,182 +1,62 @@
 """Settlement over NATS: consume the events that move prestige, apply each once, publish the result.
 
-For each delivered event: decode → build the command (its idempotency key comes from the event's
-documented key: ``hand:<hand_id>``, ``fee:<hand_id>:<player>``…) → :meth:`WalletStore.execute`
-(one database transaction; a key seen before returns the recorded outcome instead) → publish
-``SettlementApplied`` with the JetStream message id ``wallet:<key>`` → return, and the bus acks.
+For each delivered event: decode → its command (``sources.py``; the idempotency key comes from the
+event's documented key) → :meth:`WalletStore.execute` (one database transaction; a key seen before
+returns the recorded outcome instead) → publish ``SettlementApplied`` with the JetStream message id
+``wallet:<key>`` → once the stream has stored it (its PubAck), ack the input.
 
-A crash anywhere before the ack means redelivery: before the commit nothing happened; after it, the
-key's row exists, so the redelivered event republishes the same recorded outcome under the same
-message id (dropped by JetStream's duplicate window, and deduplicated by consumers on
-``source_event_id`` beyond it) and is acked. Nothing is lost, nothing applied twice.
+The publish is pipelined: a worker sends the output and goes on to its next event at once, while a
+confirmation task waits for the stream's PubAck and only then acks the input. So a worker never
+idles on a NATS round trip, and the database keeps ``workers`` ledger transactions in flight.
+
+Why nothing is lost and nothing doubled — the input is acked only after its output is stored:
+
+* crash before the commit: nothing happened; JetStream redelivers after ``ack_wait``;
+* crash after the commit, before the output is stored (not sent, sent but lost, PubAck late): the
+  input is not acked, so it is redelivered; the key's row exists, so the redelivery writes nothing
+  and republishes the recorded outcome under the same message id; the output is published then;
+* crash after the output is stored, before the input's ack: the same, and JetStream's duplicate
+  window drops the second copy (consumers deduplicate on ``source_event_id`` beyond it);
+* PubAck refused or not back within ``PUBLISH_TIMEOUT_SECONDS``: the input is nak'ed, and its
+  redelivery republishes as above.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import nats.errors
 from google.protobuf.message import DecodeError, Message
 from nats.aio.msg import Msg
+from nats.js import api
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import Bus, ConsumerSpec, StreamSpec
+from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec
-from services.wallet.commands import (
-    Charge,
-    Command,
-    EscapePenalty,
-    GuessSettlement,
-    HandSettlement,
-    ItemUse,
-    ReleaseHolds,
-    TableOpening,
-)
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
+from services.wallet.sources import PLATFORM_NAMESPACE, SOURCES, Namespace, Source
 from services.wallet.store import ConnectionLender, Outcome, WalletStore
 
 _log = get_logger("wallet.events")
 
-# Called at "received", "committed" and "published" with the source event id: a test (or a chaos
-# drill) may stop the consumer there; the benchmark times events between them.
+# Called at "received", "committed" and "published" (the output stored) with the source event id: a
+# test (or a chaos drill) may stop the consumer there; the benchmark times events between them.
 Checkpoint = Callable[[str, str], Awaitable[None]]
 
-
-def _hand_scored(event: events_pb2.HandScored) -> Command:
-    settlement = event.settlement
-    payer = payee = ""
-    stake = 0
-    if settlement.HasField("transfer"):
-        payer, payee = settlement.transfer.from_player_id, settlement.transfer.to_player_id
-        # The wallet applies H1 with its own carries (the holds), so it takes the uncapped amount.
-        stake = settlement.fan_amount or settlement.transfer.amount
-    return HandSettlement(
-        f"hand:{event.hand_id}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        payer=payer,
-        payee=payee,
-        stake=stake,
-    )
-
-
-def _escape(event: events_pb2.EscapePenalty) -> Command:
-    return EscapePenalty(
-        f"escape:{event.hand_id}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        escaper=event.escaper_player_id,
-        opponent=event.opponent_player_id,
-        penalty=event.amount,
-    )
-
-
-def _fee(event: events_pb2.FeeCharged) -> Command:
-    return Charge(
-        f"fee:{event.hand_id}:{event.player_id}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        player=event.player_id,
-        amount=event.amount,
-        purpose="fee",
-    )
-
-
-def _exchange(event: events_pb2.ExchangeCharged) -> Command:
-    return Charge(
-        f"exchange:{event.table_id}:{event.sequence}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        player=event.player_id,
-        amount=event.amount,
-        purpose="exchange",
-    )
-
-
-def _item(event: events_pb2.ItemUsed) -> Command:
-    return ItemUse(
-        f"item:{event.table_id}:{event.sequence}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        player=event.player_id,
-        item=codec.item_name(event.item),
-    )
-
-
-def _guess(event: events_pb2.GuessResolved) -> Command:
-    return GuessSettlement(
-        f"guess:{event.hand_id}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        player=event.player_id,
-        stake=event.stake,
-        won=event.won,
-        multiplier=event.payout_multiplier,
-    )
-
-
-def _opened(event: events_pb2.TableOpened) -> Command:
-    return TableOpening(f"open:{event.table_id}", table_id=event.table_id, pairing_id=event.pairing_id)
-
-
-def _closed(event: events_pb2.TableClosed) -> Command:
-    return ReleaseHolds(f"close:{event.table_id}", pairing_id=event.pairing_id, table_id=event.table_id)
-
-
-@dataclass(frozen=True)
-class Namespace:
-    """Where the wallet's events travel: the platform's subjects and streams, or — for tests that
-    share one NATS — a private copy (``duel.`` → ``<name>.``, stream ``DUEL_X`` → ``DUEL_X_<NAME>``)."""
-
-    name: str = ""
-
-    def subject(self, subject: str) -> str:
-        return subject if not self.name else self.name + subject.removeprefix("duel")
-
-    def stream(self, spec: StreamSpec) -> StreamSpec:
-        if not self.name:
-            return spec
-        return dataclasses.replace(
-            spec,
-            name=f"{spec.name}_{self.name.upper()}",
-            subjects=tuple(self.subject(s) for s in spec.subjects),
-        )
-
-
-@dataclass(frozen=True)
-class Source:
-    """One consumed event type: where it arrives, how it decodes, what command it becomes."""
-
-    subject: str
-    stream: StreamSpec
-    message: type[Message]
-    to_command: Callable[[Any], Command]
-    hot: bool = False  # hot sources get the configured number of workers, the others one
-
-    @property
-    def durable(self) -> str:
-        return "wallet-" + self.subject.rsplit(".", 1)[1].replace("_", "-")
-
-
-SOURCES: tuple[Source, ...] = (
-    Source(subjects.HAND_SCORED, subjects.SCORING_STREAM, events_pb2.HandScored, _hand_scored, hot=True),
-    Source(subjects.FEE_CHARGED, subjects.TABLE_STREAM, events_pb2.FeeCharged, _fee, hot=True),
-    Source(subjects.ESCAPE_PENALTY, subjects.SCORING_STREAM, events_pb2.EscapePenalty, _escape),
-    Source(subjects.EXCHANGE_CHARGED, subjects.TABLE_STREAM, events_pb2.ExchangeCharged, _exchange),
-    Source(subjects.ITEM_USED, subjects.TABLE_STREAM, events_pb2.ItemUsed, _item),
-    Source(subjects.GUESS_RESOLVED, subjects.TABLE_STREAM, events_pb2.GuessResolved, _guess),
-    Source(subjects.TABLE_OPENED, subjects.TABLE_STREAM, events_pb2.TableOpened, _opened),
-    Source(subjects.TABLE_CLOSED, subjects.TABLE_STREAM, events_pb2.TableClosed, _closed),
-)
+FETCH_BATCH = 16  # events a worker fetches per pull request
+POLL_SECONDS = 1.0  # a pull request's wait on an empty consumer; also how soon a stop is noticed
+# A PubAck not back by then: nak the input; its redelivery republishes under the same message id.
+PUBLISH_TIMEOUT_SECONDS = 5.0
+# Outputs sent and not yet stored, per consumer: bounds memory and what a crash leaves to redo.
+MAX_UNCONFIRMED = 256
 
 
 def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) -> events_pb2.SettlementApplied:
@@ -212,23 +92,26 @@ class SettlementConsumer:
         producer: str = "wallet",
         checkpoint: Checkpoint | None = None,
         sources: tuple[Source, ...] = SOURCES,
-        namespace: Namespace = Namespace(),
+        namespace: Namespace = PLATFORM_NAMESPACE,
     ) -> None:
         self.bus = bus
         self.store = store
         self.workers = workers  # ledger transactions in flight (connections kept), and hot consume loops
-        self._lender = ConnectionLender(store.pool, workers)
         self.ack_wait_seconds = ack_wait_seconds
         self.producer = producer
         self.sources = sources
         self.namespace = namespace
         self.applied_subject = namespace.subject(subjects.SETTLEMENT_APPLIED)
         self._checkpoint = checkpoint
+        self._lender = ConnectionLender(store.pool, workers)
+        self._confirming: set[asyncio.Task[None]] = set()
+        self._unconfirmed = asyncio.Semaphore(MAX_UNCONFIRMED)
+        self._crashed: asyncio.Future[None] | None = None
         self._handled = metrics.counter(
             "events_handled", "total", "consumed events by kind and outcome", ["kind", "outcome"]
         )
         self._latency = metrics.histogram(
-            "settlement_duration", "seconds", "decode → ledger transaction → publish, per event", ["kind"]
+            "settlement_duration", "seconds", "fetched → ledger transaction → output stored", ["kind"]
         )
 
     def consumer_spec(self, source: Source) -> ConsumerSpec:
@@ -250,66 +133,146 @@ class SettlementConsumer:
             await self.bus.declare_consumer(self.consumer_spec(source))
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Consume until ``stop`` is set or cancelled. If any worker dies, all stop (like a crash)."""
+        """Consume until ``stop`` is set or cancelled, then ack what is confirmed by then. If a worker
+        or a confirmation dies, everything stops and that error is raised (like a crash)."""
         await self.declare()
         self._lender = ConnectionLender(self.store.pool, self.workers)
-        tasks = [
-            asyncio.create_task(
-                self.bus.consume(self.consumer_spec(source), self._handler(source), stop=stop),
-                name=f"{source.durable}-{n}",
-            )
+        self._confirming = set()
+        self._unconfirmed = asyncio.Semaphore(MAX_UNCONFIRMED)
+        crashed = self._crashed = asyncio.get_running_loop().create_future()
+        workers = [
+            asyncio.create_task(self._consume(source, stop or asyncio.Event()), name=f"{source.durable}-{n}")
             for source in self.sources
             for n in range(self.workers if source.hot else 1)
         ]
         try:
-            done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for task in done:
-                if not task.cancelled() and task.exception() is not None:
-                    raise task.exception()  # type: ignore[misc]
-                if task.cancelled():
-                    raise asyncio.CancelledError(f"worker {task.get_name()} was stopped")
+            pending: set[asyncio.Future[Any]] = {*workers, crashed}
+            while pending != {crashed}:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for finished in done:
+                    finished.result()  # what killed a worker or a confirmation; CancelledError if stopped
+            await asyncio.gather(*self._confirming)  # stopped: outputs already sent are confirmed
         finally:
-            for task in tasks:
+            leftovers = (*workers, *self._confirming)
+            for task in leftovers:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(*leftovers, return_exceptions=True)
+            if not crashed.done():
+                crashed.cancel()
+            elif not crashed.cancelled():
+                crashed.exception()  # raised above, or superseded by the error that was
             await self._lender.close()
 
-    def _handler(self, source: Source) -> Callable[[Msg], Awaitable[None]]:
-        async def handle(message: Msg) -> None:
-            await self.handle(source, message)
+    async def _consume(self, source: Source, stop: asyncio.Event) -> None:
+        """One worker: fetch a batch, settle each event in turn (the outputs confirm behind it)."""
+        spec = self.consumer_spec(source)
+        subscription = await self.bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        try:
+            while not stop.is_set():
+                try:
+                    messages = await subscription.fetch(FETCH_BATCH, timeout=POLL_SECONDS)
+                except (nats.errors.TimeoutError, TimeoutError):
+                    continue
+                for message in messages:
+                    await self._settle(source, spec, message)
+        finally:
+            await subscription.unsubscribe()
 
-        return handle
-
-    async def handle(self, source: Source, message: Msg) -> None:
+    async def _settle(self, source: Source, spec: ConsumerSpec, message: Msg) -> None:
         started = time.perf_counter()
-        kind = source.durable.removeprefix("wallet-")
         try:
             event = source.message.FromString(message.data)
         except DecodeError:
-            # Redelivering bytes that do not parse cannot help: log loudly and let the bus ack.
+            # Redelivering bytes that do not parse cannot help: log loudly and ack.
             _log.error("undecodable event dropped", extra={"fields": {"subject": message.subject}})
-            self._handled.labels(kind=kind, outcome="undecodable").inc()
+            self._handled.labels(kind=source.kind, outcome="undecodable").inc()
+            await message.ack()
             return
-        source_event_id = event.envelope.event_id
+        source_event_id = event.envelope.event_id  # type: ignore[attr-defined]
         await self._reached("received", source_event_id)
+        try:
+            outcome = await self._apply(source, event, source_event_id)
+        except Exception:
+            _log.exception(
+                "settlement failed; the event will be redelivered",
+                extra={"fields": {"subject": message.subject, "source_event_id": source_event_id}},
+            )
+            await self._retry(source, spec, message)
+            return
+        await self._reached("committed", source_event_id)
+        applied = settlement_applied(outcome, source_event_id, self.producer)
+        await self._unconfirmed.acquire()
+        try:
+            stored = await self.bus.js.publish_async(
+                self.applied_subject,
+                applied.SerializeToString(),
+                headers={MSG_ID_HEADER: applied.envelope.event_id},
+            )
+        except Exception:
+            self._unconfirmed.release()
+            _log.exception("SettlementApplied not sent; the event will be redelivered")
+            await self._retry(source, spec, message)
+            return
+        outcome_label = "duplicate" if outcome.duplicate else outcome.status.value
+        confirmation = asyncio.create_task(
+            self._confirm(source, spec, message, stored, source_event_id, outcome_label, started)
+        )
+        self._confirming.add(confirmation)
+        confirmation.add_done_callback(self._confirmed)
+
+    async def _apply(self, source: Source, event: Message, source_event_id: str) -> Outcome:
+        """The ledger transaction of ``event`` (committed when this returns), or its refusal."""
         try:
             command = source.to_command(event)
             async with self._lender.borrow() as conn:  # a worker: one ledger transaction at a time
-                outcome = await self.store.execute(command, record_rejection=True, conn=conn)
+                return await self.store.execute(command, record_rejection=True, conn=conn)
         except WalletError as err:
             # A malformed event (bad id, unknown item kind): nothing recorded, and the same answer on
             # every redelivery, so publishing a rejection keyed by the source event is idempotent.
-            outcome = Outcome(f"invalid:{source_event_id}", kind, Status.REJECTED, str(err), 0, "", "", {})
-        await self._reached("committed", source_event_id)
-        applied = settlement_applied(outcome, source_event_id, self.producer)
-        await self.bus.publish(
-            self.applied_subject, applied.SerializeToString(), msg_id=applied.envelope.event_id
-        )
-        await self._reached("published", source_event_id)
-        self._handled.labels(
-            kind=kind, outcome="duplicate" if outcome.duplicate else outcome.status.value
-        ).inc()
-        self._latency.labels(kind=kind).observe(time.perf_counter() - started)
+            key = f"invalid:{source_event_id}"
+            return Outcome(key, source.kind, Status.REJECTED, str(err), 0, "", "", {})
+
+    async def _confirm(
+        self,
+        source: Source,
+        spec: ConsumerSpec,
+        message: Msg,
+        stored: asyncio.Future[api.PubAck],
+        source_event_id: str,
+        outcome_label: str,
+        started: float,
+    ) -> None:
+        """Ack the input once its output is stored; nak it if the output is not."""
+        try:
+            try:
+                await asyncio.wait_for(stored, PUBLISH_TIMEOUT_SECONDS)
+            except Exception:
+                _log.warning(
+                    "SettlementApplied not stored; the event will be redelivered and republish it",
+                    extra={"fields": {"source_event_id": source_event_id}},
+                    exc_info=True,
+                )
+                await self._retry(source, spec, message)
+                return
+            await self._reached("published", source_event_id)
+            await message.ack()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as err:
+            # The process would be dead here: stop every worker (run() raises this).
+            if self._crashed is not None and not self._crashed.done():
+                self._crashed.set_exception(err)
+            raise
+        self._handled.labels(kind=source.kind, outcome=outcome_label).inc()
+        self._latency.labels(kind=source.kind).observe(time.perf_counter() - started)
+
+    def _confirmed(self, confirmation: asyncio.Task[None]) -> None:
+        self._confirming.discard(confirmation)
+        self._unconfirmed.release()
+
+    async def _retry(self, source: Source, spec: ConsumerSpec, message: Msg) -> None:
+        await message.nak(delay=spec.nak_delay_seconds)
+        self._handled.labels(kind=source.kind, outcome="retried").inc()
 
     async def _reached(self, point: str, source_event_id: str) -> None:
         if self._checkpoint is not None:

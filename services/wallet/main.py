@@ -10,7 +10,8 @@ from duelmahjong.v1 import wallet_pb2_grpc
 from services.wallet.api import PUBLIC_METHODS, SERVICE_NAME, WalletApi
 from services.wallet.config import WalletConfig
 from services.wallet.core import WalletCore
-from services.wallet.events import Namespace, SettlementConsumer
+from services.wallet.events import SettlementConsumer
+from services.wallet.sources import Namespace
 from services.wallet.store import WalletStore
 
 MIGRATIONS = Path(__file__).parent / "migrations"

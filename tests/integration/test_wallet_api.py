@@ -18,8 +18,8 @@ from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.service import ServiceRuntime
 from duelmahjong.v1 import events_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet.config import WalletConfig
-from services.wallet.events import Namespace
 from services.wallet.main import SPEC
+from services.wallet.sources import Namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 

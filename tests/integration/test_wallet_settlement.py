@@ -21,8 +21,9 @@ from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet.commands import Grant, PlaceHold, ReleaseHolds
-from services.wallet.events import SOURCES, Namespace, SettlementConsumer
+from services.wallet.events import SettlementConsumer
 from services.wallet.main import MIGRATIONS
+from services.wallet.sources import SOURCES, Namespace
 from services.wallet.store import WalletStore
 
 pytestmark = pytest.mark.integration
