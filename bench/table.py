@@ -55,14 +55,27 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class Window:
-    """Which side is being measured now; samples count only while their side's window is open."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (0 where /proc is not available)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self) -> None:
+
+class Window:
+    """Which side is being measured now; samples count only while their side's window is open.
+    Also adds up the CPU time each side's server process (``server_pids``) and this one use in that
+    side's windows, so a report can tell which side of the wire a figure is bound by."""
+
+    def __init__(self, server_pids: dict[str, int] | None = None) -> None:
         self.side = ""
         self.open = {"ours": asyncio.Event(), "ref": asyncio.Event()}
         self.latencies: dict[str, list[float]] = {"ours": [], "ref": []}
         self.count = 0
+        self.server_pids = server_pids or {}
+        self.cpu = {"ours": [0.0, 0.0, 0], "ref": [0.0, 0.0, 0]}  # server s, client s, round trips
 
     def record(self, side: str, seconds: float) -> None:
         if self.side == side:
@@ -73,9 +86,15 @@ class Window:
         self.side, self.count = side, 0
         self.open[side].set()
         started = time.perf_counter()
+        server = self.server_pids.get(side, 0)
+        server_before, client_before = cpu_seconds(server), time.process_time()
         await asyncio.sleep(seconds)
         done = self.count
         elapsed = time.perf_counter() - started
+        used = self.cpu[side]
+        used[0] += cpu_seconds(server) - server_before
+        used[1] += time.process_time() - client_before
+        used[2] += done
         self.open[side].clear()
         self.side = ""
         await asyncio.sleep(0.1)  # let the in-flight round trips settle before the other side runs
@@ -92,30 +111,35 @@ def _choose(legal: play_pb2.LegalActions) -> play_pb2.Action:
     return legal.default_action
 
 
+def _unpacked(response: table_pb2.PlayResponse) -> Sequence[table_pb2.PlayResponse]:
+    return response.batch.responses if response.HasField("batch") else (response,)
+
+
 async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
         call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
-        await call.write(table_pb2.PlayRequest(table_ticket=ticket))
+        await call.write(table_pb2.PlayRequest(table_ticket=ticket, accept_batches=True))
         last_seen, sent_at, sent_after = 0, 0.0, -1
         while True:
-            response = await call.read()
-            if response is grpc.aio.EOF:
+            received = await call.read()
+            if received is grpc.aio.EOF:
                 return
-            if response.HasField("event"):
-                last_seen = max(last_seen, response.event.sequence)
-                if sent_after >= 0 and response.event.sequence > sent_after:
-                    window.record("ours", time.perf_counter() - sent_at)
+            for response in _unpacked(received):
+                if response.HasField("event"):
+                    last_seen = max(last_seen, response.event.sequence)
+                    if sent_after >= 0 and response.event.sequence > sent_after:
+                        window.record("ours", time.perf_counter() - sent_at)
+                        sent_after = -1
+                elif response.HasField("rejected"):
                     sent_after = -1
-            elif response.HasField("rejected"):
-                sent_after = -1
-            elif response.view.legal_actions.actions and sent_after < 0:
-                await window.open["ours"].wait()
-                action = _choose(response.view.legal_actions)
-                # A continue waits for the other seat's by design (the next hand needs both): it is no
-                # action→event latency of the server, so it is sent but not timed.
-                timed = action.WhichOneof("kind") != "continue_playing"
-                sent_at, sent_after = time.perf_counter(), last_seen if timed else -1
-                await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
+                elif response.view.legal_actions.actions and sent_after < 0:
+                    await window.open["ours"].wait()
+                    action = _choose(response.view.legal_actions)
+                    # A continue waits for the other seat's by design (the next hand needs both): it is
+                    # no action→event latency of the server, so it is sent but not timed.
+                    timed = action.WhichOneof("kind") != "continue_playing"
+                    sent_at, sent_after = time.perf_counter(), last_seen if timed else -1
+                    await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
 
 
 async def _open_tables(address: str, secret: str) -> list[tuple[str, str]]:
@@ -202,13 +226,14 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
         try:
             address = f"127.0.0.1:{table_port}"
             await wait_until_serving(address, within_seconds=60)
-            window = Window()
+            window = Window({"ours": table.pid, "ref": echo.pid})
             seats = await _open_tables(address, secret)
             tasks = [asyncio.create_task(_seat(address, token, ticket, window)) for token, ticket in seats]
             tasks += [asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window)) for _ in range(TABLES)]
             await window.measure("ours", 0.5)  # warm-up of both sides
             await window.measure("ref", 0.5)
             window.latencies = {"ours": [], "ref": []}
+            window.cpu = {"ours": [0.0, 0.0, 0], "ref": [0.0, 0.0, 0]}
             ours, theirs = [], []
             for _ in range(runs):
                 theirs.append(await window.measure("ref", seconds))
@@ -233,7 +258,15 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
         f"bench table.latency ref=grpc_bidi p50={percentile(window.latencies['ref'], 0.5) * 1e3:.2f}ms "
         f"p99={ref_p99 * 1e3:.2f}ms",
         f"bench table.latency p99_ratio={ours_p99 / ref_p99 if ref_p99 else float('inf'):.2f}",
+        f"bench table.cpu ours {_per_round_trip(window.cpu['ours'])}",
+        f"bench table.cpu ref=grpc_bidi {_per_round_trip(window.cpu['ref'])}",
     ]
+
+
+def _per_round_trip(used: list[float]) -> str:
+    server, client, count = used
+    count = max(int(count), 1)
+    return f"server={server / count * 1e3:.3f}ms client={client / count * 1e3:.3f}ms per round trip"
 
 
 def main(argv: Sequence[str]) -> int:

@@ -178,11 +178,26 @@ def _hand_begun(begun: server_state_pb2.HandBegun) -> HandBegunFacts:
     )
 
 
-def log_record(appended: events_pb2.TableEventAppended) -> LogRecord:
-    """One write-ahead record as replay reads it (an unreadable one is kept, and refused by replay)."""
-    record = appended.record
+def log_records(appended: events_pb2.TableEventAppended) -> list[LogRecord]:
+    """The write-ahead records of one log message: ``record`` at ``sequence``, then ``following`` at
+    the next sequences (the table writes all one applied action logs as one message)."""
+    return [
+        log_record(appended, record, appended.sequence + offset)
+        for offset, record in enumerate([appended.record, *appended.following])
+    ]
+
+
+def log_record(
+    appended: events_pb2.TableEventAppended,
+    record: server_state_pb2.TableLogRecord | None = None,
+    sequence: int | None = None,
+) -> LogRecord:
+    """One write-ahead record as replay reads it (an unreadable one is kept, and refused by replay):
+    the message's own ``record`` unless another of its records and that one's sequence are given."""
+    record = appended.record if record is None else record
     which = record.WhichOneof("kind")
-    base = {"sequence": appended.sequence, "hand_id": appended.hand_id, "table_id": appended.table_id}
+    sequence = appended.sequence if sequence is None else sequence
+    base = {"sequence": sequence, "hand_id": appended.hand_id, "table_id": appended.table_id}
     if which == "engine_event":
         return LogRecord(**base, canonical=record.engine_event.canonical_json)
     if which == "action_applied":

@@ -89,10 +89,9 @@ class TableLogReader:
                 while True:
                     messages = await subscription.fetch(self._batch, timeout=self._fetch_seconds)
                     for message in messages:
-                        appended = _appended(message)
-                        if appended.sequence <= last_sequence:
-                            records.append(codec.log_record(appended))
-                        if appended.sequence >= last_sequence or message.metadata.sequence.stream >= end:
+                        logged = codec.log_records(_appended(message))
+                        records.extend(r for r in logged if r.sequence <= last_sequence)
+                        if logged[-1].sequence >= last_sequence or message.metadata.sequence.stream >= end:
                             return records
             except (nats.errors.TimeoutError, TimeoutError):
                 return records  # nothing more arrived: the replay decides what a short log means

@@ -42,7 +42,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
-        session = SeatSession(ticket.seat)
+        session = SeatSession(ticket.seat, batched=first.accept_batches)
         table.attach(session, first.last_seen_sequence)
         if first.HasField("action"):
             table.submit(session, first)
@@ -52,16 +52,30 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                 response = await session.outbox.get()
                 # Write everything the table queued for this seat before waiting again (an action's
                 # events and view arrive together): one wake-up per batch, not per message.
-                while response is not None:
-                    await context.write(response)
-                    if session.outbox.empty():
-                        break
-                    response = session.outbox.get_nowait()
-                if response is None:
+                ended = await self._write_queued(context, session, response)
+                if ended:
                     return
         finally:
             reader.cancel()
             table.detach(session)
+
+    @staticmethod
+    async def _write_queued(
+        context: grpc.aio.ServicerContext, session: SeatSession, response: table_pb2.PlayResponse | None
+    ) -> bool:
+        """Write ``response`` and whatever else is queued now; True when the stream is to end."""
+        queued: list[table_pb2.PlayResponse] = []
+        while response is not None:
+            queued.append(response)
+            if session.outbox.empty():
+                break
+            response = session.outbox.get_nowait()
+        if len(queued) > 1 and session.batched:
+            await context.write(table_pb2.PlayResponse(batch=table_pb2.PlayBatch(responses=queued)))
+        else:
+            for each in queued:
+                await context.write(each)
+        return response is None
 
     @staticmethod
     async def _read(

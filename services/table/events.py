@@ -82,21 +82,22 @@ class NatsJournal:
     async def append(
         self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
     ) -> None:
-        subject = subjects.table_log_subject(table_id)
-        publishes = []
-        for sequence, record in records:
-            event_id = f"{table_id}/{hand_id}/{sequence}"
-            appended = events_pb2.TableEventAppended(
-                envelope=self._envelope(event_id),
-                table_id=table_id,
-                hand_id=hand_id,
-                sequence=sequence,
-                record=record,
-            )
-            # Issued in order on one connection, so the stream stores them in sequence order; all
-            # acked before the caller shows anything (write-ahead).
-            publishes.append(self._stored(subject, appended.SerializeToString(), event_id))
-        await asyncio.gather(*publishes)
+        """Write one step's records (consecutive sequences) as ONE JetStream message and wait for its
+        ack: one publish and one ack per applied action, not one per record. Nothing is shown to a
+        seat before this returns (write-ahead)."""
+        if not records:
+            return
+        first, record = records[0]
+        event_id = f"{table_id}/{hand_id}/{first}"
+        appended = events_pb2.TableEventAppended(
+            envelope=self._envelope(event_id),
+            table_id=table_id,
+            hand_id=hand_id,
+            sequence=first,
+            record=record,
+            following=[r for _, r in records[1:]],
+        )
+        await self._stored(subjects.table_log_subject(table_id), appended.SerializeToString(), event_id)
 
     async def _stored(self, subject: str, payload: bytes, msg_id: str) -> None:
         """Publish until JetStream acks: a retry carries the same message id, so the stream keeps one

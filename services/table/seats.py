@@ -24,8 +24,11 @@ from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 class SeatSession:
     """One Play stream's end of a seat: the table writes to ``outbox``; ``None`` ends the stream."""
 
-    def __init__(self, seat: int) -> None:
+    def __init__(self, seat: int, batched: bool = False) -> None:
         self.seat = seat
+        # The client set accept_batches: what the table queued while the stream was writing goes out
+        # as one PlayBatch (one write and one read instead of one per event).
+        self.batched = batched
         self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
         # The last view the table sent this seat: what a refusal made outside the table's task shows.
         self.last_view: play_pb2.SeatView | None = None

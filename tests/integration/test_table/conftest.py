@@ -50,10 +50,13 @@ class SeatClient:
         self._call: Any = None
         self._reader: asyncio.Task[None] | None = None
         self.ended = asyncio.Event()
+        self.batches = 0  # PlayBatch messages received (only when connected with batches=True)
 
-    async def connect(self, last_seen: int = 0) -> None:
+    async def connect(self, last_seen: int = 0, batches: bool = False) -> None:
         await self._requests.put(
-            table_pb2.PlayRequest(table_ticket=self.ticket, last_seen_sequence=last_seen)
+            table_pb2.PlayRequest(
+                table_ticket=self.ticket, last_seen_sequence=last_seen, accept_batches=batches
+            )
         )
         self._call = self.stub.Play(self._outgoing(), metadata=self.token)
         self._reader = asyncio.create_task(self._read())
@@ -67,12 +70,17 @@ class SeatClient:
 
     async def _read(self) -> None:
         try:
-            async for response in self._call:
-                self.received.append(response)
-                if response.HasField("event"):
-                    self.last_seen = max(self.last_seen, response.event.sequence)
-                else:
-                    await self.views.put(response)
+            async for message in self._call:
+                if message.HasField("batch"):
+                    self.batches += 1
+                    assert message.batch.responses, "an empty batch"
+                    assert not any(r.HasField("batch") for r in message.batch.responses), "a nested batch"
+                for response in message.batch.responses if message.HasField("batch") else (message,):
+                    self.received.append(response)
+                    if response.HasField("event"):
+                        self.last_seen = max(self.last_seen, response.event.sequence)
+                    else:
+                        await self.views.put(response)
         finally:
             self.ended.set()
             await self.views.put(None)  # wakes whoever waits for a view
@@ -232,7 +240,8 @@ async def play_until_over(clients: tuple[SeatClient, SeatClient], within: float 
     await asyncio.wait_for(asyncio.gather(*(seat_loop(c) for c in clients)), within)
 
 
-async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppended]:
+async def _log_messages(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppended]:
+    """The table's write-ahead log as stored: one message per step (a record and its ``following``)."""
     subject = subjects.table_log_subject(table_id)
     sub = await bus.js.subscribe(subject, ordered_consumer=True)
     out: list[events_pb2.TableEventAppended] = []
@@ -246,6 +255,20 @@ async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppend
     finally:
         await sub.unsubscribe()
     return out
+
+
+async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppended]:
+    """The log's records one by one, each at its own sequence."""
+    return [
+        events_pb2.TableEventAppended(
+            table_id=appended.table_id,
+            hand_id=appended.hand_id,
+            sequence=appended.sequence + offset,
+            record=record,
+        )
+        for appended in await _log_messages(bus, table_id)
+        for offset, record in enumerate([appended.record, *appended.following])
+    ]
 
 
 async def _next_rejection(client: SeatClient) -> table_pb2.ActionRejected:
@@ -267,5 +290,6 @@ def kit() -> SimpleNamespace:
         live=live,
         play_until_over=play_until_over,
         read_log=_read_log,
+        log_messages=_log_messages,
         next_rejection=_next_rejection,
     )

@@ -46,6 +46,37 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
     assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
 
 
+async def test_a_seat_that_accepts_batches_gets_each_step_in_one_message_and_the_log_one_per_action(
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], bus: Bus
+) -> None:
+    table_id, first, second = await open_table()
+    table = kit.live(table_server, table_id)
+    await first.connect(batches=True)
+    await second.connect()  # an older client: one response per message, as before
+    await kit.play_until_over((first, second))
+    assert table.hands_played == 1
+    assert first.batches > 5 and second.batches == 0
+    # Unpacked, the batched seat saw the same kinds of thing as the other, and nothing hidden.
+    for client in (first, second):
+        kinds = [r.event.WhichOneof("kind") for r in client.received if r.HasField("event")]
+        assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
+        assert kit.check_hidden(client, table) > 10
+    assert [r.event.sequence for r in first.received if r.HasField("event") and r.event.sequence] == [
+        r.event.sequence for r in second.received if r.HasField("event") and r.event.sequence
+    ]
+    # The write-ahead log: one message per step (an applied action's record and its events together),
+    # the records still numbered 1, 2, 3… without gaps across messages.
+    messages = await kit.log_messages(bus, table_id)
+    records = sum(1 + len(m.following) for m in messages)
+    assert records == len(await kit.read_log(bus, table_id)) and len(messages) < records
+    expected = 1
+    for message in messages:
+        assert message.sequence == expected and message.envelope.event_id.endswith(f"/{expected}")
+        if message.record.HasField("action_applied"):
+            assert all(r.HasField("engine_event") for r in message.following)
+        expected += 1 + len(message.following)
+
+
 async def test_stale_and_out_of_turn_actions_are_refused_and_the_table_carries_on(
     kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any]
 ) -> None:
