@@ -60,6 +60,9 @@ def pattern_enum(pattern_id: str) -> int:
 
 
 def pattern_name(number: int) -> str:
+    # proto3 enums are open: a number this build does not know is bad input, not a crash
+    if number not in rules_pb2.PatternId.values():
+        raise InvalidArgument(f"unknown pattern id {number}")
     return rules_pb2.PatternId.Name(number).removeprefix("PATTERN_ID_").lower()
 
 

@@ -22,9 +22,14 @@ FEES = AccountRef.house(House.FEES)
 # Ids end idempotency keys ("hold:<pairing>:<player>"), so they never hold a ':' that could make
 # two different commands share a key.
 _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+# An admin grant moves at most this much prestige either way, and this many of an item: balances are
+# int64 and item counts int32 in Postgres, so anything near those limits is a typo, not a grant.
+MAX_GRANT = 10**12
+MAX_ITEM_GRANT = 100_000
 
 
-def _check_ids(*ids: str) -> None:
+def check_ids(*ids: str) -> None:
+    """Every id a wallet input names; also checked before a read, so a bad one never reaches SQL."""
     for value in ids:
         if not _ID.match(value):
             raise InvalidAmountError(f"bad id {value!r}: 1 to 64 letters, digits, '_', '.' or '-'")
@@ -90,7 +95,7 @@ class Command(ABC):
     def validate(self) -> None:
         if not self.key or len(self.key) > 200:
             raise InvalidAmountError(f"idempotency key must be 1 to 200 characters, got {self.key!r}")
-        _check_ids(*self.players())
+        check_ids(*self.players())
 
     @abstractmethod
     def apply(self, draft: Draft) -> None:
@@ -126,7 +131,7 @@ class TableOpening(TableCommand):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_ids(self.table_id, self.pairing_id)
+        check_ids(self.table_id, self.pairing_id)
 
     def apply(self, draft: Draft) -> None:
         draft.plan.table_opened = (self.table_id, self.pairing_id)
@@ -231,7 +236,7 @@ class ItemUse(TableCommand):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_ids(self.item)
+        check_ids(self.item)
 
     def apply(self, draft: Draft) -> None:
         draft.change_item(self.player, self.item, -1)
@@ -298,10 +303,16 @@ class Grant(Command):
         Command.validate(self)
         if self.amount == 0 and not self.items:
             raise InvalidAmountError("a grant needs a prestige amount or items")
+        if abs(self.amount) > MAX_GRANT:
+            raise InvalidAmountError(
+                f"a grant moves at most {MAX_GRANT} prestige either way, got {self.amount}"
+            )
         for item, quantity in self.items:
-            _check_ids(item)
-            if quantity <= 0:
-                raise InvalidAmountError(f"item {item!r}: quantity must be > 0, got {quantity}")
+            check_ids(item)
+            if not 0 < quantity <= MAX_ITEM_GRANT:
+                raise InvalidAmountError(
+                    f"item {item!r}: quantity must be 1-{MAX_ITEM_GRANT}, got {quantity}"
+                )
         if not self.grant_reason.strip():
             raise InvalidAmountError("a grant needs an audit reason")
 
@@ -334,7 +345,7 @@ class PlaceHold(Command):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_ids(self.pairing_id)
+        check_ids(self.pairing_id)
 
     def apply(self, draft: Draft) -> None:
         draft.place_hold(self.pairing_id, self.player, self.carry, self.fee)
@@ -365,7 +376,7 @@ class ReleaseHolds(Command):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_ids(self.pairing_id)
+        check_ids(self.pairing_id)
 
     def apply(self, draft: Draft) -> None:
         draft.release_holds(self.pairing_id, closing=bool(self.table_id))  # TableClosed ends the pairing

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Principal, Role
 from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
-from services.wallet.commands import Grant, PlaceHold, ReleaseHolds
+from services.wallet.commands import Grant, PlaceHold, ReleaseHolds, check_ids
 from services.wallet.config import WalletConfig
 from services.wallet.levels import LevelTable
 from services.wallet.store import HistoryRow, Outcome, RankedPlayer, WalletStore
@@ -77,6 +77,7 @@ def owner(principal: Principal, player_id: str) -> str:
     wanted = player_id or principal.player_id
     if wanted != principal.player_id and principal.role not in SERVER_ROLES:
         raise PermissionDenied("a player may only see or move their own prestige")
+    check_ids(wanted)  # a NUL or a 100 kB id is refused here, not by Postgres as an internal error
     return wanted
 
 
@@ -94,6 +95,8 @@ class WalletCore:
         name = display_name.strip()
         if not 1 <= len(name) <= 32:
             raise InvalidArgument(f"display name must be 1-32 characters, got {len(name)}")
+        if not name.isprintable():
+            raise InvalidArgument("display name must be printable (no control characters)")
         player_id = uuid.uuid4().hex
         grant = None
         if self.config.starting_grant > 0:
@@ -223,6 +226,8 @@ class WalletCore:
         wanted = self._server_call(
             principal, player_id, "holds are released by the servers when the pairing closes"
         )
+        check_ids(wanted)
+        await self.store.balance(wanted)  # an unknown player is NOT_FOUND, not an empty release
         command = ReleaseHolds(f"release:{pairing_id}:{wanted}", pairing_id=pairing_id, seats=(wanted,))
         return await self.store.execute(command, record_rejection=False)
 

@@ -42,6 +42,22 @@ ALWAYS_PUBLIC_PREFIXES = (
 )
 REQUEST_ID_KEY = "x-request-id"
 INTERNAL_MESSAGE = "internal error; it has been logged (request id {request_id})"
+# Status details travel as one HTTP/2 trailer (clients cap metadata at 16 KiB): a message that quotes a
+# huge input would break the response itself, so details are cut to a readable sentence.
+MAX_DETAILS = 300
+
+
+def readable_details(message: str) -> str:
+    """``message`` as status details: control characters escaped, at most ``MAX_DETAILS`` characters.
+
+    >>> readable_details("no player 'a\\x00b'")
+    "no player 'a\\\\x00b'"
+    >>> len(readable_details("x" * 5000))
+    300
+    """
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in message)
+    return shown if len(shown) <= MAX_DETAILS else shown[: MAX_DETAILS - 1] + "…"
+
 
 _log = get_logger("grpc")
 
@@ -213,7 +229,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             outcome.code = grpc.StatusCode.CANCELLED
             return  # cancellation (client went away, server stopping): nothing to tell anyone
         if isinstance(err, DomainError):
-            code, message = grpc.StatusCode[err.status], err.message
+            code, message = grpc.StatusCode[err.status], readable_details(err.message)
             _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
         elif isinstance(err, NotImplementedError):
             code = grpc.StatusCode.UNIMPLEMENTED
