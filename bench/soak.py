@@ -1,0 +1,427 @@
+"""``duel bench soak`` (``make soak``): a bounded long run of the whole stack with invariant and leak checks.
+
+Uses the running stack (``make run``'s state file) when all four services are SERVING, else starts
+one (embedded NATS and Postgres) and stops it at the end. ``--pairs`` bot pairs then play through
+matchmaking and table exactly like game clients, in every room (both profiles): queue, negotiate
+(T7), play a few hands, leave, re-queue; some escape mid-hand (H3) and some drop their stream and
+reconnect (T10). Every ``--interval`` seconds one ``soak`` line: matches and hands finished, hands/s,
+errors by kind, each service's RSS and open fds (``/proc``), JetStream consumer lag, live tables and
+time-to-table p50/p99. At the end, once the stack has settled: the ledger total unchanged and the
+wallet's audit clean, no hold open, no live table, no service restarted or dead, RSS growth since
+the first interval below ``--max-rss-growth-mb``; any violation exits 1. Everything is loopback,
+and every loop is bounded in time (``--minutes``, per-step timeouts) and in count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import grpc
+import grpc.aio
+import nats
+from prometheus_client.parser import text_string_to_metric_families
+
+from duelmahjong.cli.demo import ledger_balances
+from duelmahjong.cli.status import check_health
+from duelmahjong.client.play import MatchPlan
+from duelmahjong.client.policy import BaselineBot
+from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.platform.db import with_database
+from duelmahjong.platform.stack import Stack, available_services
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState
+from duelmahjong.v1 import matchmaking_pb2 as mm
+from duelmahjong.v1 import rules_pb2, table_pb2
+
+IN_ALL = False  # minutes long: `duel bench all` skips it
+FIND_TABLE_SECONDS = 60.0  # a queue longer than this is an error (bot fill comes after 30 s)
+DRIFT = 300  # prestige a bot may win or lose before a fresh guest takes its seat
+PLAY_SECONDS = 300.0  # one match of a few hands; a table that takes longer is stuck
+SETTLE_SECONDS = 60.0  # after the last match: holds released, tables closed, consumers caught up
+MATCHES_PER_PAIR = 10_000  # a count bound besides the time bound
+# Kinds of error that are defects, not the churn a soak causes on purpose (expired queues, stale acts).
+DEFECTS = ("grpc.INTERNAL", "grpc.UNKNOWN", "grpc.DATA_LOSS", "unexpected.")
+
+
+class SoakViolation(Exception):
+    """An end-of-run invariant that does not hold."""
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="duel bench soak", description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=10.0, help="how long bots play (default 10)")
+    parser.add_argument("--pairs", type=int, default=16, help="concurrent bot pairs (default 16)")
+    parser.add_argument("--interval", type=float, default=30.0, help="seconds between lines (default 30)")
+    parser.add_argument("--hands", type=int, default=4, help="most hands a bot stays for (default 4)")
+    parser.add_argument("--escape-rate", type=float, default=0.1, help="matches a seat escapes (H3)")
+    parser.add_argument("--drop-rate", type=float, default=0.1, help="matches a seat drops and resumes")
+    parser.add_argument("--decline-rate", type=float, default=0.05, help="T7 proposals declined")
+    parser.add_argument("--max-rss-growth-mb", type=float, default=64.0, help="per service (default 64)")
+    parser.add_argument("--seed", type=int, default=0, help="bots' random choices (default 0)")
+    parser.add_argument("--state-file", type=Path, default=DEFAULT_STATE_FILE, help="a running stack")
+    args = parser.parse_args(list(argv))
+    if args.minutes <= 0 or args.pairs < 1 or args.interval <= 0 or args.hands < 1:
+        parser.error("--minutes and --interval must be positive, --pairs and --hands at least 1")
+    if not all(0.0 <= rate <= 1.0 for rate in (args.escape_rate, args.drop_rate, args.decline_rate)):
+        parser.error("rates are fractions between 0 and 1")
+    return args
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile (0 for no values).
+
+    >>> percentile([3.0, 1.0, 2.0], 0.5), percentile([1.0] * 99 + [9.0], 0.99), percentile([], 0.5)
+    (2.0, 1.0, 0)
+    """
+    if not values:
+        return 0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, int(fraction * len(ordered) + 0.5) - 1))]
+
+
+@dataclass
+class Tally:
+    """What the bots did, shared by every pair (one event loop: no locks)."""
+
+    started: float = field(default_factory=time.monotonic)
+    tables: set[str] = field(default_factory=set)
+    hands: int = 0
+    escapes: int = 0
+    reconnects: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)  # the first message of each kind of error
+    time_to_table: list[float] = field(default_factory=list)
+
+    def count(self, error: BaseException) -> None:
+        kind = error_kind(error)
+        self.errors[kind] += 1
+        detail = error.details() if isinstance(error, grpc.aio.AioRpcError) else str(error)
+        self.examples.setdefault(kind, (detail or "")[:200])
+
+    def defects(self) -> dict[str, int]:
+        return {kind: n for kind, n in self.errors.items() if kind.startswith(DEFECTS)}
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    rss_mb: float
+    fds: int
+    started_at: int  # clock ticks since boot (/proc/<pid>/stat field 22): changes if the pid is reused
+
+
+def proc_sample(pid: int) -> ProcSample | None:
+    """RSS, open fds and start time of a live process from /proc; None if it is gone (or a zombie)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        status = Path(f"/proc/{pid}/status").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    if stat[0] == "Z":
+        return None
+    rss_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    try:
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except PermissionError:
+        fds = -1  # another user's process
+    return ProcSample(rss_kb / 1024, fds, int(stat[19]))
+
+
+def scrape_gauge(metrics_url: str, name: str) -> float | None:
+    """The sum of a metric's samples at a service's /metrics (None if unreachable or absent)."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return None
+    values = [s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == name]
+    return sum(values) if values else None
+
+
+async def consumer_lag(nats_url: str) -> int | None:
+    """Messages pending or awaiting an ack over every durable consumer of every stream."""
+    try:
+        client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=0)
+    except Exception:  # lag is informative: the soak goes on without it
+        return None
+    try:
+        jsm = client.jsm()
+        lag = 0
+        for stream in await jsm.streams_info():
+            for consumer in await jsm.consumers_info(stream.config.name):
+                lag += (consumer.num_pending or 0) + (consumer.num_ack_pending or 0)
+        return lag
+    finally:
+        await client.close()
+
+
+@contextlib.asynccontextmanager
+async def stack_state(state_file: Path) -> AsyncIterator[tuple[StackState, Stack | None]]:
+    """The running stack's state if all of it is SERVING, else a stack started for the soak."""
+    running = StackState.read(state_file)
+    if running is not None and set(running.services) == set(SERVICE_NAMES):
+        if all(check_health(e.grpc, 3.0) == "SERVING" for e in running.services.values()):
+            print(f"[soak] using the running stack of {state_file}", flush=True)
+            yield running, None
+            return
+    data_dir = Path(tempfile.mkdtemp(prefix="duel-soak-"))
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}
+    stack = Stack(data_dir, available_services(SERVICE_NAMES), environ)
+    try:
+        print("[soak] no running stack: starting one", flush=True)
+        yield await stack.up(), stack
+    finally:
+        stack.down()
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+class Pair:
+    """Two bots that queue together in one room, play, leave and queue again until the deadline."""
+
+    def __init__(
+        self, number: int, state: StackState, rooms: list[mm.Room], args: argparse.Namespace
+    ) -> None:
+        self.number, self.state, self.rooms, self.args = number, state, rooms, args
+        self.random = random.Random(args.seed * 1_000_003 + number)
+        self.clients: list[DuelClient] = []
+        self.granted: list[int] = []
+        self.logins = 0
+
+    async def _client(self, seat: int) -> DuelClient:
+        """The seat's client; a fresh guest replaces one that drifted more than ``DRIFT`` from its
+        starting grant or cannot pay the dearest room (matchmaking pairs by prestige within a window
+        that widens with waiting: far-apart bots would wait for bot fill instead of each other)."""
+        need = max(room.rules.minimum_balance + room.rules.fee for room in self.rooms)
+        if seat < len(self.clients):
+            available = (await self.clients[seat].balance()).available
+            if available >= need and abs(available - self.granted[seat]) <= DRIFT:
+                return self.clients[seat]
+        client = DuelClient(
+            wallet=self.state.services["wallet"].grpc, matchmaking=self.state.services["matchmaking"].grpc
+        )
+        self.logins += 1
+        await client.login(f"soak bot {self.number}.{self.logins}")
+        granted = (await client.balance()).available
+        if seat < len(self.clients):
+            await self.clients[seat].close()
+            self.clients[seat], self.granted[seat] = client, granted
+        else:
+            self.clients.append(client)
+            self.granted.append(granted)
+        return client
+
+    def plan(self) -> MatchPlan:
+        rng, hands = self.random, self.random.randint(1, self.args.hands)
+        escape = rng.randint(1, hands) if rng.random() < self.args.escape_rate else 0
+        drop = rng.randint(3, 25) if rng.random() < self.args.drop_rate else 0
+        return MatchPlan(hands=hands, escape_in_hand=escape, drop_after_actions=drop)
+
+    async def seat(self, client: DuelClient, room: mm.Room, tally: Tally, deadline: float) -> None:
+        rules = room.rules
+        available = (await client.balance()).available
+        carry = max(rules.carry_min, min(rules.carry_max, available - rules.fee))
+        multiplier = self.random.choice((1, 2, 5, 10))
+        accept = self.random.random() >= self.args.decline_rate
+        queued = time.monotonic()
+        try:  # at the deadline a bot still queued leaves the queue (its stream is cancelled)
+            async with asyncio.timeout(min(FIND_TABLE_SECONDS, max(1.0, deadline - queued))):
+                ready = await client.find_table(room.room_id, carry, multiplier=multiplier, accept=accept)
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                return
+            raise
+        tally.time_to_table.append(time.monotonic() - queued)
+        async with asyncio.timeout(PLAY_SECONDS):
+            outcome = await client.play(ready, BaselineBot(), self.plan())
+        tally.tables.add(outcome.table_id)
+        if ready.seat == rules_pb2.SEAT_FIRST:  # each hand once, by the first seat's count
+            tally.hands += outcome.hands_settled
+        tally.escapes += outcome.escaped
+        tally.reconnects += outcome.reconnects
+        for rejected in outcome.rejections:
+            tally.errors[
+                "rejected." + table_pb2.RejectionCode.Name(rejected.code).removeprefix("REJECTION_CODE_")
+            ] += 1
+
+    async def run(self, deadline: float, tally: Tally) -> None:
+        try:
+            for _ in range(MATCHES_PER_PAIR):
+                if time.monotonic() >= deadline:
+                    return
+                room = self.random.choice(self.rooms)
+                try:
+                    clients = [await self._client(seat) for seat in (0, 1)]
+                    results = await asyncio.gather(
+                        *(self.seat(c, room, tally, deadline) for c in clients), return_exceptions=True
+                    )
+                except Exception as err:  # counted by kind; the pair carries on
+                    results = [err]
+                for result in results:
+                    if isinstance(result, BaseException):
+                        tally.count(result)
+                if any(isinstance(r, BaseException) for r in results):
+                    await asyncio.sleep(0.5)  # do not spin on a failing service
+        finally:
+            for client in self.clients:
+                await client.close()
+
+
+def error_kind(error: BaseException) -> str:
+    if isinstance(error, QueueEnded):
+        return "queue_ended"
+    if isinstance(error, grpc.aio.AioRpcError):
+        return f"grpc.{error.code().name}"
+    if isinstance(error, TimeoutError):
+        return "timeout"
+    return f"unexpected.{type(error).__name__}"
+
+
+def sample_services(state: StackState) -> dict[str, ProcSample | None]:
+    return {name: proc_sample(endpoint.pid) for name, endpoint in state.services.items()}
+
+
+async def interval_line(state: StackState, tally: Tally, samples: dict[str, ProcSample | None]) -> str:
+    elapsed = time.monotonic() - tally.started
+    live = scrape_gauge(state.services["table"].metrics, "duel_table_live_tables_count")
+    lag = await consumer_lag(state.nats_url)
+    rss = ",".join(f"{n}:{s.rss_mb:.0f}MB" if s else f"{n}:DEAD" for n, s in samples.items())
+    fds = ",".join(f"{n}:{s.fds}" if s else f"{n}:-" for n, s in samples.items())
+    errors = ",".join(f"{kind}={n}" for kind, n in sorted(tally.errors.items())) or "none"
+    ttt = tally.time_to_table
+    return (
+        f"soak t={elapsed:.0f}s matches={len(tally.tables)} hands={tally.hands} "
+        f"hands/s={tally.hands / elapsed:.2f} escapes={tally.escapes} reconnects={tally.reconnects} "
+        f"errors={errors} rss={rss} fds={fds} lag={'?' if lag is None else lag} "
+        f"live_tables={'?' if live is None else f'{live:.0f}'} "
+        f"time_to_table p50={percentile(ttt, 0.5):.2f}s p99={percentile(ttt, 0.99):.2f}s"
+    )
+
+
+async def ledger_state(admin_url: str) -> tuple[int, int, list[str]]:
+    """The ledger total, the open holds and the wallet's own audit findings (docs/wallet.md)."""
+    from services.wallet.store import WalletStore  # the audit the wallet's tests run, not a copy
+
+    balances = await ledger_balances(admin_url)
+    pool = await asyncpg.create_pool(with_database(admin_url, "wallet"), min_size=1, max_size=1)
+    try:
+        holds = await pool.fetchval("SELECT count(*) FROM wallet.holds WHERE open")
+        problems = await WalletStore(pool).audit()
+    finally:
+        await pool.close()
+    return sum((balances or {}).values()), int(holds), problems
+
+
+async def settle(state: StackState) -> tuple[int, float | None, int | None]:
+    """Wait (bounded) for holds released, tables closed and consumers caught up; the last readings."""
+    holds, live, lag = -1, None, None
+    for _ in range(int(SETTLE_SECONDS)):
+        _, holds, _ = await ledger_state(state.database_url)
+        live = scrape_gauge(state.services["table"].metrics, "duel_table_live_tables_count")
+        lag = await consumer_lag(state.nats_url)
+        if holds == 0 and live == 0 and lag == 0:
+            break
+        await asyncio.sleep(1.0)
+    return holds, live, lag
+
+
+def verdicts(
+    args: argparse.Namespace,
+    before: tuple[int, dict[str, ProcSample | None]],
+    baseline: dict[str, ProcSample | None],
+    after: dict[str, ProcSample | None],
+    ledger: tuple[int, int, list[str]],
+    settled: tuple[int, float | None, int | None],
+    tally: Tally,
+) -> list[str]:
+    """Every end-of-run check as a printed line; the violations are returned."""
+    total_before, started = before
+    total_after, holds, audit = ledger
+    _, live, lag = settled
+    checks = [
+        (total_after == total_before, f"ledger total before {total_before} after {total_after}"),
+        (not audit, "wallet audit " + ("clean" if not audit else "; ".join(audit[:5]))),
+        (holds == 0, f"open holds {holds}"),
+        (live == 0, f"live tables {'unknown' if live is None else f'{live:.0f}'}"),
+        (tally.hands > 0, f"hands finished {tally.hands}"),
+        (not tally.defects(), f"defect errors {tally.defects() or 'none'}"),
+        (lag == 0, f"consumer lag at the end {lag}"),
+    ]
+    for name, first in started.items():
+        now = after.get(name)
+        same = first is not None and now is not None and now.started_at == first.started_at
+        checks.append((same, f"{name} pid {'same process, alive' if same else 'RESTARTED OR DEAD'}"))
+        base = baseline.get(name)
+        if base is not None and now is not None:
+            growth = now.rss_mb - base.rss_mb
+            checks.append(
+                (
+                    growth <= args.max_rss_growth_mb,
+                    f"{name} rss {base.rss_mb:.0f}MB -> {now.rss_mb:.0f}MB growth {growth:+.1f}MB"
+                    f" (limit {args.max_rss_growth_mb:.0f}MB), fds {base.fds} -> {now.fds}",
+                )
+            )
+    for kind, example in sorted(tally.examples.items()):
+        print(f"soak error {kind} x{tally.errors[kind]}, first: {example}", flush=True)
+    violations = []
+    for ok, line in checks:
+        print(f"soak check {'ok  ' if ok else 'FAIL'} {line}", flush=True)
+        if not ok:
+            violations.append(line)
+    return violations
+
+
+async def soak(args: argparse.Namespace) -> int:
+    async with stack_state(args.state_file) as (state, stack):
+        if not state.database_url:
+            raise SoakViolation("the stack's state names no Postgres URL: the ledger cannot be checked")
+        lobby = DuelClient(
+            wallet=state.services["wallet"].grpc, matchmaking=state.services["matchmaking"].grpc
+        )
+        async with lobby:
+            await lobby.login("soak lobby")
+            rooms = await lobby.rooms()
+        total_before, _, _ = await ledger_state(state.database_url)
+        started = sample_services(state)
+        tally = Tally()
+        deadline = tally.started + args.minutes * 60
+        pairs = [Pair(n, state, rooms, args) for n in range(args.pairs)]
+        print(f"[soak] {args.pairs} pairs for {args.minutes:g} min in {len(rooms)} rooms", flush=True)
+        tasks = [asyncio.create_task(pair.run(deadline, tally)) for pair in pairs]
+        baseline: dict[str, ProcSample | None] = {}
+        while not all(task.done() for task in tasks):
+            await asyncio.wait(tasks, timeout=args.interval)
+            samples = sample_services(state)
+            baseline = baseline or samples  # after the first interval: caches and pools warmed up
+            print(await interval_line(state, tally, samples), flush=True)
+        await asyncio.gather(*tasks)
+        settled = await settle(state)
+        ledger = await ledger_state(state.database_url)
+        violations = verdicts(
+            args, (total_before, started), baseline, sample_services(state), ledger, settled, tally
+        )
+        dead = stack.exited() if stack is not None else None
+        if dead is not None:
+            violations.append(f"{dead.name} exited with code {dead.process.returncode}")
+    print(f"soak {'FAILED: ' + str(len(violations)) + ' violation(s)' if violations else 'OK'}", flush=True)
+    return 1 if violations else 0
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse_args(argv)
+    try:
+        return asyncio.run(soak(args))
+    except SoakViolation as err:
+        print(f"soak FAILED: {err}", file=sys.stderr)
+        return 1
