@@ -1,0 +1,119 @@
+"""``duel bench soak``'s parts that need no stack: its arguments, percentiles, /proc readings, error
+kinds and the end-of-run verdicts (which violation is reported, and that a clean run has none)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+
+import grpc
+import pytest
+
+from duelmahjong.cli.bench import load
+from duelmahjong.client.session import QueueEnded
+
+soak = load("soak")  # bench/ is not an installed package: loaded the way `duel bench` loads it
+
+
+def test_defaults_are_ten_minutes_of_sixteen_pairs_and_the_soak_stays_out_of_bench_all() -> None:
+    args = soak.parse_args([])
+    assert (args.minutes, args.pairs, args.max_rss_growth_mb) == (10.0, 16, 64.0)
+    assert soak.IN_ALL is False
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--minutes", "0"], ["--pairs", "0"], ["--interval", "-1"], ["--hands", "0"], ["--escape-rate", "1.5"]],
+)
+def test_nonsense_arguments_are_refused_with_usage_exit_2(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        soak.parse_args(argv)
+    assert exit_info.value.code == 2
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(n) for n in range(1, 101)]
+    assert soak.percentile(values, 0.5) == 50.0
+    assert soak.percentile(values, 0.99) == 99.0
+    assert soak.percentile([7.0], 0.99) == 7.0
+    assert soak.percentile([], 0.5) == 0
+
+
+def test_proc_sample_reads_this_process_and_nothing_for_a_finished_one() -> None:
+    sample = soak.proc_sample(os.getpid())
+    assert sample is not None and sample.rss_mb > 1 and sample.fds > 2 and sample.started_at > 0
+    assert soak.proc_sample(os.getpid()).started_at == sample.started_at  # stable: restarts show
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    assert soak.proc_sample(finished.pid) is None
+
+
+def _rpc_error(code: grpc.StatusCode) -> grpc.aio.AioRpcError:
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details="went wrong")
+
+
+def test_errors_are_counted_by_kind_and_only_server_bugs_are_defects() -> None:
+    tally = soak.Tally()
+    for error in (
+        QueueEnded("declined"),
+        TimeoutError(),
+        _rpc_error(grpc.StatusCode.FAILED_PRECONDITION),
+        _rpc_error(grpc.StatusCode.INTERNAL),
+        KeyError("seat"),
+    ):
+        tally.count(error)
+    assert set(tally.errors) == {
+        "queue_ended",
+        "timeout",
+        "grpc.FAILED_PRECONDITION",
+        "grpc.INTERNAL",
+        "unexpected.KeyError",
+    }
+    assert tally.examples["grpc.INTERNAL"] == "went wrong"
+    assert tally.defects() == {"grpc.INTERNAL": 1, "unexpected.KeyError": 1}
+
+
+def _sample(rss_mb: float, started_at: int = 100) -> object:
+    return soak.ProcSample(rss_mb=rss_mb, fds=20, started_at=started_at)
+
+
+def _verdicts(**changes: object) -> list[str]:
+    """The violations of a run that was clean but for ``changes``."""
+    args = argparse.Namespace(max_rss_growth_mb=64.0)
+    tally = soak.Tally(hands=12)
+    first = {"wallet": _sample(50.0), "table": _sample(70.0)}
+    after = changes.get("after", {"wallet": _sample(52.0), "table": _sample(71.0)})
+    ledger = changes.get("ledger", (0, 0, []))
+    settled = changes.get("settled", (0, 0.0, 0))
+    return soak.verdicts(args, (0, first), first, after, ledger, settled, changes.get("tally", tally))
+
+
+def test_a_clean_run_has_no_violation(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _verdicts() == []
+    assert "FAIL" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("changes", "reported"),
+    [
+        ({"ledger": (5, 0, [])}, "ledger total before 0 after 5"),
+        ({"ledger": (0, 0, ["the balances sum to 5, not 0"])}, "wallet audit the balances sum to 5"),
+        ({"ledger": (0, 2, [])}, "open holds 2"),
+        ({"settled": (0, 3.0, 0)}, "live tables 3"),
+        ({"settled": (0, 0.0, 7)}, "consumer lag at the end 7"),
+        ({"tally": soak.Tally()}, "hands finished 0"),
+        (
+            {"after": {"wallet": _sample(52.0, started_at=999), "table": _sample(71.0)}},
+            "wallet pid RESTARTED",
+        ),
+        ({"after": {"wallet": None, "table": _sample(71.0)}}, "wallet pid RESTARTED OR DEAD"),
+        (
+            {"after": {"wallet": _sample(52.0), "table": _sample(150.0)}},
+            "table rss 70MB -> 150MB growth +80.0MB",
+        ),
+    ],
+)
+def test_each_violation_is_reported(changes: dict[str, object], reported: str) -> None:
+    violations = _verdicts(**changes)
+    assert len(violations) == 1 and violations[0].startswith(reported), violations
