@@ -2,7 +2,9 @@
 
 An event has three parts: ``public`` (both seats and spectators), ``private`` (only ``seat``) and
 ``server`` (nobody but the table authority: the seed, the wall order, the unused pool). A service routes
-``event.for_seat(n)`` to seat ``n`` and stores ``event.to_json()`` in the log, without knowing any rule.
+``event.for_seat(n)`` to seat ``n`` when ``event.visible_to(n)`` and stores ``event.to_json()`` in the
+log, without knowing any rule. A few events are no fact for the other seat at all (a silent pass, see
+``SEAT_ONLY_KINDS``): they reach only their own seat, and do not count in the other seat's stream.
 
 Tile values are tile kinds (ints) in memory and tile notation (``"5m"``) in JSON, so golden logs read
 like mahjong. ``canonical()`` is the byte-exact serialisation used to check determinism.
@@ -26,6 +28,12 @@ TILE_KEYS = frozenset({"tile", "target", "discard"})
 TILE_LIST_KEYS = frozenset({"tiles", "wall", "pool", "bonus", "given", "received", "flowers"})
 
 NO_SEAT = -1
+
+# Kinds that, without a public part, only their own seat learns of. A claim or robbing window opens only
+# when the opponent has an option (T2, D13): a ``passed`` shown to the discarder or the konger would tell
+# it that the opponent could win, kong, pong or chi on its tile. A pass that announces 胡加倍 (T8, public
+# ``declined_win``) is a public decision and stays visible (docs/engine.md "Claim windows").
+SEAT_ONLY_KINDS = frozenset({"passed"})
 
 
 def _encode(payload: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -77,6 +85,10 @@ class Event:
             return SEAT
         return PUBLIC
 
+    def visible_to(self, seat: int) -> bool:
+        """Whether ``seat`` (``-1``: a spectator) learns of this event at all."""
+        return seat == self.seat or bool(self.public) or self.kind not in SEAT_ONLY_KINDS
+
     def for_seat(self, seat: int) -> dict[str, Any]:
         """The JSON this seat may see: the public part, plus the private part if it is about this seat."""
         out: dict[str, Any] = {"kind": self.kind, "seat": self.seat}
@@ -108,6 +120,11 @@ class Event:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ReplayError(f"malformed event {data!r}: {exc}") from exc
+
+
+def events_for_seat(events: list[Event], seat: int) -> list[dict[str, Any]]:
+    """The stream ``seat`` receives: the events it learns of, each as it may read it, in log order."""
+    return [event.for_seat(seat) for event in events if event.visible_to(seat)]
 
 
 def canonical_log(events: list[Event]) -> str:

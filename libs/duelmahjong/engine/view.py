@@ -11,7 +11,7 @@ from typing import Any
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.result import meld_tiles, seat_wind
-from duelmahjong.engine.state import OVER, TableState
+from duelmahjong.engine.state import CLAIM, OVER, ROB_KONG, TURN, TableState
 from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, tile_name, tiles_of
 
 
@@ -21,6 +21,18 @@ def _melds(state: TableState, seat: int, viewer: int) -> list[dict[str, str]]:
         hidden = kind == "concealed_kong" and seat != viewer and state.phase != OVER
         out.append({"kind": kind, "tiles": "" if hidden else format_tiles(meld_tiles(kind, tile))})
     return out
+
+
+def _shown_turn(state: TableState, viewer: int) -> tuple[str, int]:
+    """The phase and the seat to move as ``viewer`` may know them.
+
+    A claim or robbing window exists only when the deciding seat has an option (T2, D13), so the other
+    seat is shown what follows any discard or added kong: a turn, the discard's receiver to move (it
+    draws or claims) or the konger (it draws its replacement unless robbed)."""
+    phase, current = state.phase, state.current
+    if viewer == current or phase not in (CLAIM, ROB_KONG):
+        return phase, current
+    return TURN, (current if phase == CLAIM else viewer)
 
 
 def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, Any]:
@@ -45,15 +57,16 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
         if mine or doubling_public:
             entry["doubling"] = state.doubling[seat]
         seats.append(entry)
+    phase, to_move = _shown_turn(state, viewer)
     view: dict[str, Any] = {
         "profile": state.settings.profile,
         "seat": viewer,
-        "phase": state.phase,
+        "phase": phase,
         "hand_number": state.hand_number,
         "dealer": state.dealer,
         "round_wind": WIND_NAMES[state.round_wind],
         "progressive": state.progressive,
-        "to_move": state.current,
+        "to_move": to_move,
         "wall_remaining": state.wall_remaining,
         "pool_remaining": len(state.pool),
         "bonus_tiles": [tile_name(t) for t in state.bonus],
