@@ -154,10 +154,9 @@ class HandCycle:
             state.continuing = False
         self._send_views()
 
-    async def _charges(self, events: list[Event]) -> None:
-        """erren T4 paid exchanges go to the wallet as they happen (keyed by their log sequence)."""
-        logged = self._log.events[-len(events) :] if events else []
-        for sequence, event in logged:
+    async def _charges(self, sent: list[tuple[int, Event]]) -> None:
+        """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
+        for sequence, event in sent:
             if event.kind != "exchanged" or event.seat < 0:
                 continue
             charge = results.exchange_charged(
@@ -176,7 +175,7 @@ class HandCycle:
     def _show_settlement(
         self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None
     ) -> None:
-        event = views.hand_settled(scored, applied, self.request.players, self._log.sequence)
+        event = views.hand_settled(scored, applied, self.request.players, self._last_event_sequence())
         for state in self.seats:
             if state.session is not None:
                 state.session.send(table_pb2.PlayResponse(event=event))

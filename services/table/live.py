@@ -46,7 +46,9 @@ class _Item:
 
 @dataclass
 class _Log:
-    sequence: int = 0
+    sequence: int = 0  # the journal's: every record (action records too), numbered without gaps
+    # What seats are sent: (sequence, event) for each engine event both seats learn of, numbered 1, 2, 3…
+    # apart from the journal, so neither an action record nor a seat-only event leaves a gap to see.
     events: list[tuple[int, Event]] = field(default_factory=list)
 
 
@@ -243,8 +245,8 @@ class LiveTable(HandCycle):
         """Apply one legal action: write its records ahead, then show its events, then what follows."""
         self.seats[action.seat].spend(self.now(), self.settings.decision_seconds)
         events = self.engine.apply(action)
-        await self._publish([records.action_applied(action, origin)], events)
-        await self._charges(events)
+        sent = await self._publish([records.action_applied(action, origin)], events)
+        await self._charges(sent)
         if self.host.metrics is not None:
             self.host.metrics.actions.labels(kind=action.kind, origin=origin).inc()
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
@@ -256,14 +258,20 @@ class LiveTable(HandCycle):
             self._offer_decisions()
             await self._autoplay()
 
-    async def _publish(self, leading: list[records.Record], events: list[Event]) -> None:
-        start = self._log.sequence
+    async def _publish(self, leading: list[records.Record], events: list[Event]) -> list[tuple[int, Event]]:
+        """Write the records ahead, then send each seat the events; returns the events sent, numbered."""
         await self._write(leading, events, self.hand_id)
-        sequence = start + len(leading)
         facts = self._facts()
+        sent: list[tuple[int, Event]] = []
         for event in events:
-            sequence += 1
+            # A seat-only event (a pass in a claim or robbing window, docs/engine.md "Claim windows") is
+            # journaled but sent to nobody: to the other seat it would show that the opponent had an
+            # option, and numbering it for the deciding seat would leave the other a gap to see.
+            if not (event.visible_to(0) and event.visible_to(1)):
+                continue
+            sequence = self._last_event_sequence() + 1
             self._log.events.append((sequence, event))
+            sent.append((sequence, event))
             shared = None  # an event with no private part reads the same for both seats: build it once
             for seat, state in enumerate(self.seats):
                 if state.session is None:
@@ -276,6 +284,7 @@ class LiveTable(HandCycle):
                 if shared is None:
                     shared = table_pb2.PlayResponse(event=views.seat_event(event, seat, sequence, facts))
                 state.session.send(shared)
+        return sent
 
     async def _write(self, leading: list[records.Record], events: list[Event], hand_id: str) -> None:
         """Write-ahead: the leading records then one record per engine event, numbered without gaps."""
@@ -350,7 +359,7 @@ class LiveTable(HandCycle):
         ended = None
         if self.engine.phase != CLOSED:  # the engine's pairing_ended already said so otherwise
             ended = play_pb2.SeatEvent(
-                sequence=self._log.sequence,
+                sequence=self._last_event_sequence(),
                 occurred_at=views.timestamp(),
                 table_ended=play_pb2.TableEnded(reason=reason),
             )

@@ -296,7 +296,7 @@ def hand_settled(
     sequence: int,
 ) -> play_pb2.SeatEvent:
     """The settlement both seats are shown: scoring's breakdown and the wallet's new balances. Not an
-    engine event: it carries the sequence of the hand's last record."""
+    engine event: it carries the sequence of the last event the seats were sent."""
     settled = play_pb2.HandSettled()
     if scored is not None:
         settled.settlement.CopyFrom(scored.settlement)

@@ -5,6 +5,7 @@ information, refused actions that leave the table unharmed, tickets, escape, dis
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -36,14 +37,24 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
         assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
         assert kit.check_hidden(client, table) > 10
     # Write-ahead: the log subject holds every record, numbered 1, 2, 3… without gaps, and its engine
-    # events are exactly the events the clients were sent.
+    # events are exactly the engine's. The seats were sent those both seats learn of (not a silent pass
+    # in a claim window, docs/engine.md), numbered 1, 2, 3… apart from the journal.
     records = await kit.read_log(bus, table_id)
     assert [r.sequence for r in records] == list(range(1, len(records) + 1))
-    engine = {
-        r.sequence: r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")
-    }
-    assert engine == {sequence: event.canonical() for sequence, event in table._log.events}
+    engine = [r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")]
+    assert engine == [event.canonical() for event in table.engine.events]
+    shared = [event for event in table.engine.events if event.visible_to(0) and event.visible_to(1)]
+    assert [event for _, event in table._log.events] == shared
+    assert [sequence for sequence, _ in table._log.events] == list(range(1, len(shared) + 1))
     assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
+    # Claim windows (docs/engine.md): no seat is sent a silent pass, and what a seat was sent is numbered
+    # 1, 2, 3… — no gap where the opponent declined a claim (its action record, its pass).
+    for client in (first, second):
+        sent = [r.event for r in client.received if r.HasField("event") and r.event.detail_json]
+        details = [json.loads(event.detail_json) for event in sent]
+        assert not [d for d in details if d["kind"] == "passed" and set(d) == {"kind", "seat"}]
+        numbers = sorted({event.sequence for event in sent})
+        assert numbers == list(range(1, len(numbers) + 1))
 
 
 async def test_a_seat_that_accepts_batches_gets_each_step_in_one_message_and_the_log_one_per_action(
