@@ -158,7 +158,8 @@ class LiveTable(HandCycle):
     async def _handle(self, item: _Item) -> None:
         if item.reply is not None:
             if not item.reply.done():
-                view = views.seat_view(self.engine, 0, self._facts(), None)
+                # A spectator's view (no seat): seat 0's would show its own open claim window.
+                view = views.seat_view(self.engine, -1, self._facts(), None)
                 item.reply.set_result(table_pb2.GetTableStatusResponse(status=self.status, state=view.table))
             return
         if item.session is None:  # the server drains: a table with no hand in play closes now

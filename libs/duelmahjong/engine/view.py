@@ -32,7 +32,7 @@ def _shown_turn(state: TableState, viewer: int) -> tuple[str, int]:
     phase, current = state.phase, state.current
     if viewer == current or phase not in (CLAIM, ROB_KONG):
         return phase, current
-    return TURN, (current if phase == CLAIM else viewer)
+    return TURN, (current if phase == CLAIM else 1 - current)
 
 
 def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, Any]:

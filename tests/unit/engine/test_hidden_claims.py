@@ -115,6 +115,17 @@ def test_D13_the_konger_cannot_tell_a_declined_rob_from_no_rob(script_of) -> Non
     assert observed(could, 1) == observed(could_not, 1)
 
 
+def test_D13_an_open_robbing_window_reads_as_the_kongers_turn(script_of) -> None:  # type: ignore[no-untyped-def]
+    script = script_of("duel")
+    script.deal(dealer_hand=ROB_DEALER, other_hand="33m1246789p1s2s3s5s", draws="7p3m", replacements="9s")
+    for text in ROB_PLAY:
+        script.do(text)
+    assert script.state.phase == "rob_kong"
+    for watcher in (1, -1):  # the konger and a spectator (the table's public status)
+        view = script.table.view(watcher)
+        assert (view["phase"], view["to_move"]) == ("turn", 1)
+
+
 def test_T8_an_erren_declined_win_is_announced() -> None:
     """胡加倍 is a public decision (the win_declines counter both seats see): that pass stays public."""
     announced = Event("passed", 1, public={"declined_win": True})
