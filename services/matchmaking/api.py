@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.platform.auth import current_principal
+from duelmahjong.platform.auth import Role, current_principal, require_role
 from duelmahjong.v1 import matchmaking_pb2 as pb
 from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2
 from services.matchmaking import updates as U
@@ -102,7 +102,7 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def Enqueue(
         self, request: pb.EnqueueRequest, context: Context
     ) -> AsyncIterator[pb.EnqueueResponse]:
-        player = current_principal().player_id
+        player = require_role(Role.PLAYER).player_id  # a service or admin token has no prestige to queue with
         entry = await self._mm.enqueue(player, request.room_id, request.carry)
         try:
             while True:

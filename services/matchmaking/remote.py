@@ -15,7 +15,7 @@ import grpc
 import grpc.aio
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.errors import FailedPrecondition, Unavailable
+from duelmahjong.platform.errors import FailedPrecondition, NotFound, Unavailable
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from services.matchmaking.directory import TableServer
 from services.matchmaking.pairing import OpenedTable, Pairing, TableUnavailable
@@ -95,6 +95,8 @@ class WalletClient:
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 raise FailedPrecondition(err.details() or "the wallet refused") from None
+            if err.code() == grpc.StatusCode.NOT_FOUND:  # the wallet answered: it has no such player
+                raise NotFound(err.details() or "the wallet knows no such player") from None
             raise Unavailable(f"the wallet did not answer: {err.code().name} {err.details()}") from None
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from duelmahjong.platform.auth import Role, current_principal, require_role
-from duelmahjong.platform.errors import DomainError, InvalidArgument, PermissionDenied
+from duelmahjong.platform.errors import DomainError, InvalidArgument, PermissionDenied, readable_details
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.core import TableHost, check_open_request
 from services.table.live import LiveTable
@@ -86,7 +86,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                 if request.HasField("action"):
                     table.submit(session, request)
         except DomainError as err:  # e.g. bytes that are no PlayRequest: say so, read no further
-            refused = table_pb2.ActionRejected(code=table_pb2.REJECTION_CODE_ILLEGAL, reason=err.message)
+            refused = table_pb2.ActionRejected(
+                code=table_pb2.REJECTION_CODE_ILLEGAL, reason=readable_details(err.message)
+            )
             session.send(table_pb2.PlayResponse(rejected=refused))
         except Exception:  # the client went away mid-read: the writing side ends the stream and detaches
             return

@@ -8,6 +8,7 @@ matchmaking's key), finds them for Play streams, counts them against capacity an
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -64,6 +65,12 @@ class OpenRequest:
     negotiated: int
 
 
+# Ids of an OpenTable request name NATS subjects (table) and end up in tickets and in the wallet's
+# idempotency keys, whose id rule (ASCII, at most 64) they follow; Unicode letters would pass isalnum().
+_TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
 def check_open_request(
     table_id: str,
     pairing_id: str,
@@ -72,13 +79,20 @@ def check_open_request(
     players: list[rules_pb2.SeatPlayer],
     negotiated: int,
 ) -> OpenRequest:
-    if not table_id or not table_id.replace("-", "").replace("_", "").isalnum():
-        raise InvalidArgument("table_id must be letters, digits, '-' and '_' (it names a NATS subject)")
+    if not _TABLE_ID.fullmatch(table_id):
+        raise InvalidArgument("table_id must be 1-64 letters, digits, '-' and '_' (it names a NATS subject)")
+    for name, value in (("pairing_id", pairing_id), ("room_id", room_id)):
+        if value and not _ID.fullmatch(value):
+            raise InvalidArgument(f"{name} must be 1-64 letters, digits, '.', '-' and '_'")
     seats = sorted(players, key=lambda p: p.seat)
     if [p.seat for p in seats] != [rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND]:
         raise InvalidArgument("a table needs exactly two players, in SEAT_FIRST and SEAT_SECOND")
     if any(not p.player_id for p in seats) or seats[0].player_id == seats[1].player_id:
         raise InvalidArgument("the two seats need two different player ids")
+    if not all(_ID.fullmatch(p.player_id) for p in seats):
+        raise InvalidArgument("player ids must be 1-64 letters, digits, '.', '-' and '_'")
+    if any(p.carry < 0 for p in seats):
+        raise InvalidArgument("a seat's carry cannot be negative")
     if rules.fan_rate <= 0:
         raise InvalidArgument("room rules need fan_rate > 0 (1番 = N 威望)")
     multiplier = negotiated or 1

@@ -22,7 +22,7 @@ from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.engine.table import Table
-from duelmahjong.platform.errors import DomainError, Unavailable
+from duelmahjong.platform.errors import DomainError, Unavailable, readable_details
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import play_pb2, table_pb2
 from services.table import codec, records, views
@@ -237,7 +237,7 @@ class LiveTable(HandCycle):
         rejected = table_pb2.ActionRejected(
             client_action_id=request.client_action_id,
             code=code,
-            reason=reason,
+            reason=readable_details(reason),  # the engine's reason may quote a 100 kB tile string
             view=views.seat_view(self.engine, session.seat, self._facts(), legal),
         )
         session.send(table_pb2.PlayResponse(rejected=rejected))

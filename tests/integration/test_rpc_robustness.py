@@ -16,6 +16,8 @@ the other seat carry on. A few RPCs are also fuzzed with random request messages
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
@@ -34,15 +36,25 @@ from hypothesis import strategies as st
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Role
 from duelmahjong.v1 import (
+    matchmaking_pb2,
+    matchmaking_pb2_grpc,
+    play_pb2,
     rules_pb2,
     scoring_pb2,
     scoring_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
     tiles_pb2,
     wallet_pb2,
     wallet_pb2_grpc,
 )
+from services.matchmaking.config import MatchmakingConfig
+from services.matchmaking.main import SPEC as MATCHMAKING
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
+from services.table.config import TableConfig
+from services.table.main import SPEC as TABLE
+from services.table.tickets import TicketBook
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC as WALLET
 
@@ -616,3 +628,495 @@ async def test_scoring_fuzzed_hands_get_domain_answers(scoring: Caller) -> None:
     problems = await scoring.sweep(cases)
     assert not problems, "\n".join(problems)
     await assert_scoring_works(scoring)
+
+
+# ----------------------------------------------------------------------------------------- matchmaking
+
+MATCHMAKING_NAME = "duelmahjong.v1.MatchmakingService"
+SWEEP_ROOM = {
+    "room_id": "duel-sweep",
+    "profile": "duel",
+    "fan_rate": 10,
+    "fee": 5,
+    "carry_min": 100,
+    "carry_max": 5000,
+}
+
+
+@pytest_asyncio.fixture
+async def matchmaking(
+    start_service: Any, service_env: dict[str, str], wallet: Any
+) -> AsyncIterator[tuple[Caller, wallet_pb2_grpc.WalletServiceStub]]:
+    mm_env = {
+        **service_env,
+        "WALLET_ADDRESS": wallet.server.address,
+        "MATCHMAKING_ROOMS": json.dumps([SWEEP_ROOM]),
+        "MATCHMAKING_TICK_SECONDS": "0.05",
+    }
+    runtime = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
+    async with (
+        grpc.aio.insecure_channel(wallet.server.address) as wallet_channel,
+        grpc.aio.insecure_channel(runtime.server.address) as channel,
+    ):
+        stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
+        yield Caller(channel, stub, MATCHMAKING_NAME, {}), wallet_pb2_grpc.WalletServiceStub(wallet_channel)
+
+
+def matchmaking_cases(others_ticket: str) -> list[Case]:
+    M = matchmaking_pb2
+    room = SWEEP_ROOM["room_id"]
+    cases = [
+        case("empty", "ListRooms", M.ListRoomsRequest(), "nobody", UNAUTH),
+        case("empty", "ListRooms", M.ListRoomsRequest(), "forged", UNAUTH),
+        case("unknown profile", "ListRooms", M.ListRoomsRequest(profile=UNKNOWN_ENUM), "me", OK, INVALID),
+        case("a room", "Enqueue", M.EnqueueRequest(room_id=room, carry=300), "nobody", UNAUTH),
+        case("a room", "Enqueue", M.EnqueueRequest(room_id=room, carry=300), "forged", UNAUTH),
+        case("empty", "Enqueue", M.EnqueueRequest(), "me", INVALID, MISSING),
+        *(
+            case(f"room {r[:8]!r}", "Enqueue", M.EnqueueRequest(room_id=r, carry=300), "me", INVALID, MISSING)
+            for r in GARBAGE[1:]
+        ),
+        *(
+            case(f"carry {c}", "Enqueue", M.EnqueueRequest(room_id=room, carry=c), "me", INVALID)
+            for c in (0, -1, 99, 5001, INT64_MAX, INT64_MIN)
+        ),
+        case(
+            "carry above balance", "Enqueue", M.EnqueueRequest(room_id=room, carry=2000), "me", PRECONDITION
+        ),
+        case(
+            "a player the wallet lacks",
+            "Enqueue",
+            M.EnqueueRequest(room_id=room, carry=300),
+            "ghost",
+            MISSING,
+        ),
+        case("a service queueing", "Enqueue", M.EnqueueRequest(room_id=room, carry=300), "service", DENIED),
+        case(
+            "other's ticket",
+            "CancelQueue",
+            M.CancelQueueRequest(queue_ticket_id=others_ticket),
+            "me",
+            DENIED,
+            MISSING,
+        ),
+        case(
+            "other's ticket",
+            "CancelQueue",
+            M.CancelQueueRequest(queue_ticket_id=others_ticket),
+            "nobody",
+            UNAUTH,
+        ),
+    ]
+    for text in GARBAGE:
+        cases.append(
+            case(
+                f"ticket {text[:8]!r}",
+                "CancelQueue",
+                M.CancelQueueRequest(queue_ticket_id=text),
+                "me",
+                INVALID,
+                MISSING,
+            )
+        )
+        for rpc, request in [
+            ("ProposeMultiplier", M.ProposeMultiplierRequest(pairing_id=text, multiplier=2)),
+            ("RespondMultiplier", M.RespondMultiplierRequest(pairing_id=text, accept=True)),
+            ("ContinuePairing", M.ContinuePairingRequest(pairing_id=text)),
+            ("LeavePairing", M.LeavePairingRequest(pairing_id=text)),
+        ]:
+            cases.append(case(f"pairing {text[:8]!r}", rpc, request, "me", INVALID, MISSING))
+            if not text:
+                cases.append(case("empty", rpc, request, "nobody", UNAUTH))
+    for multiplier in (0, 3, 11, UINT32_MAX):
+        request = M.ProposeMultiplierRequest(pairing_id="pr-none", multiplier=multiplier)
+        cases.append(case(f"multiplier {multiplier}", "ProposeMultiplier", request, "me", INVALID, MISSING))
+    return cases + raw_cases(matchmaking_pb2, "MatchmakingService", "me")
+
+
+async def test_matchmaking_refuses_bad_input_and_the_other_player_queues_on(
+    matchmaking: Any, issue: Any
+) -> None:
+    caller, wallet = matchmaking
+    _, caller.tokens["me"] = await login(wallet, "小明")
+    _, caller.tokens["other"] = await login(wallet, "小红")
+    caller.tokens["ghost"] = issue("p-ghost")
+    caller.tokens["forged"] = auth.bearer_metadata("not.a.token")
+    caller.tokens["service"] = issue("matchmaking", Role.SERVICE)
+    # the other player waits in the queue all along: nothing below may disturb their entry
+    queue = caller.stub.Enqueue(
+        matchmaking_pb2.EnqueueRequest(room_id=SWEEP_ROOM["room_id"], carry=300),
+        metadata=caller.tokens["other"],
+    )
+    first = await asyncio.wait_for(queue.read(), WITHIN)
+    ticket = first.update.queued.queue_ticket_id
+    assert ticket
+    problems = await caller.sweep(matchmaking_cases(ticket))
+    assert not problems, "\n".join(problems)
+    await caller.assert_serving()
+    rooms = await caller.stub.ListRooms(matchmaking_pb2.ListRoomsRequest(), metadata=caller.tokens["me"])
+    assert [(room.room_id, room.waiting) for room in rooms.rooms] == [(SWEEP_ROOM["room_id"], 1)]
+    await caller.stub.CancelQueue(
+        matchmaking_pb2.CancelQueueRequest(queue_ticket_id=ticket),
+        metadata=caller.tokens["other"],
+        timeout=WITHIN,
+    )
+    queue.cancel()
+
+
+# ----------------------------------------------------------------------------------------------- table
+
+TABLE_NAME = "duelmahjong.v1.TableService"
+PLAY = f"/{TABLE_NAME}/Play"
+# What no seat may ever see (the opponent's concealed tiles are checked on the views below).
+SERVER_ONLY = ("seed", "unused_pool", "wall:")
+
+
+@pytest_asyncio.fixture
+async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Caller]:
+    env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "ANNOUNCE_SECONDS": "0.2", "SERVER_ID": "t-sweep"}
+    runtime = await start_service(TABLE, TableConfig.from_env(env))
+    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+        yield Caller(channel, table_pb2_grpc.TableServiceStub(channel), TABLE_NAME, {})
+
+
+def open_request(table_id: str, /, **change: Any) -> table_pb2.OpenTableRequest:
+    seats = [
+        rules_pb2.SeatPlayer(seat=seat, player_id=f"{table_id}-{name}", display_name=name, carry=1000)
+        for seat, name in ((FIRST, "a"), (SECOND, "b"))
+    ]
+    rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10)
+    fields: dict[str, Any] = {"table_id": table_id, "pairing_id": f"p-{table_id}", "room_id": "r"}
+    fields.update(rules=rules, players=seats, negotiated=2)
+    fields.update(change)
+    return table_pb2.OpenTableRequest(**fields)
+
+
+# Accepted on purpose: seats are sorted by seat, 0 is proto3's "unset" (1×), a large carry is a carry,
+# and the fan rate is the room's (matchmaking's configuration) to bound.
+OPEN_ACCEPTED = frozenset({"seats swapped", "max carry", "negotiated 0", "max fan rate"})
+
+
+def table_cases(table_id: str) -> list[Case]:
+    T, seat = table_pb2, rules_pb2.SeatPlayer
+    good = open_request("t-never")
+    cases = [
+        case("a table", "OpenTable", good, "nobody", UNAUTH),
+        case("a table", "OpenTable", good, "forged", UNAUTH),
+        case("a player opening", "OpenTable", good, "a", DENIED),
+        case("empty", "OpenTable", T.OpenTableRequest(), "service", INVALID),
+        case("empty", "GetTableStatus", T.GetTableStatusRequest(), "a", INVALID, MISSING),
+        case("unknown table", "GetTableStatus", T.GetTableStatusRequest(table_id="t-none"), "a", MISSING),
+        case("a table", "GetTableStatus", T.GetTableStatusRequest(table_id=table_id), "nobody", UNAUTH),
+        *(
+            case(
+                f"table {t[:8]!r}",
+                "GetTableStatus",
+                T.GetTableStatusRequest(table_id=t),
+                "a",
+                INVALID,
+                MISSING,
+            )
+            for t in GARBAGE[1:]
+        ),
+    ]
+    two = [(FIRST, "x"), (SECOND, "y")]
+    for label, change in [
+        *((f"table id {t[:8]!r}", {"table_id": t}) for t in GARBAGE),
+        ("table id with a dot", {"table_id": "t.x.>"}),
+        ("huge pairing id", {"pairing_id": HUGE}),
+        ("no players", {"players": []}),
+        ("one player", {"players": [seat(seat=FIRST, player_id="x", carry=10)]}),
+        (
+            "three players",
+            {"players": [seat(seat=s, player_id=p, carry=10) for s, p in (*two, (FIRST, "z"))]},
+        ),
+        (
+            "seats swapped",
+            {"players": [seat(seat=s, player_id=p, carry=10) for s, p in ((SECOND, "x"), (FIRST, "y"))]},
+        ),
+        ("unknown seat", {"players": [seat(seat=UNKNOWN_ENUM, player_id=p, carry=10) for p in "xy"]}),
+        ("one player twice", {"players": [seat(seat=s, player_id="x", carry=10) for s, _ in two]}),
+        ("no player ids", {"players": [seat(seat=s, carry=10) for s, _ in two]}),
+        ("huge player id", {"players": [seat(seat=s, player_id=p * 50_000, carry=10) for s, p in two]}),
+        ("negative carry", {"players": [seat(seat=s, player_id=p, carry=-1) for s, p in two]}),
+        ("max carry", {"players": [seat(seat=s, player_id=p, carry=INT64_MAX) for s, p in two]}),
+        *((f"negotiated {n}", {"negotiated": n}) for n in (0, 3, UINT32_MAX)),
+        ("no rules", {"rules": rules_pb2.RoomRules()}),
+        ("unknown profile", {"rules": rules_pb2.RoomRules(profile=UNKNOWN_ENUM, fan_rate=10)}),
+        ("negative fan rate", {"rules": rules_pb2.RoomRules(profile=1, fan_rate=-1)}),
+        ("max fan rate", {"rules": rules_pb2.RoomRules(profile=1, fan_rate=INT64_MAX)}),
+        (
+            "odd rule options",
+            {
+                "rules": rules_pb2.RoomRules(
+                    profile=1,
+                    fan_rate=10,
+                    fee=-5,
+                    minimum_fan=UINT32_MAX,
+                    revealed_bonus_tiles=UINT32_MAX,
+                    triplet_offer_probability=7.5,
+                    pick_offer_probability=-1,
+                    exchange_fee=INT64_MIN,
+                    task_multiplier=UINT32_MAX,
+                    decision_millis=UINT32_MAX,
+                    time_bank_millis=UINT32_MAX,
+                )
+            },
+        ),
+        (
+            "nan probability",
+            {"rules": rules_pb2.RoomRules(profile=1, fan_rate=10, triplet_offer_probability=float("nan"))},
+        ),
+    ]:
+        request = open_request(f"t-bad-{len(cases)}", **change)
+        allowed = (INVALID, OK) if label in OPEN_ACCEPTED else (INVALID,)
+        cases.append(case(label, "OpenTable", request, "service", *allowed))
+    return cases + raw_cases(table_pb2, "TableService", "service")
+
+
+class SeatStream:
+    """One seat's raw Play stream: requests go in a queue, every response is kept and checked."""
+
+    def __init__(
+        self, stub: table_pb2_grpc.TableServiceStub, token: Bearer, first: table_pb2.PlayRequest
+    ) -> None:
+        self._requests: asyncio.Queue[table_pb2.PlayRequest | None] = asyncio.Queue()
+        self._requests.put_nowait(first)
+        self.received: list[table_pb2.PlayResponse] = []
+        self._responses: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+        self.call = stub.Play(self._outgoing(), metadata=token)
+        self._reader = asyncio.create_task(self._read())
+
+    async def _outgoing(self) -> AsyncIterator[table_pb2.PlayRequest]:
+        while (request := await self._requests.get()) is not None:
+            yield request
+
+    async def _read(self) -> None:
+        try:
+            async for response in self.call:
+                for text in SERVER_ONLY:
+                    assert text not in str(response), f"a seat was sent {text!r}"
+                self.received.append(response)
+                self._responses.put_nowait(response)
+        finally:
+            self._responses.put_nowait(None)
+
+    def send(self, **fields: Any) -> None:
+        self._requests.put_nowait(table_pb2.PlayRequest(**fields))
+
+    async def next(self, kind: str) -> table_pb2.PlayResponse:
+        async with asyncio.timeout(WITHIN):
+            while (response := await self._responses.get()) is not None:
+                if response.WhichOneof("kind") == kind:
+                    return response
+        raise AssertionError(f"the stream ended waiting for {kind}")
+
+    async def decision(self, phase: int) -> play_pb2.SeatView:
+        """The next view that asks this seat to decide during ``phase``."""
+        while True:
+            view = (await self.next("view")).view
+            if view.legal_actions.actions and view.table.phase == phase:
+                return view
+
+    async def close(self) -> None:
+        self._requests.put_nowait(None)
+        self.call.cancel()
+        await asyncio.gather(self._reader, return_exceptions=True)
+
+
+async def refused_play(
+    caller: Caller, who: str, first: table_pb2.PlayRequest | bytes | None
+) -> tuple[Code, str | None]:
+    """A Play stream that sends ``first`` (nothing at all for None) and what the server answers it."""
+    metadata = caller.metadata(who)
+    if isinstance(first, bytes):
+        call = caller.channel.stream_stream(PLAY)(iter([first]), metadata=metadata, timeout=WITHIN)
+    else:
+        call = caller.stub.Play(iter([first] if first else []), metadata=metadata, timeout=WITHIN)
+    try:
+        await call.read()  # a first response means the seat was attached: not a refusal
+    except grpc.aio.AioRpcError as err:
+        return err.code(), err.details()
+    call.cancel()
+    return OK, None
+
+
+async def open_sweep_table(caller: Caller, table_id: str) -> dict[str, str]:
+    opened = await caller.stub.OpenTable(
+        open_request(table_id), metadata=caller.tokens["service"], timeout=WITHIN
+    )
+    return {"a": opened.tickets[0].table_ticket, "b": opened.tickets[1].table_ticket}
+
+
+async def test_table_refuses_bad_calls_and_streams(
+    table_server: Caller, issue: Any, token_secret: str
+) -> None:
+    caller, table_id = table_server, "t-sweep"
+    caller.tokens.update(
+        a=issue(f"{table_id}-a"),
+        b=issue(f"{table_id}-b"),
+        service=issue("matchmaking", Role.SERVICE),
+        forged=auth.bearer_metadata("not.a.token"),
+    )
+    tickets = await open_sweep_table(caller, table_id)
+    problems = await caller.sweep(table_cases(table_id))
+    play = table_pb2.PlayRequest
+    forged_elsewhere = TicketBook(token_secret).issue("t-nowhere", 0, f"{table_id}-a")
+    streams: list[tuple[str, str, Any, frozenset[Code]]] = [
+        ("a ticket", "nobody", play(table_ticket=tickets["a"]), frozenset({UNAUTH})),
+        ("a ticket", "forged", play(table_ticket=tickets["a"]), frozenset({UNAUTH})),
+        ("no message", "a", None, frozenset({INVALID})),
+        ("no ticket", "a", play(), frozenset({DENIED, INVALID})),
+        (
+            "an action before the ticket",
+            "a",
+            play(action={"discard": {"tile": "1m"}}),
+            frozenset({DENIED, INVALID}),
+        ),
+        ("bytes", "a", b"\xff\xff\xff\xff\x0f", frozenset({INVALID})),
+        ("the other seat's ticket", "a", play(table_ticket=tickets["b"]), frozenset({DENIED})),
+        ("a player's ticket", "service", play(table_ticket=tickets["a"]), frozenset({DENIED})),
+        ("a tampered ticket", "a", play(table_ticket=tickets["a"][:-2] + "xx"), frozenset({DENIED})),
+        ("a ticket for no table", "a", play(table_ticket=forged_elsewhere), frozenset({MISSING})),
+        *(
+            (f"ticket {t[:8]!r}", "a", play(table_ticket=t), frozenset({DENIED, INVALID}))
+            for t in GARBAGE[1:]
+        ),
+    ]
+    for label, who, first, allowed in streams:
+        code, details = await refused_play(caller, who, first)
+        problem = judge(f"Play[{label}, {who}]", code, details, allowed)
+        if problem:
+            problems.append(problem)
+    assert not problems, "\n".join(problems)
+    await caller.assert_serving()
+    await play_on_after_bad_actions(caller, tickets, table_id)
+
+
+STALE, ILLEGAL = table_pb2.REJECTION_CODE_STALE, table_pb2.REJECTION_CODE_ILLEGAL
+BAD_ACTIONS: list[tuple[str, dict[str, Any]]] = [
+    ("no action kind", {}),
+    *((f"discard {t[:8]!r}", {"discard": {"tile": t}}) for t in (*GARBAGE, "0m", "99z", "1m2m", "9f", "m")),
+    ("chi of garbage", {"chi": {"tiles": "zz9"}}),
+    ("kong of an unknown kind", {"kong": {"kind": UNKNOWN_ENUM, "tile": "1z"}}),
+    ("an unknown item", {"use_item": {"item": UNKNOWN_ENUM, "tiles": HUGE, "target": "\x00"}}),
+    ("an unknown offer", {"respond_offer": {"offer_id": HUGE, "accept": True, "give_back": "??"}}),
+    ("an unknown guess", {"guess": {"guess": UNKNOWN_ENUM}}),
+    ("exchange of garbage", {"exchange": {"tiles": "1m" * 5000}}),
+    ("ready with garbage", {"declare_ready": {"discard": "\u202e"}}),
+]
+
+
+async def first_to_decide(seats: dict[str, SeatStream], phase: int) -> tuple[str, play_pb2.SeatView]:
+    """The seat that gets a decision in ``phase`` first, and that decision."""
+    waits = {who: asyncio.create_task(stream.decision(phase)) for who, stream in seats.items()}
+    done, pending = await asyncio.wait(waits.values(), timeout=WITHIN, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    who = next(who for who, task in waits.items() if task in done)
+    return who, waits[who].result()
+
+
+async def play_on_after_bad_actions(caller: Caller, tickets: dict[str, str], table_id: str) -> None:
+    """Both seats attach and, during 换牌 (both decide), send every malformed action at several sequences
+    with the other seat's ticket beside it: each is refused on the stream (ILLEGAL or STALE) with a
+    readable reason. Then, in play, the seat not to act is STALE, and the seat to act plays on."""
+    stub = caller.stub
+    seats = {
+        who: SeatStream(stub, caller.tokens[who], table_pb2.PlayRequest(table_ticket=tickets[who]))
+        for who in "ab"
+    }
+    try:
+        exchange = {who: await seats[who].decision(play_pb2.HAND_PHASE_EXCHANGE) for who in "ab"}
+        problems = []
+        for who, other in (("a", "b"), ("b", "a")):
+            for sequence in (exchange[who].legal_actions.sequence, 0, UINT64_MAX):
+                for number, (label, action) in enumerate(BAD_ACTIONS, start=1):
+                    seats[who].send(
+                        action=action,
+                        last_seen_sequence=sequence,
+                        client_action_id=number,
+                        table_ticket=tickets[other],  # ignored: the stream's seat is the first ticket's
+                    )
+                    refused = (await seats[who].next("rejected")).rejected
+                    where = f"Play action[{label}, seat {who}, sequence {sequence}]"
+                    if refused.code not in (ILLEGAL, STALE) or refused.client_action_id != number:
+                        code = table_pb2.RejectionCode.Name(refused.code)
+                        problems.append(f"{where}: {code} #{refused.client_action_id}")
+                    problem = message_problem(refused.reason)
+                    if problem:
+                        problems.append(f"{where}: {problem}")
+        assert not problems, "\n".join(problems)
+        for who in "ab":  # keep every tile: the hand moves on to play
+            legal = exchange[who].legal_actions
+            seats[who].send(action=legal.default_action, last_seen_sequence=legal.sequence)
+        actor, view = await first_to_decide(seats, play_pb2.HAND_PHASE_PLAY)
+        idle = "b" if actor == "a" else "a"
+        decided_at = view.legal_actions.sequence
+        # the idle seat sending the actor's action is STALE: the proto Action has no seat (docs/protocol.md)
+        seats[idle].send(
+            action=view.legal_actions.default_action, last_seen_sequence=decided_at, client_action_id=7
+        )
+        refused = (await seats[idle].next("rejected")).rejected
+        assert (refused.code, refused.client_action_id) == (STALE, 7), refused
+        assert message_problem(refused.reason) is None, refused.reason
+        status = await stub.GetTableStatus(
+            table_pb2.GetTableStatusRequest(table_id=table_id), metadata=caller.tokens["a"], timeout=WITHIN
+        )
+        assert status.status == table_pb2.TABLE_STATUS_PLAYING
+        # the table carries on: the actor's default action is applied and both seats see what follows
+        before = len(seats[actor].received)
+        seats[actor].send(action=view.legal_actions.default_action, last_seen_sequence=decided_at)
+        for who in "ab":
+            assert (await seats[who].next("event")).event.sequence > decided_at
+        assert not any(r.HasField("rejected") for r in seats[actor].received[before:])
+        for who in "ab":  # the opponent's concealed tiles never show while the hand is played
+            for response in seats[who].received:
+                view_seats = response.view.table.seats
+                if response.HasField("view") and len(view_seats) == 2:
+                    opponent = view_seats[0] if response.view.seat == SECOND else view_seats[1]
+                    assert opponent.revealed_concealed == ""
+        await caller.assert_serving()
+    finally:
+        for stream in seats.values():
+            await stream.close()
+
+
+async def test_table_fuzzed_open_requests_get_domain_answers(table_server: Caller, issue: Any) -> None:
+    caller = table_server
+    caller.tokens.update(service=issue("matchmaking", Role.SERVICE), a=issue("p-a"))
+    ids = st.one_of(TEXT, st.from_regex(r"[a-z0-9-]{1,12}", fullmatch=True))
+    players = fields(
+        rules_pb2.SeatPlayer, seat=st.integers(-1, 3), player_id=ids, carry=st.integers(INT64_MIN, INT64_MAX)
+    )
+    rules = fields(
+        rules_pb2.RoomRules,
+        profile=st.integers(-1, 3),
+        fan_rate=st.integers(INT64_MIN, INT64_MAX),
+        minimum_fan=st.integers(0, UINT32_MAX),
+        revealed_bonus_tiles=st.integers(0, UINT32_MAX),
+        triplet_offer_probability=st.floats(allow_nan=True),
+        decision_millis=st.integers(0, UINT32_MAX),
+    )
+    requests = fields(
+        table_pb2.OpenTableRequest,
+        table_id=ids,
+        pairing_id=ids,
+        room_id=ids,
+        rules=rules,
+        players=st.lists(players, max_size=3),
+        negotiated=st.integers(0, UINT32_MAX),
+    )
+    cases = [case("fuzz", "OpenTable", r, "service", OK, INVALID) for r in collected(requests, 40)]
+    cases += [
+        case("fuzz", "GetTableStatus", table_pb2.GetTableStatusRequest(table_id=t), "a", INVALID, MISSING, OK)
+        for t in collected(ids, 20)
+    ]
+    problems = await caller.sweep(cases)
+    assert not problems, "\n".join(problems)
+    await caller.assert_serving()
+    opened = await caller.stub.OpenTable(
+        open_request("t-after-fuzz"), metadata=caller.tokens["service"], timeout=WITHIN
+    )
+    assert len(opened.tickets) == 2

@@ -15,6 +15,23 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+# A message shown to a client may quote its input. Status details travel as one HTTP/2 trailer (clients
+# cap metadata at 16 KiB) and a refusal on a stream is resent to the client, so a message quoting a huge
+# input would break the response or amplify it: what is shown is cut to a readable sentence.
+MAX_DETAILS = 300
+
+
+def readable_details(message: str) -> str:
+    """``message`` as status details: control characters escaped, at most ``MAX_DETAILS`` characters.
+
+    >>> readable_details("no player 'a\\x00b'")
+    "no player 'a\\\\x00b'"
+    >>> len(readable_details("x" * 5000))
+    300
+    """
+    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in message)
+    return shown if len(shown) <= MAX_DETAILS else shown[: MAX_DETAILS - 1] + "…"
+
 
 class DomainError(Exception):
     """An expected failure whose message is safe and useful to show the caller."""

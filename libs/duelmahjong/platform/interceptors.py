@@ -30,7 +30,7 @@ import grpc.aio
 from google.protobuf.message import DecodeError
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.errors import DomainError, MalformedRequest
+from duelmahjong.platform.errors import DomainError, MalformedRequest, readable_details
 from duelmahjong.platform.logging import get_logger, log_context
 from duelmahjong.platform.metrics import ServiceMetrics
 
@@ -42,23 +42,6 @@ ALWAYS_PUBLIC_PREFIXES = (
 )
 REQUEST_ID_KEY = "x-request-id"
 INTERNAL_MESSAGE = "internal error; it has been logged (request id {request_id})"
-# Status details travel as one HTTP/2 trailer (clients cap metadata at 16 KiB): a message that quotes a
-# huge input would break the response itself, so details are cut to a readable sentence.
-MAX_DETAILS = 300
-
-
-def readable_details(message: str) -> str:
-    """``message`` as status details: control characters escaped, at most ``MAX_DETAILS`` characters.
-
-    >>> readable_details("no player 'a\\x00b'")
-    "no player 'a\\\\x00b'"
-    >>> len(readable_details("x" * 5000))
-    300
-    """
-    shown = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in message)
-    return shown if len(shown) <= MAX_DETAILS else shown[: MAX_DETAILS - 1] + "…"
-
-
 _log = get_logger("grpc")
 
 
