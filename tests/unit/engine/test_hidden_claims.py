@@ -37,7 +37,7 @@ def observed(events: list[Event], seat: int) -> Trace:
 
 
 def _until_next_public_fact(script: Any, kind: str) -> list[Event]:
-    """The log up to and including the first event of ``kind`` after the window."""
+    """The log up to and including the last event of ``kind`` (the public fact that ends the window)."""
     events = script.table.events
     last = max(i for i, e in enumerate(events) if e.kind == kind)
     return events[: last + 1]
