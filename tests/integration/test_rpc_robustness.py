@@ -755,12 +755,96 @@ async def test_matchmaking_refuses_bad_input_and_the_other_player_queues_on(
     await caller.assert_serving()
     rooms = await caller.stub.ListRooms(matchmaking_pb2.ListRoomsRequest(), metadata=caller.tokens["me"])
     assert [(room.room_id, room.waiting) for room in rooms.rooms] == [(SWEEP_ROOM["room_id"], 1)]
-    await caller.stub.CancelQueue(
-        matchmaking_pb2.CancelQueueRequest(queue_ticket_id=ticket),
-        metadata=caller.tokens["other"],
-        timeout=WITHIN,
+    _, caller.tokens["third"] = await login(wallet, "小三")
+    await sweep_a_pairing(caller, wallet, queue)
+
+
+async def next_update(call: Any, kind: str) -> matchmaking_pb2.QueueUpdate:
+    async with asyncio.timeout(WITHIN):
+        while True:
+            update = (await call.read()).update
+            if update.WhichOneof("kind") == kind:
+                return update
+
+
+async def sweep_a_pairing(caller: Caller, wallet: wallet_pb2_grpc.WalletServiceStub, queue: Any) -> None:
+    """ "me" joins and pairs with "other" (SEAT_FIRST, waiting longer); a third player, the wrong seat and
+    bad multipliers are refused while negotiating (T7); leaving then releases both holds."""
+    M = matchmaking_pb2
+    mine = caller.stub.Enqueue(
+        M.EnqueueRequest(room_id=SWEEP_ROOM["room_id"], carry=300), metadata=caller.tokens["me"]
     )
-    queue.cancel()
+    try:
+        pairing = (await next_update(mine, "matched")).matched.pairing_id
+        assert (await next_update(queue, "negotiation")).negotiation.your_turn
+        cases = [
+            *(
+                case(f"a third player's {rpc}", rpc, request, "third", DENIED)
+                for rpc, request in [
+                    ("ProposeMultiplier", M.ProposeMultiplierRequest(pairing_id=pairing, multiplier=2)),
+                    ("RespondMultiplier", M.RespondMultiplierRequest(pairing_id=pairing, accept=True)),
+                    ("ContinuePairing", M.ContinuePairingRequest(pairing_id=pairing)),
+                    ("LeavePairing", M.LeavePairingRequest(pairing_id=pairing)),
+                ]
+            ),
+            case(
+                "the second seat proposing",
+                "ProposeMultiplier",
+                M.ProposeMultiplierRequest(pairing_id=pairing, multiplier=2),
+                "me",
+                PRECONDITION,
+            ),
+            case(
+                "no proposal yet",
+                "RespondMultiplier",
+                M.RespondMultiplierRequest(pairing_id=pairing, accept=True),
+                "me",
+                PRECONDITION,
+            ),
+            case(
+                "before a hand",
+                "ContinuePairing",
+                M.ContinuePairingRequest(pairing_id=pairing),
+                "other",
+                PRECONDITION,
+            ),
+            *(
+                case(
+                    f"multiplier {m}",
+                    "ProposeMultiplier",
+                    M.ProposeMultiplierRequest(pairing_id=pairing, multiplier=m),
+                    "other",
+                    INVALID,
+                )
+                for m in (0, 3, 20, UINT32_MAX)
+            ),
+            case(
+                "queueing twice",
+                "Enqueue",
+                M.EnqueueRequest(room_id=SWEEP_ROOM["room_id"], carry=300),
+                "me",
+                PRECONDITION,
+            ),
+        ]
+        problems = await caller.sweep(cases)
+        assert not problems, "\n".join(problems)
+        held = await wallet.GetBalance(
+            wallet_pb2.GetBalanceRequest(), metadata=caller.tokens["me"], timeout=WITHIN
+        )
+        assert held.held == 305  # carry + fee, untouched by the refusals
+        await caller.stub.LeavePairing(
+            M.LeavePairingRequest(pairing_id=pairing), metadata=caller.tokens["other"]
+        )
+        assert (await next_update(mine, "expired")).expired.reason
+        for _ in range(200):  # matchmaking releases the holds at the wallet after ending the stream
+            balance = await wallet.GetBalance(wallet_pb2.GetBalanceRequest(), metadata=caller.tokens["me"])
+            if not balance.held:
+                break
+            await asyncio.sleep(0.05)
+        assert (balance.balance, balance.held) == (1000, 0)
+    finally:
+        mine.cancel()
+        queue.cancel()
 
 
 # ----------------------------------------------------------------------------------------------- table
