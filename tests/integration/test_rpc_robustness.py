@@ -1149,6 +1149,9 @@ async def play_on_after_bad_actions(caller: Caller, tickets: dict[str, str], tab
             table_pb2.GetTableStatusRequest(table_id=table_id), metadata=caller.tokens["a"], timeout=WITHIN
         )
         assert status.status == table_pb2.TABLE_STATUS_PLAYING
+        for seat in status.state.seats:  # the public status shows no one's concealed tiles
+            assert seat.revealed_concealed == "", seat
+        assert not any(text in str(status) for text in SERVER_ONLY), status
         # the table carries on: the actor's default action is applied and both seats see what follows
         before = len(seats[actor].received)
         seats[actor].send(action=view.legal_actions.default_action, last_seen_sequence=decided_at)
