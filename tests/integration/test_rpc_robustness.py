@@ -538,6 +538,19 @@ def scoring_cases() -> list[Case]:
                 ),
             },
         ),
+        (
+            "max everything",
+            {
+                "rules": rules_pb2.RoomRules(profile=1, fan_rate=INT64_MAX),
+                "multipliers": rules_pb2.Multipliers(
+                    negotiated=10, progressive=UINT32_MAX, fan_rate=INT64_MAX
+                ),
+                "players": [
+                    rules_pb2.SeatPlayer(seat=s, player_id=p, carry=INT64_MAX)
+                    for s, p in ((1, "a"), (2, "b"))
+                ],
+            },
+        ),
         ("odd multiplier", {"multipliers": rules_pb2.Multipliers(negotiated=3, progressive=1, fan_rate=10)}),
         ("zero multipliers", {"multipliers": rules_pb2.Multipliers()}),
         (
@@ -863,6 +876,9 @@ async def table_server(start_service: Any, service_env: dict[str, str]) -> Async
         yield Caller(channel, table_pb2_grpc.TableServiceStub(channel), TABLE_NAME, {})
 
 
+ATTACHED = frozenset({OK, INVALID, PRECONDITION})
+
+
 def open_request(table_id: str, /, **change: Any) -> table_pb2.OpenTableRequest:
     seats = [
         rules_pb2.SeatPlayer(seat=seat, player_id=f"{table_id}-{name}", display_name=name, carry=1000)
@@ -1062,6 +1078,15 @@ async def test_table_refuses_bad_calls_and_streams(
         ("a player's ticket", "service", play(table_ticket=tickets["a"]), frozenset({DENIED})),
         ("a tampered ticket", "a", play(table_ticket=tickets["a"][:-2] + "xx"), frozenset({DENIED})),
         ("a ticket for no table", "a", play(table_ticket=forged_elsewhere), frozenset({MISSING})),
+        # resuming from a sequence never sent, or acting in the very first message before both seats
+        # are here: attached (then dropped) or refused, never a crash
+        ("resume from 2^64-1", "a", play(table_ticket=tickets["a"], last_seen_sequence=UINT64_MAX), ATTACHED),
+        (
+            "an action with the ticket",
+            "a",
+            play(table_ticket=tickets["a"], action={"discard": {"tile": "?"}}),
+            ATTACHED,
+        ),
         *(
             (f"ticket {t[:8]!r}", "a", play(table_ticket=t), frozenset({DENIED, INVALID}))
             for t in GARBAGE[1:]
