@@ -3,7 +3,8 @@ against a bare grpc.aio bidirectional ping-pong on as many streams, measured in 
 
 * ours (``table.actions``): one table-server process (``python -m services.table`` on an embedded
   NATS, write-ahead on: every record acked by JetStream before a seat sees it) hosting 64 tables; this
-  process plays both seats of each over loopback (128 Play streams). A seat answers each decision at
+  process plays both seats of each over loopback (128 Play streams, ``accept_batches`` set: a step's
+  events and view arrive as one PlayBatch). A seat answers each decision at
   once with the win when it has one, else the decision's default action, and continues between hands.
   Latency: the action sent → the first event it caused received (continues between hands, which
   wait for the other seat by design, are neither timed nor counted).
@@ -11,7 +12,8 @@ against a bare grpc.aio bidirectional ping-pong on as many streams, measured in 
   streams, each stream one ping in flight.
 
 Runs alternate (ref, ours, ref, ours…), each ``--seconds`` long; rates are medians over the runs,
-latency percentiles are over every sample of each side.
+latency percentiles are over every sample of each side. ``bench table.cpu`` says how much CPU each
+side's server process and this process used per round trip in that side's windows (from /proc).
 """
 
 from __future__ import annotations
