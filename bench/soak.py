@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ipaddress
 import os
 import random
 import shutil
@@ -28,6 +29,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 import grpc
@@ -168,12 +170,29 @@ async def consumer_lag(nats_url: str) -> int | None:
         await client.close()
 
 
+def _is_loopback_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return False
+
+
+def require_loopback(state: StackState) -> None:
+    """The soak loads whatever it talks to: refuse a state file naming anything but this machine."""
+    hosts = [endpoint.grpc.rsplit(":", 1)[0] for endpoint in state.services.values()]
+    hosts += [urlsplit(url).hostname or "" for url in (state.nats_url, state.database_url) if url]
+    for host in (h.strip("[]") for h in hosts):
+        if host != "localhost" and not _is_loopback_ip(host):
+            raise SoakViolation(f"{host} is not a loopback address: the soak runs on this machine only")
+
+
 @contextlib.asynccontextmanager
 async def stack_state(state_file: Path) -> AsyncIterator[tuple[StackState, Stack | None]]:
     """The running stack's state if all of it is SERVING, else a stack started for the soak."""
     running = StackState.read(state_file)
     if running is not None and set(running.services) == set(SERVICE_NAMES):
         if all(check_health(e.grpc, 3.0) == "SERVING" for e in running.services.values()):
+            require_loopback(running)
             print(f"[soak] using the running stack of {state_file}", flush=True)
             yield running, None
             return

@@ -12,6 +12,7 @@ import pytest
 
 from duelmahjong.cli.bench import load
 from duelmahjong.client.session import QueueEnded
+from duelmahjong.platform.stackfile import ServiceEndpoint, StackState
 
 soak = load("soak")  # bench/ is not an installed package: loaded the way `duel bench` loads it
 
@@ -117,3 +118,20 @@ def test_a_clean_run_has_no_violation(capsys: pytest.CaptureFixture[str]) -> Non
 def test_each_violation_is_reported(changes: dict[str, object], reported: str) -> None:
     violations = _verdicts(**changes)
     assert len(violations) == 1 and violations[0].startswith(reported), violations
+
+
+def test_only_a_stack_on_loopback_is_soaked() -> None:
+    def state(grpc_host: str, nats_url: str = "nats://127.0.0.1:4333") -> StackState:
+        endpoint = ServiceEndpoint(f"{grpc_host}:7001", "http://127.0.0.1:9001/metrics", 1)
+        return StackState(
+            services={"wallet": endpoint}, nats_url=nats_url, database_url="postgresql://p@[::1]:5/x"
+        )
+
+    soak.require_loopback(state("127.0.0.1"))
+    soak.require_loopback(state("localhost"))
+    with pytest.raises(soak.SoakViolation, match="stackhost is not"):
+        soak.require_loopback(state("stackhost"))
+    with pytest.raises(soak.SoakViolation, match=r"10\.0\.0\.7 is not a loopback address"):
+        soak.require_loopback(state("10.0.0.7"))
+    with pytest.raises(soak.SoakViolation, match=r"192\.168\.1\.2"):
+        soak.require_loopback(state("127.0.0.1", nats_url="nats://192.168.1.2:4222"))
