@@ -129,7 +129,11 @@ class Caller:
     async def outcome(self, one: Case) -> tuple[Code, str | None]:
         metadata = self.metadata(one.who)
         try:
-            if isinstance(one.request, bytes):  # raw bytes that are no protobuf message
+            if isinstance(one.request, bytes) and one.rpc == "Enqueue":  # bytes opening a server stream
+                await self.channel.unary_stream(f"/{self.service}/Enqueue")(
+                    one.request, metadata=metadata, timeout=WITHIN
+                ).read()
+            elif isinstance(one.request, bytes):  # raw bytes that are no protobuf message
                 raw = self.channel.unary_unary(f"/{self.service}/{one.rpc}")
                 await raw(one.request, metadata=metadata, timeout=WITHIN)
             elif one.rpc == "Enqueue":  # a server stream: the first update (or the refusal) decides
@@ -743,6 +747,7 @@ def matchmaking_cases(others_ticket: str) -> list[Case]:
     for multiplier in (0, 3, 11, UINT32_MAX):
         request = M.ProposeMultiplierRequest(pairing_id="pr-none", multiplier=multiplier)
         cases.append(case(f"multiplier {multiplier}", "ProposeMultiplier", request, "me", INVALID, MISSING))
+    cases.append(case("bytes", "Enqueue", b"\xff\xff\xff\xff\x0f", "me", INVALID))  # the stream's request
     return cases + raw_cases(matchmaking_pb2, "MatchmakingService", "me")
 
 
