@@ -5,8 +5,8 @@ event's documented key) → :meth:`WalletStore.execute` (one database transactio
 returns the recorded outcome instead) → publish ``SettlementApplied`` with the JetStream message id
 ``wallet:<key>`` → once the stream has stored it (its PubAck), ack the input.
 
-The publish is pipelined: a worker sends the output and goes on to its next event at once, while a
-confirmation task waits for the stream's PubAck and only then acks the input. So a worker never
+The publish is pipelined: a worker sends the output and goes on to its next event at once, while
+the confirmer acks the input once the stream's PubAck for that output is in. So a worker never
 idles on a NATS round trip, and the database keeps ``workers`` ledger transactions in flight.
 
 Why nothing is lost and nothing doubled — the input is acked only after its output is stored:
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +58,30 @@ POLL_SECONDS = 1.0  # a pull request's wait on an empty consumer; also how soon 
 PUBLISH_TIMEOUT_SECONDS = 5.0
 # Outputs sent and not yet stored, per consumer: bounds memory and what a crash leaves to redo.
 MAX_UNCONFIRMED = 256
+
+
+@dataclass(slots=True, eq=False)
+class _Sent:
+    """An event whose output is sent: its input is acked once ``stored`` (the PubAck) resolves."""
+
+    source: Source
+    spec: ConsumerSpec
+    message: Msg
+    stored: asyncio.Future[api.PubAck]
+    timeout: asyncio.TimerHandle  # cancels ``stored`` if the PubAck is not back in time
+    source_event_id: str
+    outcome: str  # the metric label: applied, rejected, duplicate
+    started: float
+
+
+async def _cancel_all(tasks: tuple[asyncio.Task[Any], ...]) -> None:
+    """Cancel ``tasks`` and wait for them, cancelling again any that goes on: nats-py swallows a
+    CancelledError in places (its flush), and a worker that survived one would block the stop."""
+    while running := [task for task in tasks if not task.done()]:
+        for task in running:
+            task.cancel()
+        await asyncio.wait(running, timeout=0.5)
+    await asyncio.gather(*tasks, return_exceptions=True)  # retrieve their errors: raised or superseded
 
 
 def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) -> events_pb2.SettlementApplied:
@@ -104,9 +129,10 @@ class SettlementConsumer:
         self.applied_subject = namespace.subject(subjects.SETTLEMENT_APPLIED)
         self._checkpoint = checkpoint
         self._lender = ConnectionLender(store.pool, workers)
-        self._confirming: set[asyncio.Task[None]] = set()
-        self._unconfirmed = asyncio.Semaphore(MAX_UNCONFIRMED)
-        self._crashed: asyncio.Future[None] | None = None
+        self._sending = asyncio.Semaphore(MAX_UNCONFIRMED)  # a slot per output not yet confirmed
+        self._stored: asyncio.Queue[_Sent] = asyncio.Queue()  # outputs whose PubAck is in (or failed)
+        self._unconfirmed = 0
+        self._all_confirmed = asyncio.Event()
         self._handled = metrics.counter(
             "events_handled", "total", "consumed events by kind and outcome", ["kind", "outcome"]
         )
@@ -133,34 +159,35 @@ class SettlementConsumer:
             await self.bus.declare_consumer(self.consumer_spec(source))
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Consume until ``stop`` is set or cancelled, then ack what is confirmed by then. If a worker
-        or a confirmation dies, everything stops and that error is raised (like a crash)."""
+        """Consume until ``stop`` is set or cancelled, then confirm the outputs already sent. If a
+        worker or the confirmer dies, everything stops and that error is raised (like a crash)."""
         await self.declare()
         self._lender = ConnectionLender(self.store.pool, self.workers)
-        self._confirming = set()
-        self._unconfirmed = asyncio.Semaphore(MAX_UNCONFIRMED)
-        crashed = self._crashed = asyncio.get_running_loop().create_future()
+        self._sending = asyncio.Semaphore(MAX_UNCONFIRMED)
+        self._stored = asyncio.Queue()
+        self._unconfirmed = 0
+        self._all_confirmed.set()
+        confirmer = asyncio.create_task(self._confirm_stored(), name="wallet-confirm")
         workers = [
             asyncio.create_task(self._consume(source, stop or asyncio.Event()), name=f"{source.durable}-{n}")
             for source in self.sources
             for n in range(self.workers if source.hot else 1)
         ]
+        confirmed: asyncio.Task[Any] | None = None
         try:
-            pending: set[asyncio.Future[Any]] = {*workers, crashed}
-            while pending != {crashed}:
+            pending: set[asyncio.Future[Any]] = {*workers, confirmer}
+            while pending - {confirmer}:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 for finished in done:
-                    finished.result()  # what killed a worker or a confirmation; CancelledError if stopped
-            await asyncio.gather(*self._confirming)  # stopped: outputs already sent are confirmed
+                    finished.result()  # what killed a worker or the confirmer; CancelledError if stopped
+            # Stopped: the outputs already sent are confirmed (acked, or nak'ed after the timeout).
+            confirmed = asyncio.create_task(self._all_confirmed.wait())
+            done, _pending = await asyncio.wait({confirmed, confirmer}, return_when=asyncio.FIRST_COMPLETED)
+            if confirmer in done:
+                confirmer.result()
         finally:
-            leftovers = (*workers, *self._confirming)
-            for task in leftovers:
-                task.cancel()
-            await asyncio.gather(*leftovers, return_exceptions=True)
-            if not crashed.done():
-                crashed.cancel()
-            elif not crashed.cancelled():
-                crashed.exception()  # raised above, or superseded by the error that was
+            leftovers = (*workers, confirmer, *([confirmed] if confirmed else []))
+            await _cancel_all(leftovers)
             await self._lender.close()
 
     async def _consume(self, source: Source, stop: asyncio.Event) -> None:
@@ -201,7 +228,7 @@ class SettlementConsumer:
             return
         await self._reached("committed", source_event_id)
         applied = settlement_applied(outcome, source_event_id, self.producer)
-        await self._unconfirmed.acquire()
+        await self._sending.acquire()
         try:
             stored = await self.bus.js.publish_async(
                 self.applied_subject,
@@ -209,16 +236,17 @@ class SettlementConsumer:
                 headers={MSG_ID_HEADER: applied.envelope.event_id},
             )
         except Exception:
-            self._unconfirmed.release()
+            self._sending.release()
             _log.exception("SettlementApplied not sent; the event will be redelivered")
             await self._retry(source, spec, message)
             return
-        outcome_label = "duplicate" if outcome.duplicate else outcome.status.value
-        confirmation = asyncio.create_task(
-            self._confirm(source, spec, message, stored, source_event_id, outcome_label, started)
-        )
-        self._confirming.add(confirmation)
-        confirmation.add_done_callback(self._confirmed)
+        label = "duplicate" if outcome.duplicate else outcome.status.value
+        # A timer and a callback, not a task per event: the confirmer handles the PubAck when it is in.
+        timeout = asyncio.get_running_loop().call_later(PUBLISH_TIMEOUT_SECONDS, stored.cancel)
+        sent = _Sent(source, spec, message, stored, timeout, source_event_id, label, started)
+        self._unconfirmed += 1
+        self._all_confirmed.clear()
+        stored.add_done_callback(lambda _stored: self._stored.put_nowait(sent))
 
     async def _apply(self, source: Source, event: Message, source_event_id: str) -> Outcome:
         """The ledger transaction of ``event`` (committed when this returns), or its refusal."""
@@ -232,43 +260,29 @@ class SettlementConsumer:
             key = f"invalid:{source_event_id}"
             return Outcome(key, source.kind, Status.REJECTED, str(err), 0, "", "", {})
 
-    async def _confirm(
-        self,
-        source: Source,
-        spec: ConsumerSpec,
-        message: Msg,
-        stored: asyncio.Future[api.PubAck],
-        source_event_id: str,
-        outcome_label: str,
-        started: float,
-    ) -> None:
-        """Ack the input once its output is stored; nak it if the output is not."""
-        try:
+    async def _confirm_stored(self) -> None:
+        """The confirmer: ack each input once its output is stored; nak it if the output is not."""
+        while True:
+            sent = await self._stored.get()
             try:
-                await asyncio.wait_for(stored, PUBLISH_TIMEOUT_SECONDS)
-            except Exception:
-                _log.warning(
-                    "SettlementApplied not stored; the event will be redelivered and republish it",
-                    extra={"fields": {"source_event_id": source_event_id}},
-                    exc_info=True,
-                )
-                await self._retry(source, spec, message)
-                return
-            await self._reached("published", source_event_id)
-            await message.ack()
-        except asyncio.CancelledError:
-            raise
-        except BaseException as err:
-            # The process would be dead here: stop every worker (run() raises this).
-            if self._crashed is not None and not self._crashed.done():
-                self._crashed.set_exception(err)
-            raise
-        self._handled.labels(kind=source.kind, outcome=outcome_label).inc()
-        self._latency.labels(kind=source.kind).observe(time.perf_counter() - started)
-
-    def _confirmed(self, confirmation: asyncio.Task[None]) -> None:
-        self._confirming.discard(confirmation)
-        self._unconfirmed.release()
+                sent.timeout.cancel()
+                failure = None if sent.stored.cancelled() else sent.stored.exception()
+                if sent.stored.cancelled() or failure is not None:
+                    _log.warning(
+                        "SettlementApplied not stored; the event will be redelivered and republish it",
+                        extra={"fields": {"source_event_id": sent.source_event_id, "error": repr(failure)}},
+                    )
+                    await self._retry(sent.source, sent.spec, sent.message)
+                    continue
+                await self._reached("published", sent.source_event_id)
+                await sent.message.ack()
+                self._handled.labels(kind=sent.source.kind, outcome=sent.outcome).inc()
+                self._latency.labels(kind=sent.source.kind).observe(time.perf_counter() - sent.started)
+            finally:
+                self._sending.release()
+                self._unconfirmed -= 1
+                if not self._unconfirmed:
+                    self._all_confirmed.set()
 
     async def _retry(self, source: Source, spec: ConsumerSpec, message: Msg) -> None:
         await message.nak(delay=spec.nak_delay_seconds)

@@ -3,37 +3,15 @@
 # The command's accounts locked first, in a statement of their own. In READ COMMITTED a statement that
 # waits for a row lock gets the locked rows' new versions but reads every other table (the holds) as
 # of its own start: a fee and a hand transfer of the same player settled concurrently would then write
-# back a stale hold (a lost update; seen end to end as a negative `held` on release). The load below
-# starts after the locks are held, so it sees everything committed before them.
-LOCK_ACCOUNT_ROWS = """
-SELECT id FROM wallet.accounts
-WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
-ORDER BY id FOR UPDATE
-"""
-# The command's accounts, locked in account-id order by LOCK_ACCOUNT_ROWS (a fixed order: concurrent
-# transactions never deadlock), with each player's open hold (one at a time) and any hold of theirs
-# in the command's pairing — given ($3), or the pairing of the command's table ($4) — released or
-# not, and whether that pairing has closed.
-LOAD_LOCKED_ACCOUNTS = """
-WITH pairing AS (
-    SELECT coalesce(
-        nullif($3::text, ''), (SELECT pairing_id FROM wallet.tables WHERE table_id = $4), ''
-    ) AS id
-)
-SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed,
-       h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT id FROM pairing) AS pairing,
-       EXISTS (SELECT 1 FROM wallet.closed_pairings c WHERE c.pairing_id = (SELECT id FROM pairing)) AS closed
-FROM wallet.accounts a
-LEFT JOIN LATERAL (
-    SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
-    WHERE player_id = a.player_id AND open  -- holds_open_by_player
-    UNION
-    SELECT pairing_id, carry, fee_reserve, open FROM wallet.holds
-    WHERE pairing_id = (SELECT id FROM pairing) AND player_id = a.player_id  -- (pairing_id, player_id)
-) h ON true
-WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
-ORDER BY a.id
-"""
+# back a stale hold (a lost update; seen end to end as a negative `held` on release). So the load is a
+# second statement, started after the locks are held, and sees everything committed before them.
+# Both run inside wallet.lock_and_load (migrations/005_lock_and_load.sql), a VOLATILE function — a
+# fresh snapshot per statement — so the two statements cost one round trip. The lock is in
+# account-id order (a fixed order: concurrent transactions never deadlock); the load returns the
+# accounts with each player's open hold (one at a time) and any hold of theirs in the command's
+# pairing — given ($3), or the pairing of the command's table ($4) — released or not, and whether
+# that pairing has closed.
+LOCK_AND_LOAD = "SELECT * FROM wallet.lock_and_load($1::text[], $2::text[], $3::text, $4::text)"
 # The settlement workers' connections run the same few statements thousands of times with only
 # ids changing: plan them once (generic plans) instead of re-planning each execution — measured
 # 430 → 180 µs for the load on 20,000 accounts, and the planner's CPU is the database's.

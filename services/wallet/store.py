@@ -168,8 +168,8 @@ class WalletStore:
     async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
         players = sorted(set(command.players()))
         houses = [h.value for h in command.houses]
-        await conn.execute(sql.LOCK_ACCOUNT_ROWS, players, houses)  # before the load: see sql.py
-        rows = await conn.fetch(sql.LOAD_LOCKED_ACCOUNTS, players, houses, command.pairing, command.table)
+        # The lock, then the load as a statement of its own (see sql.py), in one round trip.
+        rows = await conn.fetch(sql.LOCK_AND_LOAD, players, houses, command.pairing, command.table)
         accounts: dict[int, AccountState] = {}
         holds: list[HoldState] = []
         for row in rows:
