@@ -54,6 +54,7 @@ DRIFT = 300  # prestige a bot may win or lose before a fresh guest takes its sea
 PLAY_SECONDS = 300.0  # one match of a few hands; a table that takes longer is stuck
 SETTLE_SECONDS = 60.0  # after the last match: holds released, tables closed, consumers caught up
 MATCHES_PER_PAIR = 10_000  # a count bound besides the time bound
+LIVE_TABLES = "duel_table_live_tables_count"  # the table server's gauge of tables it hosts
 # Kinds of error that are defects, not the churn a soak causes on purpose (expired queues, stale acts).
 DEFECTS = ("grpc.INTERNAL", "grpc.UNKNOWN", "grpc.DATA_LOSS", "unexpected.")
 
@@ -314,7 +315,7 @@ def sample_services(state: StackState) -> dict[str, ProcSample | None]:
 
 async def interval_line(state: StackState, tally: Tally, samples: dict[str, ProcSample | None]) -> str:
     elapsed = time.monotonic() - tally.started
-    live = scrape_gauge(state.services["table"].metrics, "duel_table_live_tables_count")
+    live = await asyncio.to_thread(scrape_gauge, state.services["table"].metrics, LIVE_TABLES)
     lag = await consumer_lag(state.nats_url)
     rss = ",".join(f"{n}:{s.rss_mb:.0f}MB" if s else f"{n}:DEAD" for n, s in samples.items())
     fds = ",".join(f"{n}:{s.fds}" if s else f"{n}:-" for n, s in samples.items())
@@ -351,7 +352,7 @@ async def settle(state: StackState) -> tuple[int, float | None, int | None]:
     holds, live, lag = -1, None, None
     for _ in range(int(SETTLE_SECONDS)):
         _, holds, _ = await ledger_state(state.database_url)
-        live = scrape_gauge(state.services["table"].metrics, "duel_table_live_tables_count")
+        live = await asyncio.to_thread(scrape_gauge, state.services["table"].metrics, LIVE_TABLES)
         lag = await consumer_lag(state.nats_url)
         if holds == 0 and live == 0 and lag == 0:
             break

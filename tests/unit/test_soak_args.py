@@ -4,8 +4,10 @@ kinds and the end-of-run verdicts (which violation is reported, and that a clean
 from __future__ import annotations
 
 import argparse
+import http.server
 import os
 import subprocess
+import threading
 
 import grpc
 import pytest
@@ -135,3 +137,31 @@ def test_only_a_stack_on_loopback_is_soaked() -> None:
         soak.require_loopback(state("10.0.0.7"))
     with pytest.raises(soak.SoakViolation, match=r"192\.168\.1\.2"):
         soak.require_loopback(state("127.0.0.1", nats_url="nats://192.168.1.2:4222"))
+
+
+class _Metrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # http.server's hook name
+        body = b'# TYPE duel_table_live_tables_count gauge\nduel_table_live_tables_count{shard="a"} 3.0\n'
+        body += b'duel_table_live_tables_count{shard="b"} 2.0\n'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+
+def test_scrape_gauge_sums_a_metric_and_answers_none_when_absent_or_unreachable() -> None:
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Metrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        assert soak.scrape_gauge(url, soak.LIVE_TABLES) == 5.0
+        assert soak.scrape_gauge(url, "duel_table_nothing_count") is None
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert soak.scrape_gauge(url, soak.LIVE_TABLES) is None  # nobody listens there any more
