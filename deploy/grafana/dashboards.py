@@ -37,7 +37,8 @@ from grafana_json import (
 INFRASTRUCTURE = Dashboard(
     uid="duel-infrastructure",
     title="Duel Mahjong / Infrastructure",
-    description="gRPC traffic, codes and latency per RPC; NATS connections and JetStream traffic.",
+    description="gRPC traffic, codes and latency per RPC; NATS connections and JetStream traffic;"
+    " the Postgres connection pools.",
     rows=(
         Row(
             "gRPC",
@@ -117,6 +118,21 @@ INFRASTRUCTURE = Dashboard(
                         ),
                     ),
                     unit="ops",
+                ),
+            ),
+        ),
+        Row(
+            "Postgres pool",
+            (
+                Panel(
+                    "Connections in use / open / max per pod",
+                    (
+                        (f"sum by (service, pod) ({every('db_pool_in_use_connections')})", "in use {{pod}}"),
+                        (f"sum by (service, pod) ({every('db_pool_open_connections')})", "open {{pod}}"),
+                        (f"max by (service) ({every('db_pool_max_connections')})", "max {{service}}"),
+                    ),
+                    description="asyncpg does not report callers waiting for a connection: in use at"
+                    " max means they wait.",
                 ),
             ),
         ),

@@ -8,7 +8,14 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from duelmahjong.platform.db import MigrationError, apply_migrations, create_pool, load_migrations
+from duelmahjong.platform.db import (
+    MigrationError,
+    apply_migrations,
+    create_pool,
+    load_migrations,
+    register_pool_metrics,
+)
+from duelmahjong.platform.metrics import ServiceMetrics
 
 pytestmark = [pytest.mark.integration]
 
@@ -101,3 +108,21 @@ def test_badly_named_or_repeated_versions_are_refused(tmp_path: Path) -> None:
         load_migrations(_write(tmp_path / "a", {"1_accounts.sql": "SELECT 1;"}))
     with pytest.raises(MigrationError, match="version 001"):
         load_migrations(_write(tmp_path / "b", {"001_a.sql": "SELECT 1;", "001_b.sql": "SELECT 1;"}))
+
+
+@pytest.mark.asyncio
+async def test_the_pool_gauges_count_connections_lent_out(database_url: str) -> None:
+    metrics = ServiceMetrics("wallet")
+    pool = await create_pool(database_url, min_size=1, max_size=3)
+    register_pool_metrics(metrics, pool)
+
+    def gauge(what: str) -> float | None:
+        return metrics.registry.get_sample_value(f"duel_wallet_db_pool_{what}_connections")
+
+    try:
+        assert (gauge("open"), gauge("in_use"), gauge("max")) == (1, 0, 3)
+        async with pool.acquire(), pool.acquire():
+            assert (gauge("open"), gauge("in_use")) == (2, 2)
+        assert gauge("in_use") == 0
+    finally:
+        await pool.close()

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.metrics import ServiceMetrics
 
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 _FILE_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -67,6 +71,34 @@ async def create_pool(database_url: str, *, min_size: int = 1, max_size: int = 1
     if pool is None:  # pragma: no cover - only in asyncpg's "return None on cancel" corner
         raise ConnectionError(f"cannot open a pool to {database_url}")
     return pool
+
+
+class PoolCollector(Collector):
+    """The pool's size, read when Prometheus scrapes (nothing on the query path):
+    ``duel_<service>_db_pool_open_connections``, ``..._in_use_connections``, ``..._max_connections``.
+    asyncpg does not expose the tasks waiting for a connection; in use == max is the saturation sign."""
+
+    def __init__(self, metrics: ServiceMetrics, pool: asyncpg.Pool) -> None:
+        self._metrics, self._pool = metrics, pool
+
+    def collect(self) -> Iterator[Metric]:
+        name, pool = self._metrics.name, self._pool
+        opened = pool.get_size()
+        yield GaugeMetricFamily(
+            name("db_pool_open", "connections"), "connections the pool holds open", opened
+        )
+        yield GaugeMetricFamily(
+            name("db_pool_in_use", "connections"),
+            "connections lent out right now",
+            opened - pool.get_idle_size(),
+        )
+        yield GaugeMetricFamily(
+            name("db_pool_max", "connections"), "the pool's size limit", pool.get_max_size()
+        )
+
+
+def register_pool_metrics(metrics: ServiceMetrics, pool: asyncpg.Pool) -> None:
+    metrics.registry.register(PoolCollector(metrics, pool))
 
 
 def with_database(url: str, database: str) -> str:

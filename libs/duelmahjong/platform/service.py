@@ -35,7 +35,7 @@ import asyncpg
 
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.config import ConfigError, ServiceConfig
-from duelmahjong.platform.db import apply_migrations, create_pool
+from duelmahjong.platform.db import apply_migrations, create_pool, register_pool_metrics
 from duelmahjong.platform.grpc_server import ServiceServer
 from duelmahjong.platform.logging import configure_logging, get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
@@ -138,6 +138,7 @@ async def serve(
             runtime.bus = await Bus.connect(config.nats_url, name=config.service_name, metrics=metrics)
         if config.database_url:
             runtime.db = await create_pool(config.database_url)
+            register_pool_metrics(metrics, runtime.db)
             if spec.migrations is not None:
                 await apply_migrations(runtime.db, spec.migrations, service=config.service_name)
         await spec.wire(runtime)
