@@ -34,6 +34,14 @@ from grafana_json import (
     rpc,
 )
 
+# The services with a Postgres pool (the others export no db_pool_* metrics).
+DATABASE_SERVICES = ("wallet",)
+
+
+def pool(what: str) -> str:
+    return every(f"db_pool_{what}_connections", services=DATABASE_SERVICES)
+
+
 INFRASTRUCTURE = Dashboard(
     uid="duel-infrastructure",
     title="Duel Mahjong / Infrastructure",
@@ -127,9 +135,18 @@ INFRASTRUCTURE = Dashboard(
                 Panel(
                     "Connections in use / open / max per pod",
                     (
-                        (f"sum by (service, pod) ({every('db_pool_in_use_connections')})", "in use {{pod}}"),
-                        (f"sum by (service, pod) ({every('db_pool_open_connections')})", "open {{pod}}"),
-                        (f"max by (service) ({every('db_pool_max_connections')})", "max {{service}}"),
+                        (
+                            f"sum by (service, pod) ({pool('in_use')})",
+                            "in use {{pod}}",
+                        ),
+                        (
+                            f"sum by (service, pod) ({pool('open')})",
+                            "open {{pod}}",
+                        ),
+                        (
+                            f"max by (service) ({pool('max')})",
+                            "max {{service}}",
+                        ),
                     ),
                     description="asyncpg does not report callers waiting for a connection: in use at"
                     " max means they wait.",
