@@ -127,6 +127,21 @@ INFRASTRUCTURE = Dashboard(
                     ),
                     unit="ops",
                 ),
+                Panel(
+                    "Consumer backlog: pending and unacked messages per durable",
+                    (
+                        (
+                            f"max by (durable) ({every('bus_consumer_pending_messages')})",
+                            "pending {{durable}}",
+                        ),
+                        (
+                            f"max by (durable) ({every('bus_consumer_ack_pending_messages')})",
+                            "unacked {{durable}}",
+                        ),
+                    ),
+                    description="JetStream's own counters, polled every 15 s by each process that declared"
+                    " the consumer (max over replicas). DuelConsumerLagHigh pages above 1000 for 10 minutes.",
+                ),
             ),
         ),
         Row(

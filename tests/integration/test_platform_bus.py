@@ -144,3 +144,33 @@ async def test_the_bus_reconnects_when_nats_comes_back_and_keeps_the_stream(
     finally:
         await bus.close()
         await asyncio.to_thread(server.stop)
+
+
+async def test_consumer_lag_gauges_read_pending_and_unacked_messages_from_jetstream(
+    nats_server_url: str, unique_name: Callable[[str], str]
+) -> None:
+    metrics = ServiceMetrics("scoring")
+    bus = await Bus.connect(nats_server_url, name="lag-test", metrics=metrics)
+    try:
+        stream, subject = await _declare(bus, unique_name)
+        spec = ConsumerSpec(stream.name, unique_name("lag").lower(), f"{subject}.>")
+        await bus.declare_consumer(spec)
+        for n in range(3):
+            await bus.publish(f"{subject}.hand_ended", b"hand", msg_id=f"h-{n}")
+
+        def lag(what: str) -> float | None:
+            sample = f"duel_scoring_bus_consumer_{what}_messages"
+            return metrics.registry.get_sample_value(sample, {"durable": spec.durable})
+
+        await bus.poll_consumer_lag()
+        assert (lag("pending"), lag("ack_pending")) == (3, 0)
+        subscription = await bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        (delivered,) = await subscription.fetch(1, timeout=2)
+        await bus.poll_consumer_lag()
+        assert (lag("pending"), lag("ack_pending")) == (2, 1)
+        await delivered.ack_sync()
+        await bus.poll_consumer_lag()
+        assert (lag("pending"), lag("ack_pending")) == (2, 0)
+        await subscription.unsubscribe()
+    finally:
+        await bus.close()

@@ -34,6 +34,9 @@ from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+# How often a service reads its durable consumers' backlog from JetStream (one consumer_info request
+# per consumer declared: cheap, and nothing on the publish or consume path).
+CONSUMER_LAG_POLL_SECONDS = 15.0
 _STREAM_IN_USE = 10058  # JetStream: "stream name already in use with a different configuration"
 
 _log = get_logger("bus")
@@ -90,8 +93,15 @@ class Bus:
     def __init__(self, client: Client, metrics: ServiceMetrics | None) -> None:
         self.client = client
         self.js: JetStreamContext = client.jetstream()
-        self._published = self._consumed = None
+        self._published = self._consumed = self._pending = self._ack_pending = None
+        self._declared: dict[tuple[str, str], ConsumerSpec] = {}  # (stream, durable) -> spec
         if metrics is not None:
+            self._pending = metrics.gauge(
+                "bus_consumer_pending", "messages", "not yet delivered, per durable consumer", ["durable"]
+            )
+            self._ack_pending = metrics.gauge(
+                "bus_consumer_ack_pending", "messages", "delivered, not yet acked, per durable", ["durable"]
+            )
             self._published = metrics.counter("bus_published", "total", "JetStream publishes", ["outcome"])
             self._consumed = metrics.counter(
                 "bus_messages_handled", "total", "consumed messages by outcome", ["durable", "outcome"]
@@ -170,10 +180,31 @@ class Bus:
 
     async def declare_consumer(self, spec: ConsumerSpec) -> None:
         """Create the durable consumer if it does not exist (idempotent)."""
+        self._declared[spec.stream, spec.durable] = spec
         try:
             await self.js.consumer_info(spec.stream, spec.durable)
         except nats.js.errors.NotFoundError:
             await self.js.add_consumer(spec.stream, config=spec.config())
+
+    async def poll_consumer_lag(self) -> None:
+        """Set the backlog gauges of every durable consumer this process declared, from JetStream's
+        own counters (``num_pending``, ``num_ack_pending``)."""
+        if self._pending is None or self._ack_pending is None:
+            return
+        for spec in list(self._declared.values()):
+            info = await self.js.consumer_info(spec.stream, spec.durable)
+            self._pending.labels(durable=spec.durable).set(info.num_pending or 0)
+            self._ack_pending.labels(durable=spec.durable).set(info.num_ack_pending or 0)
+
+    async def watch_consumer_lag(self, interval_seconds: float = CONSUMER_LAG_POLL_SECONDS) -> None:
+        """Poll the backlog every ``interval_seconds`` until cancelled; a failed poll (NATS away) is
+        logged and retried at the next tick, never fatal: the gauges just keep their last value."""
+        while True:
+            try:
+                await self.poll_consumer_lag()
+            except (nats.errors.Error, TimeoutError, OSError) as err:
+                _log.warning("consumer lag not read", extra={"fields": {"error": repr(err)}})
+            await asyncio.sleep(interval_seconds)
 
     async def publish(
         self, subject: str, payload: bytes, *, msg_id: str, headers: dict[str, str] | None = None

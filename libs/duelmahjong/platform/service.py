@@ -142,6 +142,8 @@ async def serve(
             if spec.migrations is not None:
                 await apply_migrations(runtime.db, spec.migrations, service=config.service_name)
         await spec.wire(runtime)
+        if runtime.bus is not None:  # the backlog of the durable consumers wire declared
+            runtime.spawn(runtime.bus.watch_consumer_lag(), name="consumer-lag")
         await runtime.server.start()
         started = True
         _log.info(
