@@ -253,6 +253,9 @@ class Matchmaker:
                 self._unpair(pairing, refused=entry, reason=f"the wallet refused the hold: {err}")
                 return
             held.append(entry)
+        if room.plays_items:
+            for entry in pairing.seats:
+                entry.items = await self._inventory(entry)
         if room.negotiates:
             pairing.state = NEGOTIATING
             pairing.negotiation_deadline = self._clock() + room.negotiation_seconds
@@ -261,6 +264,16 @@ class Matchmaker:
             pairing.multiplier = 1
             pairing.state = ALLOCATING
             self._allocate(pairing)
+
+    async def _inventory(self, entry: QueueEntry) -> dict[int, int]:
+        """T6: the counts the table may offer. Read once the holds are placed (a player is in one
+        pairing at a time, so nothing else spends them meanwhile); an unanswered read seats the player
+        without items rather than offering ones the wallet could refuse."""
+        try:
+            return await self._wallet.inventory(entry.player_id)
+        except Exception as err:
+            _log.info("inventory unread", extra={"fields": {"player_id": entry.player_id, "error": str(err)}})
+            return {}
 
     def _unpair(self, pairing: Pairing, *, refused: QueueEntry, reason: str) -> None:
         """A hold failed: the refused player leaves the queue, the other waits on (not lost)."""

@@ -20,6 +20,9 @@ class Wallet(Protocol):
     async def available(self, player_id: str) -> int: ...
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None: ...
     async def release_hold(self, player_id: str, pairing_id: str) -> None: ...
+    async def inventory(self, player_id: str) -> dict[int, int]:
+        """T6: the player's item counts (``ItemKind`` → count), read when the pairing is made."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class QueueEntry:
     is_bot: bool = False
     fill_for: str = ""  # a bot's: the ticket it was started for
     bot_requested: bool = False
+    items: dict[int, int] = field(default_factory=dict)  # T6 counts from the wallet (item rooms only)
     pairing: Pairing | None = None
     done: bool = False
 

@@ -89,6 +89,10 @@ class WalletClient:
             self._stub.ReleaseHold, wallet_pb2.ReleaseHoldRequest(player_id=player_id, pairing_id=pairing_id)
         )
 
+    async def inventory(self, player_id: str) -> dict[int, int]:
+        reply = await self._call(self._stub.GetInventory, wallet_pb2.GetInventoryRequest(player_id=player_id))
+        return {stack.item: stack.count for stack in reply.items if stack.count > 0}
+
     async def _call(self, method, request):  # type: ignore[no-untyped-def]
         try:
             return await method(request, metadata=self._token.metadata(), timeout=CALL_TIMEOUT)
@@ -114,6 +118,10 @@ class WalletMissing:
 
     async def release_hold(self, player_id: str, pairing_id: str) -> None:
         await self.available(player_id)
+
+    async def inventory(self, player_id: str) -> dict[int, int]:
+        await self.available(player_id)
+        return {}
 
     async def close(self) -> None:
         return None
@@ -142,6 +150,9 @@ class TableClient:
                     player_id=entry.player_id,
                     display_name=entry.player_id,
                     carry=entry.carry,
+                    items=[
+                        rules_pb2.ItemCount(item=item, count=n) for item, n in sorted(entry.items.items())
+                    ],
                 )
                 for seat, entry in enumerate(pairing.seats)
             ],

@@ -108,6 +108,11 @@ class Room:
         )
 
     @property
+    def plays_items(self) -> bool:
+        """T6 items are duel's, and only in rooms that enable them."""
+        return self.profile == "duel" and self.items_enabled
+
+    @property
     def negotiates(self) -> bool:
         """T7 negotiation is a duel rule; erren pairings play at 1×."""
         return self.profile == "duel"

@@ -42,7 +42,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
-        session = SeatSession(ticket.seat, batched=first.accept_batches)
+        session = SeatSession(ticket.seat, batched=first.accept_batches, grand_shift=first.use_grand_shift)
         table.attach(session, first.last_seen_sequence)
         if first.HasField("action"):
             table.submit(session, first)

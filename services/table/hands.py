@@ -14,7 +14,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
-from services.table import records, results, views
+from services.table import items, records, results, views
 
 
 class HandCycle:
@@ -85,10 +85,13 @@ class HandCycle:
         number = self.engine.state.hand_number + 1
         self.hand_id = f"{self.table_id}-h{number}"
         seed = secrets.randbits(64)  # the hand's only randomness; never leaves the servers
-        events = self.engine.start_hand(seed)
+        # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
+        grand_shift = frozenset(seat for seat, state in enumerate(self.seats) if state.grand_shift)
+        events = self.engine.start_hand(seed, items=self.item_counts, qiankun=grand_shift)
         self.status, self._between = table_pb2.TABLE_STATUS_PLAYING, False
         for state in self.seats:
             state.new_hand(self.settings.time_bank_seconds)
+            state.grand_shift = False
         begun = records.hand_begun(
             self.engine,
             events[0],
@@ -98,7 +101,8 @@ class HandCycle:
             rules=self.request.rules,
             players=self.request.players,
         )
-        await self._publish([begun], events)
+        sent = await self._publish([begun], events)
+        await self._spend_items(sent, grand_shift)
         self._offer_decisions()
         await self._autoplay()
 
@@ -154,8 +158,26 @@ class HandCycle:
             state.continuing = False
         self._send_views()
 
+    async def _spend_items(
+        self, sent: list[tuple[int, Event]], grand_shift: frozenset[int] = frozenset()
+    ) -> None:
+        """T6: each item used goes to the wallet once, after the write-ahead, keyed by the sequence of
+        the event that shows it (table/hand/sequence); the seat's count here drops at once."""
+        for sequence, seat, name in items.used_items(sent, grand_shift):
+            counts = self.item_counts[seat]
+            counts[name] = counts.get(name, 0) - 1
+            used = items.item_used(
+                table_id=self.table_id,
+                hand_id=self.hand_id,
+                sequence=sequence,
+                player_id=self.request.players[seat].player_id,
+                name=name,
+            )
+            await self._journal.publish(subjects.ITEM_USED, used, f"item:{self.table_id}:{sequence}")
+
     async def _charges(self, sent: list[tuple[int, Event]]) -> None:
         """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
+        await self._spend_items(sent)
         for sequence, event in sent:
             if event.kind != "exchanged" or event.seat < 0:
                 continue
@@ -189,6 +211,18 @@ class HandCycle:
     ) -> None:
         """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
         if which == "continue_playing":
+            if request is not None and request.action.continue_playing.use_grand_shift:
+                if self.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
+                    session = self.seats[seat].session
+                    if session is not None:
+                        why = (
+                            "you have no 乾坤大挪移 left (T6)"
+                            if items.items_allowed(self.request.rules)
+                            else "items are not played in this room (T6)"
+                        )
+                        self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
+                    return
+                self.seats[seat].grand_shift = True
             self.seats[seat].continuing = True
             if all(s.continuing for s in self.seats):
                 if self.host.draining:

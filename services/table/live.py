@@ -25,7 +25,7 @@ from duelmahjong.engine.table import Table
 from duelmahjong.platform.errors import DomainError, Unavailable, readable_details
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import play_pb2, table_pb2
-from services.table import codec, records, views
+from services.table import codec, items, records, views
 from services.table.core import OpenRequest, TableHost, TableJournal
 from services.table.hands import HandCycle
 from services.table.seats import SeatSession, SeatState
@@ -60,6 +60,8 @@ class LiveTable(HandCycle):
         self.settings = codec.room_settings(request.rules, request.negotiated)
         self.engine = Table(self.settings)
         self.seats = [SeatState(request.players[0]), SeatState(request.players[1])]
+        # T6: what each seat has left to use here, from the pairing's wallet counts; spent as used.
+        self.item_counts = [items.seat_counts(player, request.rules) for player in request.players]
         self.status = table_pb2.TABLE_STATUS_WAITING
         self.hand_id = ""
         self.hands_played = 0
@@ -186,6 +188,9 @@ class LiveTable(HandCycle):
         if state.ever_attached and self.host.metrics is not None:
             self.host.metrics.reconnects.inc()
         state.session, state.ever_attached, state.left_at = session, True, None
+        if session.grand_shift and self.status == table_pb2.TABLE_STATUS_WAITING:
+            # T6: chosen before the first deal; without the item it is simply not used.
+            state.grand_shift = self.item_counts[session.seat].get(items.GRAND_SHIFT, 0) > 0
         facts = self._facts()
         for sequence, event in self._log.events:  # T10: resume from the last event the client saw
             if sequence > last_seen:
@@ -323,6 +328,7 @@ class LiveTable(HandCycle):
             connected=(self.seats[0].connected, self.seats[1].connected),
             fan_rate=self.request.rules.fan_rate,
             sequence=self._last_event_sequence(),
+            items=(self.item_counts[0], self.item_counts[1]),
         )
 
     def _legal_message(self, seat: int) -> play_pb2.LegalActions | None:

@@ -24,8 +24,10 @@ from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 class SeatSession:
     """One Play stream's end of a seat: the table writes to ``outbox``; ``None`` ends the stream."""
 
-    def __init__(self, seat: int, batched: bool = False) -> None:
+    def __init__(self, seat: int, batched: bool = False, grand_shift: bool = False) -> None:
         self.seat = seat
+        # T6: the first request asked for 乾坤大挪移 in the table's first hand (later hands: Continue).
+        self.grand_shift = grand_shift
         # The client set accept_batches: what the table queued while the stream was writing goes out
         # as one PlayBatch (one write and one read instead of one per event).
         self.batched = batched
@@ -54,6 +56,7 @@ class SeatState:
     decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
     bank: float = 0.0  # T11: what is left of this hand's time bank
     continuing: bool = False  # between hands: this seat chose to play on
+    grand_shift: bool = False  # T6: 乾坤大挪移 chosen for the next deal
 
     @property
     def connected(self) -> bool:

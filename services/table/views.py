@@ -23,7 +23,7 @@ from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
-from services.table import codec
+from services.table import codec, items
 
 TASK_KINDS = {
     "pong": rules_pb2.TASK_KIND_PONG,
@@ -54,6 +54,7 @@ class TableFacts:
     connected: tuple[bool, bool]
     fan_rate: int
     sequence: int
+    items: tuple[dict[str, int], dict[str, int]] = ({}, {})  # T6 counts left per seat
 
 
 def timestamp(when: datetime | None = None) -> Timestamp:
@@ -170,6 +171,7 @@ def seat_view(
         drawn_tile=drawn,
         waits=_waits(table, seat, own) if not drawn else "",
         start_doubled=bool(view["seats"][seat].get("doubling")),
+        items=items.count_messages(facts.items[seat]) if seat >= 0 else [],
     )
     offer = view.get("offer")
     if offer:
@@ -245,6 +247,16 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
             run = [kind_of_tile + step for step in range(3)] if not count else [kind_of_tile] * count
             tiles = format_tiles(run)
         message.meld_made.CopyFrom(play_pb2.MeldMade(seat=about, meld=meld(seen["meld"], tiles)))
+    elif kind == "swapped" and seen.get("reason") in items.KINDS:
+        # T6 偷天换日 / 移花接木: the opponent learns the item was used; only the user what it traded.
+        message.item_applied.CopyFrom(
+            play_pb2.ItemApplied(
+                seat=about,
+                item=items.KINDS[seen["reason"]],
+                given=format_tiles(parse_tiles("".join(seen.get("given", [])))),
+                received=format_tiles(parse_tiles("".join(seen.get("received", [])))),
+            )
+        )
     elif kind == "hand_ended":
         result = seen["result"]
         message.hand_revealed.CopyFrom(

@@ -8,11 +8,14 @@
   exactly as its process would (gRPC, health, metrics, bus, migrations) and returns its
   :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test.
 - ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
+- ``start_matchmaking`` — ``await start_matchmaking(rooms)`` runs a wallet (fresh database, private event
+  namespace) and matchmaking with those rooms in front of it; returns both runtimes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -24,6 +27,10 @@ from duelmahjong.platform import auth, db
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, serve
+from services.matchmaking.config import MatchmakingConfig
+from services.matchmaking.main import SPEC as MATCHMAKING
+from services.wallet.config import WalletConfig
+from services.wallet.main import SPEC as WALLET
 
 StartService = Callable[[ServiceSpec, ServiceConfig], Awaitable[ServiceRuntime[Any]]]
 
@@ -66,6 +73,31 @@ def issue(token_secret: str) -> Callable[..., tuple[tuple[str, str]]]:
         return auth.bearer_metadata(auth.issue_token(token_secret, player_id=player_id, role=role))
 
     return bearer
+
+
+@pytest_asyncio.fixture
+async def start_matchmaking(
+    start_service: StartService,
+    service_env: dict[str, str],
+    database_url: str,
+    unique_name: Callable[[str], str],
+) -> Callable[[list[dict[str, Any]]], Awaitable[tuple[ServiceRuntime[Any], ServiceRuntime[Any]]]]:
+    async def start(rooms: list[dict[str, Any]]) -> tuple[ServiceRuntime[Any], ServiceRuntime[Any]]:
+        wallet_env = {
+            **service_env,
+            "DATABASE_URL": database_url,
+            "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
+        }
+        wallet = await start_service(WALLET, WalletConfig.from_env(wallet_env))
+        mm_env = {
+            **service_env,
+            "WALLET_ADDRESS": wallet.server.address,
+            "MATCHMAKING_ROOMS": json.dumps(rooms),
+            "MATCHMAKING_TICK_SECONDS": "0.05",
+        }
+        return wallet, await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
+
+    return start
 
 
 @pytest_asyncio.fixture

@@ -5,7 +5,6 @@ Play stream accepts. (Choosing the least-loaded server: tests/unit/test_matchmak
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +15,8 @@ import pytest
 from duelmahjong.client.session import DuelClient
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
-from services.matchmaking.config import MatchmakingConfig
-from services.matchmaking.main import SPEC as MATCHMAKING
 from services.table.config import TableConfig
 from services.table.main import SPEC as TABLE
-from services.wallet.config import WalletConfig
-from services.wallet.main import SPEC as WALLET
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -37,21 +32,12 @@ async def _next(updates: asyncio.Queue[mm.QueueUpdate], kind: str, within: float
 
 
 async def test_a_pairing_waits_for_a_table_server_then_opens_on_an_announced_one(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    unique_name: Callable[[str], str],
+    start_matchmaking: Callable[..., Any],
 ) -> None:
-    wallet_env = {
-        **service_env,
-        "DATABASE_URL": database_url,
-        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
-    }
-    wallet = await start_service(WALLET, WalletConfig.from_env(wallet_env))
-    mm_env = {
-        **service_env,
-        "WALLET_ADDRESS": wallet.server.address,
-        "MATCHMAKING_ROOMS": json.dumps(ROOMS),
-        "MATCHMAKING_TICK_SECONDS": "0.05",
-    }
-    matchmaking = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
+    wallet, matchmaking = await start_matchmaking(ROOMS)
 
     players = [
         DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in range(2)

@@ -52,10 +52,13 @@ class SeatClient:
         self.ended = asyncio.Event()
         self.batches = 0  # PlayBatch messages received (only when connected with batches=True)
 
-    async def connect(self, last_seen: int = 0, batches: bool = False) -> None:
+    async def connect(self, last_seen: int = 0, batches: bool = False, grand_shift: bool = False) -> None:
         await self._requests.put(
             table_pb2.PlayRequest(
-                table_ticket=self.ticket, last_seen_sequence=last_seen, accept_batches=batches
+                table_ticket=self.ticket,
+                last_seen_sequence=last_seen,
+                accept_batches=batches,
+                use_grand_shift=grand_shift,
             )
         )
         self._call = self.stub.Play(self._outgoing(), metadata=self.token)
