@@ -175,7 +175,8 @@ ECONOMY = Dashboard(
     uid="duel-economy",
     title="Duel Mahjong / Economy",
     description="Scoring (hands verified by replay and scored, refusals) and the wallet applying"
-    " prestige-moving events (settlements, fees, escapes, items, guesses, table closes).",
+    " prestige-moving events (settlements, fees, escapes, items, guesses, table closes): amounts moved,"
+    " settlement lag.",
     rows=(
         Row(
             "Scoring",
@@ -240,6 +241,36 @@ ECONOMY = Dashboard(
                     "p99 settlement duration by kind (decode, ledger transaction, publish)",
                     ((p99("kind", "duel_wallet_settlement_duration_seconds_bucket"), "{{kind}}"),),
                     unit="s",
+                ),
+                Panel(
+                    "Settlement lag p50 / p99 (hand end → applied)",
+                    (
+                        (
+                            p99("kind", 'duel_wallet_settlement_lag_seconds_bucket{kind="hand-scored"}', 0.5),
+                            "p50",
+                        ),
+                        (p99("kind", 'duel_wallet_settlement_lag_seconds_bucket{kind="hand-scored"}'), "p99"),
+                    ),
+                    unit="s",
+                    description="From the HandEnded event's time to the wallet's SettlementApplied stored:"
+                    " scoring's replay and both backlogs included. DuelSettlementLagHigh pages over 10 s.",
+                ),
+                Panel(
+                    "Prestige moved /min by purpose",
+                    ((per_minute("purpose", "duel_wallet_prestige_moved_total"), "{{purpose}}"),),
+                    description="Amounts credited by applied events (hand settlements, escapes, fees,"
+                    " 换牌 charges, guesses); a redelivery moves and counts nothing.",
+                ),
+                Panel(
+                    "Fees collected /min (hand fees, 换牌 charges)",
+                    (
+                        (
+                            per_minute(
+                                "purpose", 'duel_wallet_prestige_moved_total{purpose=~"fee|exchange"}'
+                            ),
+                            "{{purpose}}",
+                        ),
+                    ),
                 ),
                 Panel(
                     "Wallet RPCs/s (logins, holds, balances)",

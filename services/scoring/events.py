@@ -178,11 +178,11 @@ class HandEndedHandler:
         except DomainError as invalid:  # a result that breaks the contract or the rules
             await self._reject(table_id, hand_id, invalid.message, 0)
             return
-        await self.publish(scored)
+        await self.publish(scored, event.envelope.occurred_at)
         self.scored.labels(profile=claim.profile, outcome=claim.outcome).inc()
         self.latency.observe(time.perf_counter() - started)
 
-    async def publish(self, scored: ScoredHand) -> None:
+    async def publish(self, scored: ScoredHand, hand_ended_at: Timestamp | None = None) -> None:
         claim, figures = scored.claim, scored.settlement
         if scored.escape:
             penalty = events_pb2.EscapePenalty(
@@ -203,6 +203,8 @@ class HandEndedHandler:
         )
         if scored.evaluation is not None:
             event.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))
+        if hand_ended_at is not None and hand_ended_at.ByteSize():  # for the wallet's settlement lag
+            event.hand_ended_at.CopyFrom(hand_ended_at)
         await self._bus.publish_event(subjects.HAND_SCORED, event)
 
     async def _reject(self, table_id: str, hand_id: str, reason: str, sequence: int) -> None:

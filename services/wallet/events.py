@@ -58,6 +58,17 @@ POLL_SECONDS = 1.0  # a pull request's wait on an empty consumer; also how soon 
 PUBLISH_TIMEOUT_SECONDS = 5.0
 # Outputs sent and not yet stored, per consumer: bounds memory and what a crash leaves to redo.
 MAX_UNCONFIRMED = 256
+# Settlement lag buckets (hand end → applied; scoring's replay included): 50 ms .. 5 min.
+LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+def happened_at(event: Message) -> float:
+    """When the fact behind ``event`` happened (Unix seconds; 0 if unknown): the hand's end for a
+    HandScored that carries it, else the event's own envelope time."""
+    stamp = event.envelope.occurred_at  # type: ignore[attr-defined]
+    if isinstance(event, events_pb2.HandScored) and event.HasField("hand_ended_at"):
+        stamp = event.hand_ended_at
+    return stamp.seconds + stamp.nanos / 1e9
 
 
 @dataclass(slots=True, eq=False)
@@ -72,6 +83,7 @@ class _Sent:
     source_event_id: str
     outcome: str  # the metric label: applied, rejected, duplicate
     started: float
+    happened: float  # Unix seconds the fact happened (the hand ended), 0 if unknown
 
 
 async def _cancel_all(tasks: tuple[asyncio.Task[Any], ...]) -> None:
@@ -138,6 +150,16 @@ class SettlementConsumer:
         )
         self._latency = metrics.histogram(
             "settlement_duration", "seconds", "fetched → ledger transaction → output stored", ["kind"]
+        )
+        self._lag = metrics.histogram(
+            "settlement_lag",
+            "seconds",
+            "the fact happened (a HandScored: the hand ended) → applied and published",
+            ["kind"],
+            buckets=LAG_BUCKETS,
+        )
+        self._moved = metrics.counter(
+            "prestige_moved", "total", "prestige moved by applied events", ["kind", "purpose"]
         )
 
     def consumer_spec(self, source: Source) -> ConsumerSpec:
@@ -227,6 +249,8 @@ class SettlementConsumer:
             await self._retry(source, spec, message)
             return
         await self._reached("committed", source_event_id)
+        for purpose, amount in outcome.moved:  # empty for a duplicate: counted once, when it moved
+            self._moved.labels(kind=source.kind, purpose=purpose).inc(amount)
         applied = settlement_applied(outcome, source_event_id, self.producer)
         await self._sending.acquire()
         try:
@@ -243,7 +267,8 @@ class SettlementConsumer:
         label = "duplicate" if outcome.duplicate else outcome.status.value
         # A timer and a callback, not a task per event: the confirmer handles the PubAck when it is in.
         timeout = asyncio.get_running_loop().call_later(PUBLISH_TIMEOUT_SECONDS, stored.cancel)
-        sent = _Sent(source, spec, message, stored, timeout, source_event_id, label, started)
+        happened = happened_at(event) if label == "applied" else 0.0
+        sent = _Sent(source, spec, message, stored, timeout, source_event_id, label, started, happened)
         self._unconfirmed += 1
         self._all_confirmed.clear()
         stored.add_done_callback(lambda _stored: self._stored.put_nowait(sent))
@@ -278,6 +303,8 @@ class SettlementConsumer:
                 await sent.message.ack()
                 self._handled.labels(kind=sent.source.kind, outcome=sent.outcome).inc()
                 self._latency.labels(kind=sent.source.kind).observe(time.perf_counter() - sent.started)
+                if sent.happened:  # clamped: the producer's clock may run a little ahead of ours
+                    self._lag.labels(kind=sent.source.kind).observe(max(0.0, time.time() - sent.happened))
             finally:
                 self._sending.release()
                 self._unconfirmed -= 1

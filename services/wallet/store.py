@@ -38,6 +38,8 @@ class Outcome:
     hand_id: str
     balances: dict[str, tuple[int, int]]  # player id -> (balance, held) after the transaction
     duplicate: bool = False
+    # (posting purpose, amount) of every credit this execution wrote: what moved, for the metrics.
+    moved: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +165,9 @@ class WalletStore:
                 command.table,
                 command.hand,
                 balances,
+                moved=tuple((p.purpose, p.amount) for p in draft.plan.postings if p.amount > 0)
+                if draft.plan.status is Status.APPLIED
+                else (),
             )
 
     async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:

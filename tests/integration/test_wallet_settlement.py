@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -259,3 +260,30 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
     # Republished outcomes reuse their message id, so the output stream holds one per event.
     stream = wallet.namespace.stream(subjects.WALLET_STREAM).name
     assert (await bus.js.stream_info(stream)).state.messages == len(events)
+
+
+@pytest.mark.asyncio
+async def test_prestige_moved_fees_and_the_settlement_lag_from_the_hand_end_are_measured(
+    wallet: Wallet, bus: Bus
+) -> None:
+    ana, bo = await wallet.players(2, 1_000)
+    metrics = ServiceMetrics("wallet")
+    consumer = SettlementConsumer(
+        bus, wallet.store, metrics, workers=2, ack_wait_seconds=30.0, namespace=wallet.namespace
+    )
+    await consumer.declare()
+    scored = hand_scored("h1", ana, bo, 150)
+    scored.hand_ended_at.FromSeconds(int(time.time()) - 30)  # the hand ended 30 s before scoring
+    await wallet.publish(bus, scored)
+    await wallet.publish(bus, scored, copy=1)  # a redelivery moves nothing and is not counted again
+    await wallet.publish(bus, fee_charged("h1", ana, 7))
+    await run_until_drained(bus, consumer, within=30)
+
+    def sample(name: str, **labels: str) -> float | None:
+        return metrics.registry.get_sample_value(f"duel_wallet_{name}", labels)
+
+    assert sample("prestige_moved_total", kind="hand-scored", purpose="hand") == 150
+    assert sample("prestige_moved_total", kind="fee-charged", purpose="fee") == 7
+    assert sample("settlement_lag_seconds_count", kind="hand-scored") == 1  # the duplicate is not
+    assert 30 <= (sample("settlement_lag_seconds_sum", kind="hand-scored") or 0) < 60
+    assert sample("settlement_lag_seconds_count", kind="fee-charged") is None  # no envelope time: unknown
