@@ -228,3 +228,57 @@ async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
     finally:
         await alice.close()
         await bob.close()
+
+
+async def test_grand_shift_is_chosen_at_continue_and_refused_without_the_item_t6(
+    items_stack: SimpleNamespace, kit: SimpleNamespace, bus: Bus
+) -> None:
+    stack = items_stack
+    used: list[events_pb2.ItemUsed] = []
+
+    async def collect(message: Any) -> None:
+        used.append(events_pb2.ItemUsed.FromString(message.data))
+
+    subscription = await bus.client.subscribe(subjects.ITEM_USED, cb=collect)
+    alice, bob, table_id = await _seated(stack, kit, "duel-items")
+    table = kit.live(stack.table_server, table_id)
+    await alice.connect()  # no 乾坤大挪移 in the first hand
+    await bob.connect()
+    refusals: list[str] = []
+
+    async def plays(client: Any) -> None:
+        continued = False
+        while not client.ended.is_set():
+            try:
+                view = await client.decision(15)
+            except kit.StreamEnded:
+                return
+            if play_pb2.ACTION_KIND_CONTINUE not in {a.kind for a in view.legal_actions.actions}:
+                await client.send(kit.simple_choice(view))
+                continue
+            if continued:  # after the second hand: leave
+                await client.send(play_pb2.Action(leave=play_pb2.LeaveAction()))
+                continue
+            continued = True
+            shift = play_pb2.ContinueAction(use_grand_shift=True)
+            await client.send(play_pb2.Action(continue_playing=shift))
+            if client is bob:  # bob has none: refused with a reason; he continues without it
+                rejection = await kit.next_rejection(bob)
+                refusals.append(rejection.reason)
+                await bob.send(play_pb2.Action(continue_playing=play_pb2.ContinueAction()))
+
+    try:
+        await asyncio.wait_for(asyncio.gather(plays(alice), plays(bob)), 90)
+        assert refusals == ["you have no 乾坤大挪移 left (T6)"]
+        started = [e for e in table.engine.events if e.kind == "hand_started"]
+        assert [(e.server or {}).get("qiankun") for e in started] == [None, (alice.seat,)]
+        views = [r.view for r in alice.received if r.HasField("view") and r.view.table.hand_number == 2]
+        assert views and all({i.item: i.count for i in v.items} == {SWAP: 2} for v in views)
+        mine = [e for e in used if e.table_id == table_id]
+        assert [(e.item, e.hand_id, e.player_id) for e in mine] == [
+            (GRAND, f"{table_id}-h2", stack.alice.player_id)
+        ]
+    finally:
+        await subscription.unsubscribe()
+        await alice.close()
+        await bob.close()
