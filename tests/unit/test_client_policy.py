@@ -80,3 +80,20 @@ def test_a_seat_answers_each_decision_once_and_leaves_after_its_hands() -> None:
     answer = seat.take(table_pb2.PlayResponse(view=between))
     assert answer is not None and answer.action.WhichOneof("kind") == "leave"  # one hand was the plan
     assert continue_action() is not None
+
+
+def test_the_bot_uses_swap_sun_for_sky_only_when_it_lowers_shanten_t6() -> None:
+    # Ready on 1z/2z with 3z drawn: turning the 3z into a 1z wins (111z + 22z); into 4z changes nothing.
+    view = _view("123456789m1122z", drawn="3z")
+    discards = (play_pb2.ACTION_KIND_DISCARD, ["1m", "3z"])
+    swaps = (play_pb2.ACTION_KIND_USE_ITEM, ["3z>4z", "3z>1z", "123m"])
+    action = BaselineBot().decide(view, _legal(swaps, discards))
+    assert action.WhichOneof("kind") == "use_item"
+    assert (action.use_item.item, action.use_item.tiles, action.use_item.target) == (
+        rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY,
+        "3z",
+        "1z",
+    )
+    # A swap that does not bring the hand closer keeps the item; the bot plays on as before.
+    useless = (play_pb2.ACTION_KIND_USE_ITEM, ["3z>4z"])
+    assert BaselineBot().decide(view, _legal(useless, discards)).WhichOneof("kind") == "discard"

@@ -16,6 +16,7 @@ from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import TableState
+from duelmahjong.rules.analysis import shanten
 from duelmahjong.rules.tiles import counts_of, parse_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 
@@ -81,16 +82,55 @@ def seat_board(view: play_pb2.SeatView, seat: int) -> TableState:
 
 class BaselineBot:
     """The engine's baseline bot as a client policy (wins, 报听, discards, claims, kongs, 开始加倍 and
-    猜大小 as the engine's bot decides them). It declines T5 offers and never uses items (their
-    choices are not mapped here), and never leaves by itself: a match plan decides that."""
+    猜大小 as the engine's bot decides them). It declines T5 offers, uses 偷天换日 when that brings
+    its hand closer to ready (T6; no other item), and never leaves by itself: a match plan decides that."""
 
     def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action:
         seat = 0 if view.seat == rules_pb2.SEAT_FIRST else 1
+        swap = self._better_swap(view, legal, seat)
+        if swap is not None:
+            return swap
         options = self._engine_options(view, legal, seat)
         if not options:
             return legal.default_action if legal.HasField("default_action") else pass_action()
         choice = bot.choose(seat_board(view, seat), seat, list(options))
         return options.get(choice) or next(iter(options.values()))
+
+    @staticmethod
+    def _better_swap(
+        view: play_pb2.SeatView, legal: play_pb2.LegalActions, seat: int
+    ) -> play_pb2.Action | None:
+        """T6 偷天换日 (choices "5m>7z": the held tile, the kind it becomes) when it lowers the hand's
+        shanten, the lowest first; None when no swap helps, so the item is kept for a better turn."""
+        choices = [
+            choice
+            for entry in legal.actions
+            if entry.kind == play_pb2.ACTION_KIND_USE_ITEM
+            for choice in entry.choices
+            if ">" in choice
+        ]
+        if not choices:
+            return None
+        own = counts_of(_kinds(view.concealed) + _kinds(view.drawn_tile))
+        melded = [kind for meld in view.table.seats[seat].melds for kind in _kinds(meld.tiles)]
+        best, best_choice = shanten(own, melded_tiles=melded), ""
+        for choice in choices:
+            given, target = (_kinds(part)[0] for part in choice.split(">"))
+            after = list(own)
+            after[given] -= 1
+            after[target] += 1
+            if after[target] > 4:
+                continue
+            value = shanten(after, melded_tiles=melded)
+            if value < best:
+                best, best_choice = value, choice
+        if not best_choice:
+            return None
+        given_name, target_name = best_choice.split(">")
+        use = play_pb2.UseItemAction(
+            item=rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY, tiles=given_name, target=target_name
+        )
+        return play_pb2.Action(use_item=use)
 
     @staticmethod
     def _engine_options(
