@@ -279,8 +279,42 @@ ECONOMY = Dashboard(
                 ),
             ),
         ),
+        Row(
+            "Ledger audit",
+            (
+                Panel(
+                    "Ledger invariants hold",
+                    (("min(duel_wallet_ledger_invariant_ok_bool)", "ok"),),
+                    kind="stat",
+                    width=6,
+                    description="1 while the wallet's periodic audit (WALLET_AUDIT_INTERVAL_SECONDS) finds"
+                    " every invariant of docs/wallet.md; DuelLedgerInvariantViolated pages on 0.",
+                ),
+                Panel(
+                    "Invariants violated",
+                    (("max(duel_wallet_ledger_violations_count)", "violations"),),
+                    kind="stat",
+                    width=6,
+                ),
+                Panel(
+                    "Ledger balance by holder",
+                    (("max by (holder) (duel_wallet_ledger_balance_prestige)", "{{holder}}"),),
+                    width=6,
+                    description="players: prestige in circulation; fees, guess: the house's income;"
+                    " grants: the mint (negative: what it issued). They sum to 0.",
+                ),
+                Panel(
+                    "Audit duration",
+                    (("max by (pod) (duel_wallet_ledger_audit_duration_seconds)", "{{pod}}"),),
+                    unit="s",
+                    width=6,
+                    description="The audit scans every ledger entry: it grows with the ledger.",
+                ),
+            ),
+        ),
     ),
 )
+
 
 OVERVIEW = Dashboard(
     uid="duel-overview",

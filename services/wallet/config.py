@@ -36,6 +36,11 @@ class WalletConfig(ServiceConfig):
     ack_wait_seconds: float = setting(
         30.0, env="WALLET_ACK_WAIT_SECONDS", help="JetStream redelivers an event not acked within this"
     )
+    audit_interval_seconds: float = setting(
+        60.0,
+        env="WALLET_AUDIT_INTERVAL_SECONDS",
+        help="how often the ledger audit runs for the ledger metrics (it scans every entry)",
+    )
     event_namespace: str = setting(
         "", env="WALLET_EVENT_NAMESPACE", help="tests only: private copies of the event subjects and streams"
     )
@@ -54,6 +59,8 @@ class WalletConfig(ServiceConfig):
             problems.append("WALLET_CONSUMER_WORKERS must be at least 1")
         if self.ack_wait_seconds <= 0:
             problems.append("WALLET_ACK_WAIT_SECONDS must be positive")
+        if self.audit_interval_seconds <= 0:
+            problems.append("WALLET_AUDIT_INTERVAL_SECONDS must be positive")
         return problems
 
     @property

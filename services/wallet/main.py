@@ -11,6 +11,7 @@ from services.wallet.api import PUBLIC_METHODS, SERVICE_NAME, WalletApi
 from services.wallet.config import WalletConfig
 from services.wallet.core import WalletCore
 from services.wallet.events import SettlementConsumer
+from services.wallet.monitor import LedgerAudit
 from services.wallet.sources import Namespace
 from services.wallet.store import WalletStore
 
@@ -35,6 +36,7 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     )
     await consumer.declare()  # streams and durables exist before the service reports SERVING
     runtime.spawn(consumer.run(runtime.stopping), name="settlement-consumer")
+    runtime.spawn(LedgerAudit(store, runtime.metrics).run(config.audit_interval_seconds), name="ledger-audit")
 
 
 SPEC = ServiceSpec(wire=wire, migrations=MIGRATIONS, public_methods=PUBLIC_METHODS)

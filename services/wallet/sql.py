@@ -78,3 +78,8 @@ FROM wallet.accounts a LEFT JOIN wallet.holds h ON h.player_id = a.player_id
 WHERE a.player_id IS NOT NULL
 GROUP BY a.id HAVING a.held <> coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0)
 """
+# The ledger's balance per holder for the metrics: every player together, each house account.
+LEDGER_TOTALS = """
+SELECT coalesce(house, 'players') AS holder, sum(balance)::bigint AS balance
+FROM wallet.accounts GROUP BY 1
+"""
