@@ -20,7 +20,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from grafana_json import (
-    ENQUEUE,
     PLAY_STREAMS,
     SERVER_ERROR_CODES,
     Dashboard,
@@ -339,15 +338,11 @@ OVERVIEW = Dashboard(
                     " players in.",
                 ),
                 Panel(
-                    "Players in queues (open Enqueue streams)",
-                    (
-                        (
-                            f'sum(duel_matchmaking_grpc_requests_in_flight_count{{method="{ENQUEUE}"}})',
-                            "queued",
-                        ),
-                    ),
+                    "Players in queues (unpaired)",
+                    (("sum(duel_matchmaking_queue_waiting_players)", "queued"),),
                     kind="stat",
                     width=8,
+                    description="Matchmaking's own count of queued players not yet paired, all rooms.",
                 ),
                 Panel(
                     "Live tables per table pod",
@@ -360,16 +355,17 @@ OVERVIEW = Dashboard(
             "Matches",
             (
                 Panel(
-                    "Tables opened/min (matches started)",
+                    "Matches started /min by room (tables opened)",
+                    ((per_minute("room", "duel_matchmaking_table_opened_total"), "{{room}}"),),
+                    description="Pairings whose table a table server opened (matchmaking's count).",
+                ),
+                Panel(
+                    "Pairings made, expired tickets, declined multipliers /min",
                     (
-                        (
-                            per_minute(
-                                "",
-                                "duel_table_grpc_requests_total"
-                                f'{{method="{rpc("TableService", "OpenTable")}", code="OK"}}',
-                            ),
-                            "opened",
-                        ),
+                        (per_minute("", "duel_matchmaking_paired_total"), "paired"),
+                        (per_minute("", "duel_matchmaking_expired_total"), "expired unpaired"),
+                        (per_minute("", "duel_matchmaking_declined_total"), "declined (T7)"),
+                        (per_minute("", "duel_matchmaking_hold_refused_total"), "hold refused"),
                     ),
                 ),
                 Panel(
@@ -388,26 +384,18 @@ OVERVIEW = Dashboard(
                     " (match finished, holds released).",
                 ),
                 Panel(
-                    "Queue wait (Enqueue stream duration), p50 and p99",
+                    "Queue wait (Enqueue → paired), p50 and p99 by room",
                     (
-                        (
-                            p99(
-                                "service",
-                                f'duel_matchmaking_grpc_request_duration_seconds_bucket{{method="{ENQUEUE}"}}',
-                                0.5,
-                            ),
-                            "p50",
-                        ),
-                        (
-                            p99(
-                                "service",
-                                f'duel_matchmaking_grpc_request_duration_seconds_bucket{{method="{ENQUEUE}"}}',
-                            ),
-                            "p99",
-                        ),
+                        (p99("room", "duel_matchmaking_queue_wait_seconds_bucket", 0.5), "p50 {{room}}"),
+                        (p99("room", "duel_matchmaking_queue_wait_seconds_bucket"), "p99 {{room}}"),
                     ),
                     unit="s",
-                    description="From Enqueue to the end of its stream (table ready, cancelled or expired).",
+                    description="Human players only (a bot's wait is the fill delay).",
+                ),
+                Panel(
+                    "Pairings waiting for a table server",
+                    (("sum(duel_matchmaking_awaiting_table_pairings)", "waiting"),),
+                    description="Agreed pairings no table server had room for yet: scale the table servers.",
                 ),
                 Panel(
                     "Guest logins/min",

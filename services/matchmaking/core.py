@@ -68,6 +68,8 @@ class Matchmaker:
         # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
         # hold_refused, bot_fill, table_opened.
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        # Called with (room id, seconds a player queued) for each human paired; the metrics set it.
+        self.observe_wait: Callable[[str, float], None] = lambda _room_id, _seconds: None
 
     # --- queue --------------------------------------------------------------------------------
     def room(self, room_id: str) -> Room:
@@ -231,6 +233,10 @@ class Matchmaker:
         self._pairings[pairing.pairing_id] = pairing
         first.pairing = second.pairing = pairing
         self.counts["paired", room.room_id] += 1
+        now = self._clock()
+        for entry in (first, second):
+            if not entry.is_bot:  # a bot's wait is the fill delay, not a player's
+                self.observe_wait(room.room_id, now - entry.enqueued_at)
         for seat, (me, other) in enumerate(((first, second), (second, first))):
             me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot))
         self._send_positions(room.room_id)

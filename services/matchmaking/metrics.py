@@ -1,7 +1,8 @@
 """Matchmaking's metrics, read from the matchmaker when Prometheus scrapes (the core stays free of
 Prometheus): ``duel_matchmaking_queue_waiting_players{room}``,
 ``duel_matchmaking_awaiting_table_pairings`` and ``duel_matchmaking_<outcome>_total{room}`` for the
-outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``."""
+outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``; plus
+the histogram ``duel_matchmaking_queue_wait_seconds{room}``, observed as humans are paired."""
 
 from __future__ import annotations
 
@@ -48,5 +49,13 @@ class MatchmakingCollector(Collector):
             yield family
 
 
+# Queue wait buckets: a pairing takes from a second (a full room) to minutes (rating windows widen).
+WAIT_BUCKETS = (1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 45.0, 60.0, 90.0, 120.0, 180.0, 300.0, 600.0)
+
+
 def register(metrics: ServiceMetrics, matchmaker: Matchmaker) -> None:
     metrics.registry.register(MatchmakingCollector(metrics, matchmaker))
+    waits = metrics.histogram(
+        "queue_wait", "seconds", "a player's time from Enqueue to paired", ["room"], buckets=WAIT_BUCKETS
+    )
+    matchmaker.observe_wait = lambda room_id, seconds: waits.labels(room=room_id).observe(seconds)

@@ -10,6 +10,8 @@ import asyncio
 import pytest
 
 from duelmahjong.platform.errors import FailedPrecondition
+from duelmahjong.platform.metrics import ServiceMetrics
+from services.matchmaking import metrics
 from services.matchmaking import updates as U
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
@@ -154,3 +156,29 @@ async def test_allocation_picks_the_roomiest_live_server_and_waits_when_none_has
     assert a.pairing.state == PLAYING and tables.opened == [("small", a.pairing.table_id)]
     ready = [u for u in _drain(a) if isinstance(u, U.TableReady)]
     assert ready and ready[0].address == "h:3" and ready[0].table_ticket == "ticket-0"
+
+
+async def test_queue_wait_is_observed_per_paired_player_on_the_clock() -> None:
+    clock = Clock()
+    room = _room(rating_window=100, rating_window_per_second=50)
+    mm = Matchmaker(
+        {"r": room},
+        Wallet({"rich": 1000, "poor": 700}),
+        Tables(),
+        TableServerDirectory(clock=clock),
+        clock=clock,
+    )
+    service_metrics = ServiceMetrics("matchmaking")
+    metrics.register(service_metrics, mm)
+    await mm.enqueue("rich", "r", 200)
+    clock.now += 1.0
+    await mm.enqueue("poor", "r", 200)
+    clock.now += 3.0  # the window reaches 300 for rich (4 s) and 250 for poor: they pair on rich's
+    mm.tick()
+
+    def sample(name: str) -> float | None:
+        return service_metrics.registry.get_sample_value(
+            f"duel_matchmaking_queue_wait_seconds_{name}", {"room": "r"}
+        )
+
+    assert (sample("count"), sample("sum")) == (2, 4.0 + 3.0)
