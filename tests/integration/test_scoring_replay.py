@@ -20,6 +20,7 @@ from typing import Any
 import nats.errors
 import pytest
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -345,9 +346,14 @@ async def write_log(bus: Bus, table: LoggedTable) -> None:
         await bus.publish(subject, record.SerializeToString(), msg_id=record.envelope.event_id)
 
 
+HAND_ENDED_AT = 1_790_000_000  # the tests' hands all end at this Unix time
+
+
 async def hand_ended(bus: Bus, result: rules_pb2.HandResult, event_id: str = "") -> None:
     event = events_pb2.HandEnded(
-        envelope=events_pb2.EventEnvelope(event_id=event_id or f"hand_ended:{result.hand_id}"),
+        envelope=events_pb2.EventEnvelope(
+            event_id=event_id or f"hand_ended:{result.hand_id}", occurred_at=Timestamp(seconds=HAND_ENDED_AT)
+        ),
         table_id=result.table_id,
         hand_id=result.hand_id,
         result=result,
@@ -412,6 +418,7 @@ async def test_a_good_hand_is_scored_and_published_once(
     assert len(scored) == 1
     event = scored[0]
     assert event.envelope.event_id == f"scoring:hand_scored:{genuine.hand_id}"
+    assert event.hand_ended_at.seconds == HAND_ENDED_AT  # carried for the wallet's settlement lag
     fan = result["evaluation"]["total_fan"]
     assert event.evaluation.total_fan == fan
     winner, loser = genuine.players[result["winner"]], genuine.players[1 - result["winner"]]
