@@ -153,6 +153,9 @@ async def test_consumer_lag_gauges_read_pending_and_unacked_messages_from_jetstr
     bus = await Bus.connect(nats_server_url, name="lag-test", metrics=metrics)
     try:
         stream, subject = await _declare(bus, unique_name)
+        gone = ConsumerSpec(stream.name, unique_name("gone").lower(), f"{subject}.>")
+        await bus.declare_consumer(gone)
+        await bus.js.delete_consumer(gone.stream, gone.durable)  # deleted behind the service's back
         spec = ConsumerSpec(stream.name, unique_name("lag").lower(), f"{subject}.>")
         await bus.declare_consumer(spec)
         for n in range(3):
@@ -162,7 +165,7 @@ async def test_consumer_lag_gauges_read_pending_and_unacked_messages_from_jetstr
             sample = f"duel_scoring_bus_consumer_{what}_messages"
             return metrics.registry.get_sample_value(sample, {"durable": spec.durable})
 
-        await bus.poll_consumer_lag()
+        await bus.poll_consumer_lag()  # the deleted consumer is skipped: the others still count
         assert (lag("pending"), lag("ack_pending")) == (3, 0)
         subscription = await bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         (delivered,) = await subscription.fetch(1, timeout=2)

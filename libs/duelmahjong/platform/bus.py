@@ -192,7 +192,11 @@ class Bus:
         if self._pending is None or self._ack_pending is None:
             return
         for spec in list(self._declared.values()):
-            info = await self.js.consumer_info(spec.stream, spec.durable)
+            try:
+                info = await self.js.consumer_info(spec.stream, spec.durable)
+            except nats.js.errors.NotFoundError:  # deleted by an operator: the others still count
+                _log.warning("declared consumer not found", extra={"fields": {"durable": spec.durable}})
+                continue
             self._pending.labels(durable=spec.durable).set(info.num_pending or 0)
             self._ack_pending.labels(durable=spec.durable).set(info.num_ack_pending or 0)
 
