@@ -132,3 +132,16 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         outcome = await self.core.release_hold(current_principal(), request.player_id, request.pairing_id)
         balance, held = next(iter(outcome.balances.values()))
         return wallet_pb2.ReleaseHoldResponse(available=balance - held)
+
+    async def BotLogin(
+        self, request: wallet_pb2.BotLoginRequest, context: Any
+    ) -> wallet_pb2.BotLoginResponse:
+        bot = await self.core.bot_login(
+            current_principal(), request.bot_id, request.minimum_available, request.request_id
+        )
+        return wallet_pb2.BotLoginResponse(
+            player_id=bot.session.player_id,
+            session=_session(bot.session),
+            available=bot.available,
+            topped_up=bot.topped_up,
+        )

@@ -273,14 +273,11 @@ class GuessSettlement(TableCommand):
 
 
 @dataclass(frozen=True, slots=True)
-class Grant(Command):
-    """Prestige minted to a player (starting grant, admin grant) or, if negative, burnt."""
+class Minting(Command):
+    """Prestige minted to one player from the grants house account (the mint), audited with who asked."""
 
     player: str = ""
-    amount: int = 0
-    grant_reason: str = ""
     granted_by: str = ""
-    items: tuple[tuple[str, int], ...] = ()  # (item, quantity) granted in the same transaction
     kind: ClassVar[str] = "grant"
     houses: ClassVar[tuple[House, ...]] = (House.GRANTS,)
 
@@ -288,12 +285,21 @@ class Grant(Command):
         return (self.player,)
 
     @property
-    def reason(self) -> str:
-        return self.grant_reason
-
-    @property
     def actor(self) -> str:
         return self.granted_by
+
+
+@dataclass(frozen=True, slots=True)
+class Grant(Minting):
+    """Prestige minted to a player (starting grant, admin grant) or, if negative, burnt."""
+
+    amount: int = 0
+    grant_reason: str = ""
+    items: tuple[tuple[str, int], ...] = ()  # (item, quantity) granted in the same transaction
+
+    @property
+    def reason(self) -> str:
+        return self.grant_reason
 
     @property
     def item_owner(self) -> str | None:
@@ -324,6 +330,32 @@ class Grant(Command):
             draft.move(player, mint, -self.amount, "grant")  # a burn takes free prestige only
         for item, quantity in self.items:
             draft.change_item(self.player, item, quantity)
+
+
+@dataclass(frozen=True, slots=True)
+class BotTopUp(Minting):
+    """A house bot short of what a room needs gets prestige minted up to ``minimum`` free.
+
+    The shortfall is worked out on the locked account, so a settlement landing meanwhile is counted
+    and the bot never ends above ``minimum`` by a top-up. A bot still holding for a pairing gets
+    nothing: its stake comes back when that pairing closes, and minting for it would inflate.
+    """
+
+    minimum: int = 0
+
+    @property
+    def reason(self) -> str:
+        return "bot top-up"
+
+    def validate(self) -> None:
+        Command.validate(self)
+        if not 0 < self.minimum <= MAX_GRANT:
+            raise InvalidAmountError(f"a bot top-up aims at 1-{MAX_GRANT} prestige, got {self.minimum}")
+
+    def apply(self, draft: Draft) -> None:
+        state = draft.account(AccountRef.player(self.player))
+        if state.held == 0 and state.free < self.minimum:
+            draft.move(AccountRef.house(House.GRANTS), state.ref, self.minimum - state.free, "grant")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ nothing of gRPC or NATS (``api.py`` and ``events.py`` translate).
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Principal, Role
 from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
-from services.wallet.commands import Grant, PlaceHold, ReleaseHolds, check_ids
+from services.wallet.commands import BotTopUp, Grant, PlaceHold, ReleaseHolds, check_ids
 from services.wallet.config import WalletConfig
 from services.wallet.levels import LevelTable
 from services.wallet.store import HistoryRow, Outcome, RankedPlayer, WalletStore
@@ -26,6 +27,8 @@ MAX_PAGE = 100
 DEFAULT_PAGE = 20
 DEFAULT_LEADERBOARD = 10
 SERVER_ROLES = (Role.SERVICE, Role.ADMIN)
+# A house bot's id is its player id: the "bot-" prefix never collides with a guest's (uuid hex).
+BOT_ID = re.compile(r"^bot-[a-z0-9]{1,32}$")
 
 Clock = Callable[[], datetime]
 
@@ -41,6 +44,13 @@ class Session:
     expires_at: datetime
     refresh_token: str
     refresh_expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BotSession:
+    session: Session
+    available: int
+    topped_up: int  # prestige this call's top-up granted
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +72,11 @@ def _refresh_hash(refresh_token: str) -> bytes:
 
 def starting_grant_key(player_id: str) -> str:
     return f"grant:start:{player_id}"
+
+
+def bot_display_name(bot_id: str) -> str:
+    """A house bot's display name: "bot-3" is "Bot 3"."""
+    return "Bot " + bot_id.removeprefix("bot-")
 
 
 def check_page_size(size: int, default: int) -> int:
@@ -98,17 +113,53 @@ class WalletCore:
         if not name.isprintable():
             raise InvalidArgument("display name must be printable (no control characters)")
         player_id = uuid.uuid4().hex
-        grant = None
-        if self.config.starting_grant > 0:
-            grant = Grant(
-                starting_grant_key(player_id),
-                player=player_id,
-                amount=self.config.starting_grant,
-                grant_reason="starting grant",
-                granted_by="wallet",
-            )
-        await self.store.create_player(player_id, name, grant)
+        await self.store.create_player(player_id, name, self._starting_grant(player_id, "starting grant"))
         return await self._new_session(player_id)
+
+    async def bot_login(
+        self, principal: Principal, bot_id: str, minimum_available: int, request_id: str
+    ) -> BotSession:
+        """A session for the house bot ``bot_id`` (matchmaking's bot fill), created on first use with
+        the starting grant — once — and topped up to ``minimum_available`` when short (see
+        :class:`BotTopUp`), so a fill mints nothing but what the bot lacks, and only in the ledger."""
+        if principal.role is not Role.SERVICE:
+            raise PermissionDenied("BotLogin is for the backend's services (bot fill), not players or admins")
+        if not BOT_ID.match(bot_id):
+            raise InvalidArgument(f"bot id {bot_id!r} must be 'bot-' then 1-32 lowercase letters or digits")
+        if minimum_available < 0:
+            raise InvalidArgument(f"minimum_available must be >= 0, got {minimum_available}")
+        if minimum_available and not request_id:
+            raise InvalidArgument("request_id is required with minimum_available: a top-up is applied once")
+        if request_id:
+            check_ids(request_id)
+        grant = self._starting_grant(bot_id, "starting grant (house bot)")
+        await self.store.ensure_bot(bot_id, bot_display_name(bot_id), grant)
+        topped_up = 0
+        if minimum_available:
+            balance, held = await self.store.balance(bot_id)
+            if not held and balance < minimum_available:  # else the command would write an empty transaction
+                command = BotTopUp(
+                    f"grant:bot:{bot_id}:{request_id}",
+                    player=bot_id,
+                    minimum=minimum_available,
+                    granted_by=principal.player_id,
+                )
+                outcome = await self.store.execute(command, record_rejection=False)
+                topped_up = sum(amount for purpose, amount in outcome.moved if purpose == "grant")
+        balance, held = await self.store.balance(bot_id)
+        return BotSession(await self._new_session(bot_id), balance - held, topped_up)
+
+    def _starting_grant(self, player_id: str, reason: str) -> Grant | None:
+        """A new player's starting grant, a ledger transaction from the grants account (none if 0)."""
+        if self.config.starting_grant <= 0:
+            return None
+        return Grant(
+            starting_grant_key(player_id),
+            player=player_id,
+            amount=self.config.starting_grant,
+            grant_reason=reason,
+            granted_by="wallet",
+        )
 
     async def _new_session(self, player_id: str) -> Session:
         now = self._clock()

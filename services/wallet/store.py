@@ -19,6 +19,7 @@ from datetime import datetime
 
 import asyncpg
 
+from duelmahjong.platform.errors import FailedPrecondition
 from services.wallet import sql
 from services.wallet.commands import Command, ReleaseHolds
 from services.wallet.errors import UnknownPlayerError, WalletError
@@ -324,6 +325,26 @@ class WalletStore:
                 starting_grant.validate()
                 await self._execute(conn, starting_grant, record_rejection=False)  # nested: a savepoint
 
+    async def ensure_bot(self, player_id: str, display_name: str, starting_grant: Command | None) -> bool:
+        """The house bot ``player_id``, created with its account and starting grant on first use
+        (True then). Concurrent first uses create it once: the second insert waits for the first."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            created = await conn.fetchval(
+                """INSERT INTO wallet.players (id, display_name, is_bot) VALUES ($1, $2, true)
+                   ON CONFLICT (id) DO NOTHING RETURNING true""",
+                player_id,
+                display_name,
+            )
+            if not created:
+                if not await conn.fetchval("SELECT is_bot FROM wallet.players WHERE id = $1", player_id):
+                    raise FailedPrecondition(f"player {player_id!r} exists and is not a house bot")
+                return False
+            await conn.execute("INSERT INTO wallet.accounts (player_id) VALUES ($1)", player_id)
+            if starting_grant is not None:
+                starting_grant.validate()
+                await self._execute(conn, starting_grant, record_rejection=False)  # nested: a savepoint
+            return True
+
     async def create_session(
         self, session_id: str, player_id: str, refresh_hash: bytes, refresh_expires_at: datetime
     ) -> None:
@@ -381,30 +402,33 @@ class WalletStore:
         rows = await self._pool.fetch(
             """SELECT rank() OVER (ORDER BY a.balance DESC), p.id, p.display_name, a.balance
                FROM wallet.accounts a JOIN wallet.players p ON p.id = a.player_id
-               WHERE a.player_id IS NOT NULL ORDER BY a.balance DESC, a.id LIMIT $1""",
+               WHERE a.player_id IS NOT NULL AND NOT p.is_bot ORDER BY a.balance DESC, a.id LIMIT $1""",
             limit,
         )
         return [RankedPlayer(*row.values()) for row in rows]
 
     async def around(self, player_id: str, span: int) -> list[RankedPlayer]:
-        """``span`` players above and below ``player_id`` in the (prestige desc, account id) order."""
+        """``span`` players above and below ``player_id`` in the (prestige desc, account id) order;
+        house bots are not ranked (a bot asking sees the players around its prestige)."""
         me = await self._pool.fetchrow(
             "SELECT id, balance FROM wallet.accounts WHERE player_id = $1", player_id
         )
         if me is None:
             raise UnknownPlayerError(f"no player {player_id!r}")
         rows = await self._pool.fetch(
-            """WITH above AS (
-                   SELECT a.id, a.balance FROM wallet.accounts a
-                   WHERE a.player_id IS NOT NULL AND (a.balance > $1 OR (a.balance = $1 AND a.id < $2))
-                   ORDER BY a.balance ASC, a.id DESC LIMIT $3),
+            """WITH ranked AS (
+                   SELECT a.id, a.balance FROM wallet.accounts a JOIN wallet.players p ON p.id = a.player_id
+                   WHERE NOT p.is_bot),
+               above AS (
+                   SELECT r.id, r.balance FROM ranked r
+                   WHERE r.balance > $1 OR (r.balance = $1 AND r.id < $2)
+                   ORDER BY r.balance ASC, r.id DESC LIMIT $3),
                below AS (
-                   SELECT a.id, a.balance FROM wallet.accounts a
-                   WHERE a.player_id IS NOT NULL AND (a.balance < $1 OR (a.balance = $1 AND a.id >= $2))
-                   ORDER BY a.balance DESC, a.id LIMIT $3 + 1),
+                   SELECT r.id, r.balance FROM ranked r
+                   WHERE r.balance < $1 OR (r.balance = $1 AND r.id >= $2)
+                   ORDER BY r.balance DESC, r.id LIMIT $3 + 1),
                window_rows AS (SELECT * FROM above UNION ALL SELECT * FROM below)
-               SELECT 1 + (SELECT count(*) FROM wallet.accounts x
-                           WHERE x.player_id IS NOT NULL AND x.balance > w.balance) AS rank,
+               SELECT 1 + (SELECT count(*) FROM ranked x WHERE x.balance > w.balance) AS rank,
                       p.id, p.display_name, w.balance
                FROM window_rows w JOIN wallet.accounts a ON a.id = w.id
                JOIN wallet.players p ON p.id = a.player_id

@@ -20,6 +20,7 @@ from duelmahjong.v1 import events_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC
 from services.wallet.sources import Namespace
+from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -276,3 +277,76 @@ async def test_a_refused_event_is_reported_once_with_its_reason(
         "SELECT count(*) FROM wallet.transactions WHERE kind = 'item_use'"
     )
     assert rows == 1
+
+
+async def test_bot_login_is_for_services_only(client: Client, wallet_service: Any) -> None:
+    player_id, me = await client.login("mallory")
+    request = wallet_pb2.BotLoginRequest(bot_id="bot-1")
+    for metadata in (me, client.issue("ops-1", Role.ADMIN)):
+        assert "service" in await expect(
+            grpc.StatusCode.PERMISSION_DENIED, client.stub.BotLogin(request, metadata=metadata)
+        )
+    service = client.issue("service:matchmaking", Role.SERVICE)
+    for bad in ("bot-", "Bot-1", "bot-1:x", player_id, "bot-" + "9" * 33):
+        await expect(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            client.stub.BotLogin(wallet_pb2.BotLoginRequest(bot_id=bad), metadata=service),
+        )
+    no_key = wallet_pb2.BotLoginRequest(bot_id="bot-1", minimum_available=10)
+    await expect(grpc.StatusCode.INVALID_ARGUMENT, client.stub.BotLogin(no_key, metadata=service))
+    assert await wallet_service.db.fetchval("SELECT count(*) FROM wallet.players WHERE is_bot") == 0
+
+
+async def test_a_house_bot_is_created_once_topped_up_in_the_ledger_and_never_ranked(
+    client: Client, wallet_service: Any
+) -> None:
+    db = wallet_service.db
+    service = client.issue("service:matchmaking", Role.SERVICE)
+
+    async def bot_login(minimum: int = 0, request_id: str = "") -> wallet_pb2.BotLoginResponse:
+        request = wallet_pb2.BotLoginRequest(bot_id="bot-3", minimum_available=minimum, request_id=request_id)
+        return await client.stub.BotLogin(request, metadata=service)
+
+    first, again = await bot_login(), await bot_login()
+    assert first.player_id == again.player_id == "bot-3"
+    assert (first.available, first.topped_up, again.available) == (1000, 0, 1000)
+    assert tuple(await db.fetchrow("SELECT display_name, is_bot FROM wallet.players WHERE id = 'bot-3'")) == (
+        "Bot 3",
+        True,
+    )
+    assert (
+        await db.fetchval(
+            "SELECT count(*) FROM wallet.transactions WHERE idempotency_key = 'grant:start:bot-3'"
+        )
+        == 1
+    )
+    bot_token = auth.bearer_metadata(again.session.token)  # plays as the player bot-3
+    assert (await client.balance("", bot_token)).balance == 1000
+
+    # Short of what a room needs: topped up to it once per request id, an audited grant.
+    topped = await bot_login(1500, "q-1")
+    assert (topped.topped_up, topped.available) == (500, 1500)
+    assert ((await bot_login(1500, "q-1")).topped_up, (await bot_login(1500, "q-2")).topped_up) == (0, 0)
+    audit = await db.fetchrow(
+        "SELECT kind, actor, reason FROM wallet.transactions WHERE idempotency_key = 'grant:bot:bot-3:q-1'"
+    )
+    assert tuple(audit) == ("grant", "service:matchmaking", "bot top-up")
+    # While it holds for a pairing nothing is minted: that stake comes back at the release.
+    hold = wallet_pb2.PlaceHoldRequest(player_id="bot-3", pairing_id="p-1", amount=1400, fee=0)
+    await client.stub.PlaceHold(hold, metadata=service)
+    holding = await bot_login(1500, "q-3")
+    assert (holding.topped_up, holding.available) == (0, 100)
+    release = wallet_pb2.ReleaseHoldRequest(player_id="bot-3", pairing_id="p-1")
+    assert (await client.stub.ReleaseHold(release, metadata=service)).available == 1500
+
+    # Richer than every guest, yet on no leaderboard (top or around anyone, the bot itself included).
+    players = [await client.login(name) for name in ("ann", "ben")]
+    scopes = (wallet_pb2.LEADERBOARD_SCOPE_TOP, wallet_pb2.LEADERBOARD_SCOPE_AROUND_ME)
+    for _player_id, token in (*players, ("bot-3", bot_token)):
+        for scope in scopes:
+            board = await client.stub.GetLeaderboard(
+                wallet_pb2.GetLeaderboardRequest(scope=scope, limit=10), metadata=token
+            )
+            assert sorted(e.display_name for e in board.entries) == ["ann", "ben"]
+            assert {e.rank for e in board.entries} == {1}
+    assert await WalletStore(db).audit() == []
