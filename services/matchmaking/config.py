@@ -20,9 +20,14 @@ class MatchmakingConfig(ServiceConfig):
     matchmaking_server_ttl_seconds: float = setting(
         15.0, help="a table server silent this long is no longer allocated to"
     )
+    matchmaking_bot_pool: int = setting(
+        16, help="house bot players (bot-1 … bot-N) that bot fill takes turns with; all busy = the fill waits"
+    )
 
     def validate(self) -> list[str]:
         problems = super().validate()
+        if self.matchmaking_bot_pool < 1:
+            problems.append("MATCHMAKING_BOT_POOL must be at least 1")
         if self.matchmaking_tick_seconds <= 0 or self.matchmaking_server_ttl_seconds <= 0:
             problems.append("MATCHMAKING_TICK_SECONDS and MATCHMAKING_SERVER_TTL_SECONDS must be positive")
         try:

@@ -28,6 +28,7 @@ from services.matchmaking.pairing import (
     NEGOTIATING,
     PLAYING,
     BotFill,
+    BotsBusy,
     Pairing,
     QueueEntry,
     Tables,
@@ -37,6 +38,7 @@ from services.matchmaking.pairing import (
 from services.matchmaking.rooms import Room
 
 NEGOTIABLE = (1, 2, 5, 10)  # T7
+BOT_RETRY_SECONDS = 1.0  # a bot fill that failed (not merely busy) is tried again after this
 _log = get_logger("matchmaking")
 
 Clock = Callable[[], float]
@@ -97,7 +99,7 @@ class Matchmaker:
         except BaseException:
             del self._player_ticket[player_id]
             raise
-        needed = max(room.minimum_balance, carry + room.fee)
+        needed = room.needed(carry)
         if available < needed:
             del self._player_ticket[player_id]
             raise FailedPrecondition(
@@ -165,6 +167,9 @@ class Matchmaker:
             if entry.pairing is None and now >= entry.expires_at:
                 self.counts["expired", entry.room.room_id] += 1
                 self._finish(entry, U.Expired("the queue ticket expired before a match was found"))
+            elif entry.is_bot and entry.pairing is None and not self._waits_for_bot(entry.fill_for):
+                # Its player left or paired with someone else: free the house bot for another fill.
+                self._finish(entry, U.Expired("the player this bot filled for is no longer waiting"))
         for pairing in list(self._pairings.values()):
             if pairing.state == NEGOTIATING and now >= pairing.negotiation_deadline:
                 self._end_pairing(pairing, "the multiplier negotiation timed out (T7)")
@@ -197,9 +202,9 @@ class Matchmaker:
                 and self._bots is not None
                 and room.bot_fill_seconds > 0
                 and now - entry.enqueued_at >= room.bot_fill_seconds
+                and now >= entry.bot_not_before
             ):
                 entry.bot_requested = True
-                self.counts["bot_fill", room.room_id] += 1
                 self._spawn(self._start_bot(room, entry))
 
     def _compatible(self, a: QueueEntry, b: QueueEntry, now: float) -> bool:
@@ -218,8 +223,23 @@ class Matchmaker:
             return
         try:
             await self._bots.start(room, entry.ticket_id)
+        except BotsBusy as busy:  # expected: no log, the ticket keeps waiting for a bot
+            entry.bot_requested = False
+            entry.bot_not_before = self._clock() + busy.retry_after
+            return
         except Exception:
             _log.exception("bot fill failed", extra={"fields": {"room": room.room_id}})
+            self._retry_bot_fill(entry)
+            return
+        self.counts["bot_fill", room.room_id] += 1
+
+    def _retry_bot_fill(self, entry: QueueEntry) -> None:
+        entry.bot_requested = False
+        entry.bot_not_before = self._clock() + BOT_RETRY_SECONDS
+
+    def _waits_for_bot(self, ticket_id: str) -> bool:
+        entry = self._entries.get(ticket_id)
+        return entry is not None and not entry.done and entry.pairing is None
 
     def attach_bots(self, bots: BotFill) -> None:
         self._bots = bots
@@ -227,6 +247,20 @@ class Matchmaker:
     def expect_bot(self, bot_player_id: str, for_ticket: str) -> None:
         """Called by bot fill before the bot enqueues: that bot pairs only with ``for_ticket``."""
         self._bot_players[bot_player_id] = for_ticket
+
+    def engaged(self, player_id: str) -> bool:
+        """The player is queued, paired, at a table not yet closed, or an expected bot: a house bot
+        that is must not start another fill."""
+        return player_id in self._player_ticket or player_id in self._bot_players
+
+    def bot_stopped(self, bot_player_id: str, for_ticket: str) -> None:
+        """Bot fill's client for ``for_ticket`` stopped. If it never got that player a table (its
+        enqueue or hold was refused, its pairing ended), the player, still waiting, gets another fill."""
+        if self._bot_players.get(bot_player_id) == for_ticket:
+            del self._bot_players[bot_player_id]
+        entry = self._entries.get(for_ticket)
+        if entry is not None and self._waits_for_bot(for_ticket) and entry.bot_requested:
+            self._retry_bot_fill(entry)
 
     def _pair(self, room: Room, first: QueueEntry, second: QueueEntry) -> None:
         pairing = Pairing(f"p-{uuid.uuid4().hex[:16]}", room, (first, second))

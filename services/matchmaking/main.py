@@ -8,7 +8,7 @@ from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import matchmaking_pb2_grpc
 from services.matchmaking import events, metrics
 from services.matchmaking.api import SERVICE_NAME, MatchmakingApi
-from services.matchmaking.bots import ClientBots
+from services.matchmaking.bots import BotPool, ClientBots
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServerDirectory
@@ -26,8 +26,9 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     matchmaker = Matchmaker(config.rooms(), wallet, tables, directory)
     metrics.register(runtime.metrics, matchmaker)
     bots = None
-    if config.wallet_address:
-        bots = ClientBots(config.wallet_address, lambda: runtime.server.address, matchmaker)
+    if isinstance(wallet, WalletClient):
+        pool = BotPool(config.matchmaking_bot_pool)
+        bots = ClientBots(config.wallet_address, wallet, lambda: runtime.server.address, matchmaker, pool)
         matchmaker.attach_bots(bots)
     runtime.server.add_service(
         SERVICE_NAME,

@@ -38,9 +38,16 @@ class Tables(Protocol):
 
 
 class BotFill(Protocol):
-    """Starts a bot client that enqueues in ``room`` to play against a waiting player."""
+    """Starts a bot client that enqueues in ``room`` to play against a waiting player; raises
+    :class:`BotsBusy` when no house bot is free."""
 
     async def start(self, room: Room, for_ticket: str) -> str: ...
+
+
+class BotsBusy(Exception):
+    """No house bot can play now: the fill is asked again ``retry_after`` seconds later (0: next tick)."""
+
+    retry_after: float = 0.0
 
 
 class TableUnavailable(Exception):
@@ -60,6 +67,7 @@ class QueueEntry:
     is_bot: bool = False
     fill_for: str = ""  # a bot's: the ticket it was started for
     bot_requested: bool = False
+    bot_not_before: float = 0.0  # after a failed bot fill: when to try again
     items: dict[int, int] = field(default_factory=dict)  # T6 counts from the wallet (item rooms only)
     pairing: Pairing | None = None
     done: bool = False

@@ -1,6 +1,7 @@
 """Matchmaking's calls to other services over gRPC, with a short-lived service token.
 
-- :class:`WalletClient` — available balance, ``PlaceHold`` / ``ReleaseHold`` (server to server).
+- :class:`WalletClient` — available balance, ``PlaceHold`` / ``ReleaseHold``, inventories and the
+  house bots' ``BotLogin`` (server to server).
 - :class:`TableClient` — ``OpenTable`` on the chosen table server.
 
 Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
@@ -9,6 +10,7 @@ unreachable) become :class:`~services.matchmaking.core.TableUnavailable` so the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import grpc
@@ -68,6 +70,13 @@ def room_rules(room: Room) -> rules_pb2.RoomRules:
     )
 
 
+@dataclass(frozen=True)
+class BotLogin:
+    player_id: str
+    token: str
+    available: int
+
+
 class WalletClient:
     def __init__(self, address: str, token: ServiceToken) -> None:
         self._channel = grpc.aio.insecure_channel(address)
@@ -92,6 +101,16 @@ class WalletClient:
     async def inventory(self, player_id: str) -> dict[int, int]:
         reply = await self._call(self._stub.GetInventory, wallet_pb2.GetInventoryRequest(player_id=player_id))
         return {stack.item: stack.count for stack in reply.items if stack.count > 0}
+
+    async def bot_login(self, bot_id: str, minimum_available: int, request_id: str) -> BotLogin:
+        """A session for the house bot ``bot_id``, topped up to ``minimum_available`` if it holds nothing."""
+        reply = await self._call(
+            self._stub.BotLogin,
+            wallet_pb2.BotLoginRequest(
+                bot_id=bot_id, minimum_available=minimum_available, request_id=request_id
+            ),
+        )
+        return BotLogin(reply.player_id, reply.session.token, int(reply.available))
 
     async def _call(self, method, request):  # type: ignore[no-untyped-def]
         try:

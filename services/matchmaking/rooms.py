@@ -63,6 +63,10 @@ class Room:
     rating_window_per_second: float = 50.0
     negotiation_seconds: float = 30.0  # T7: time to propose / respond
 
+    def needed(self, carry: int) -> int:
+        """The available prestige a player must have to queue here with ``carry``."""
+        return max(self.minimum_balance, carry + self.fee)
+
     def __post_init__(self) -> None:
         problems = self._problems()
         if problems:

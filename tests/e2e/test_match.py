@@ -65,6 +65,7 @@ def stack() -> Iterator[StackState]:
     environ = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
     environ = {k: v for k, v in environ.items() if not k.endswith("_ADDRESS")}
     environ["MATCHMAKING_ROOMS"] = json.dumps([*ROOMS, BOT_ROOM])
+    environ["MATCHMAKING_BOT_POOL"] = "1"
     running = Stack(data_dir, list(SERVICE_NAMES), environ)
     loop = asyncio.new_event_loop()  # only for bringing it up: the services are other processes
     try:
@@ -297,18 +298,25 @@ async def test_a_client_that_drops_its_stream_resumes_where_it_left_off(stack: S
         await player.client.close()
 
 
-async def test_a_lonely_player_plays_a_fill_bot_through_the_same_table_api(stack: StackState) -> None:
-    player = Player(stack, "carol")
-    await player.client.login(player.name)
-    updates: list[Any] = []
-    ready = await player.client.find_table("e2e-bots", 200, multiplier=2, on_update=updates.append)
-    matched = next(u.matched for u in updates if u.WhichOneof("kind") == "matched")
-    assert matched.opponent_is_bot
-    outcome = await player.client.play(ready, BaselineBot(), MatchPlan(hands=1), watch=player.received.append)
-    assert outcome.hands_settled == 1  # the bot played the hand out, then the player left
-    player.seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
-    _check_nothing_hidden(player, await _seeds(stack, ready.table_id))
-    await player.client.close()
+async def test_lonely_players_play_the_house_fill_bot_in_turn_through_the_same_table_api(
+    stack: StackState,
+) -> None:
+    # The stack runs one house bot (MATCHMAKING_BOT_POOL=1): the second fill gets it back once the
+    # first table has ended — the same player, not a new guest.
+    for name in ("carol", "dave"):
+        player = Player(stack, name)
+        await player.client.login(player.name)
+        updates: list[Any] = []
+        ready = await player.client.find_table("e2e-bots", 200, multiplier=2, on_update=updates.append)
+        matched = next(u.matched for u in updates if u.WhichOneof("kind") == "matched")
+        assert matched.opponent_is_bot and matched.opponent_player_id == "bot-1"
+        outcome = await player.client.play(
+            ready, BaselineBot(), MatchPlan(hands=1), watch=player.received.append
+        )
+        assert outcome.hands_settled == 1  # the bot played the hand out, then the player left
+        player.seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
+        _check_nothing_hidden(player, await _seeds(stack, ready.table_id))
+        await player.client.close()
 
 
 async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same(stack: StackState) -> None:

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import asyncpg
 import grpc
 import grpc.aio
 import pytest
@@ -18,11 +19,12 @@ import pytest_asyncio
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform.service import ServiceRuntime
 from duelmahjong.v1 import matchmaking_pb2 as mm
-from duelmahjong.v1 import rules_pb2
+from duelmahjong.v1 import rules_pb2, wallet_pb2
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.main import SPEC as MATCHMAKING
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC as WALLET
+from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -57,12 +59,14 @@ async def stack(
         "WALLET_ADDRESS": wallet.server.address,
         "MATCHMAKING_ROOMS": json.dumps(ROOMS),
         "MATCHMAKING_TICK_SECONDS": "0.05",
+        "MATCHMAKING_BOT_POOL": "1",  # one house bot: every fill plays it, in turn
     }
     matchmaking: ServiceRuntime[Any] = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
     return {
         "wallet": wallet.server.address,
         "matchmaking": matchmaking.server.address,
         "metrics": f"http://127.0.0.1:{matchmaking.metrics_port}/metrics",
+        "database": database_url,
     }
 
 
@@ -251,6 +255,7 @@ async def test_bot_fill_pairs_a_lonely_player_with_a_bot_client(players: list[Du
     try:
         matched = (await lonely.next("matched")).matched
         assert matched.opponent_is_bot and matched.seat == rules_pb2.SEAT_FIRST
+        assert matched.opponent_player_id == "bot-1"  # a house bot, not a new guest
         await lonely.next("negotiation")
         await alice.matchmaking.ProposeMultiplier(
             mm.ProposeMultiplierRequest(pairing_id=matched.pairing_id, multiplier=2), metadata=alice.metadata
@@ -262,3 +267,55 @@ async def test_bot_fill_pairs_a_lonely_player_with_a_bot_client(players: list[Du
         assert accepted.multiplier == 2
     finally:
         await lonely.close()
+
+
+async def test_successive_bot_fills_reuse_the_house_bot_without_minting_per_fill(
+    players: list[DuelClient], stack: dict[str, str]
+) -> None:
+    alice, bob = players
+    pool = await asyncpg.create_pool(stack["database"], min_size=1, max_size=2)
+    try:
+
+        async def count(query: str) -> int:
+            return int(await pool.fetchval(query))
+
+        minted = "SELECT -balance FROM wallet.accounts WHERE house = 'grants'"
+        players_before, minted_before = (
+            await count("SELECT count(*) FROM wallet.players"),
+            await count(minted),
+        )
+        for player in (alice, bob):  # one after the other: the second fill waits for the bot to be free
+            stream = Stream(player, "duel-bots", 200)
+            try:
+                matched = (await stream.next("matched")).matched
+                assert matched.opponent_is_bot and matched.opponent_player_id == "bot-1"
+                await stream.next("negotiation")
+                # Leaving before a table ends the pairing: the bot's queue ends and it goes back to the pool.
+                await player.matchmaking.LeavePairing(
+                    mm.LeavePairingRequest(pairing_id=matched.pairing_id), metadata=player.metadata
+                )
+                await stream.next("expired")
+            finally:
+                await stream.close()
+        # One bot player, created by the first fill with one starting grant; nothing minted since.
+        assert await count("SELECT count(*) FROM wallet.players") == players_before + 1
+        assert await count("SELECT count(*) FROM wallet.players WHERE is_bot") == 1
+        assert await count(minted) == minted_before + 1000
+        assert (
+            await count("SELECT count(*) FROM wallet.transactions WHERE idempotency_key LIKE 'grant:%bot-1%'")
+            == 1
+        )
+        board = await alice.wallet.GetLeaderboard(
+            wallet_pb2.GetLeaderboardRequest(scope=wallet_pb2.LEADERBOARD_SCOPE_TOP), metadata=alice.metadata
+        )
+        assert {entry.player_id for entry in board.entries} == {alice.player_id, bob.player_id}
+        for _ in range(200):  # the holds are released in the background after the pairings end
+            if await WalletStore(pool).audit() == [] and not await count(
+                "SELECT count(*) FROM wallet.holds WHERE open"
+            ):
+                break
+            await asyncio.sleep(0.05)
+        assert await WalletStore(pool).audit() == []
+        assert not await count("SELECT count(*) FROM wallet.holds WHERE open")
+    finally:
+        await pool.close()

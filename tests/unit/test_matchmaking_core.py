@@ -13,11 +13,13 @@ from duelmahjong.platform.errors import FailedPrecondition
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.matchmaking import metrics
 from services.matchmaking import updates as U
-from services.matchmaking.core import Matchmaker
+from services.matchmaking.bots import BotPool
+from services.matchmaking.core import BOT_RETRY_SECONDS, Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
     PLAYING,
+    BotsBusy,
     OpenedTable,
     Pairing,
     QueueEntry,
@@ -182,3 +184,112 @@ async def test_queue_wait_is_observed_per_paired_player_on_the_clock() -> None:
         )
 
     assert (sample("count"), sample("sum")) == (2, 4.0 + 3.0)
+
+
+class PooledBots:
+    """Bot fill as ClientBots does it, minus the client: a house bot from the pool enqueues at once."""
+
+    def __init__(self, pool: BotPool) -> None:
+        self.pool = pool
+        self.mm: Matchmaker | None = None
+        self.started: list[tuple[str, str]] = []  # (bot id, ticket filled for)
+
+    async def start(self, room: Room, for_ticket: str) -> str:
+        assert self.mm is not None
+        bot_id = self.pool.take(self.mm.engaged)
+        if bot_id is None:
+            raise BotsBusy("every house bot is playing")
+        self.started.append((bot_id, for_ticket))
+        self.mm.expect_bot(bot_id, for_ticket)
+        await self.mm.enqueue(bot_id, room.room_id, room.carry_min)
+        return bot_id
+
+    def stopped(self, bot_id: str, for_ticket: str) -> None:
+        """What ClientBots does once the bot's client stops (its stream ended)."""
+        assert self.mm is not None
+        self.mm.bot_stopped(bot_id, for_ticket)
+        self.pool.give_back(bot_id)
+
+
+def _bot_fill(wallet: Wallet, pool_size: int, *rooms: Room) -> tuple[Matchmaker, PooledBots, Clock]:
+    clock = Clock()
+    bots = PooledBots(BotPool(pool_size))
+    mm = Matchmaker(
+        {room.room_id: room for room in rooms},
+        wallet,
+        Tables(),
+        TableServerDirectory(),
+        bots=bots,
+        clock=clock,
+    )
+    bots.mm = mm
+    return mm, bots, clock
+
+
+async def test_the_bot_pool_lends_the_bot_idle_longest_and_skips_engaged_ones() -> None:
+    pool = BotPool(3)
+    assert pool.take(lambda _bot: False) == "bot-1"
+    assert pool.take(lambda bot: bot == "bot-2") == "bot-3"  # bot-2 still at a table: kept idle
+    pool.give_back("bot-3")
+    pool.give_back("bot-1")
+    assert [pool.take(lambda _bot: False) for _ in range(3)] == ["bot-2", "bot-3", "bot-1"]
+    assert pool.take(lambda _bot: False) is None and pool.idle == 0
+    with pytest.raises(ValueError):
+        BotPool(0)
+
+
+async def test_with_every_bot_busy_a_fill_waits_for_the_next_free_one_and_reuses_it() -> None:
+    wallet = Wallet({"a": 500, "c": 500, "bot-1": 500})
+    mm, bots, clock = _bot_fill(
+        wallet, 1, _room(room_id="r", bot_fill_seconds=5), _room(room_id="s", bot_fill_seconds=5)
+    )
+    a = await mm.enqueue("a", "r", 100)
+    c = await mm.enqueue("c", "s", 100)
+    clock.now += 5
+    mm.tick()
+    await _settle()
+    assert bots.started == [("bot-1", a.ticket_id)] and a.pairing is not None
+    assert c.pairing is None and not c.bot_requested  # busy: not lost, asked again every tick
+    for _ in range(3):
+        mm.tick()
+        await _settle()
+    assert len(bots.started) == 1 and mm.counts["bot_fill", "s"] == 0
+
+    mm.leave_pairing("a", a.pairing.pairing_id)  # a's pairing ends: the bot's stream ends with it
+    await _settle()
+    bots.stopped("bot-1", a.ticket_id)
+    mm.tick()
+    await _settle()
+    assert bots.started[-1] == ("bot-1", c.ticket_id) and c.pairing is not None  # the same house bot
+    assert mm.counts["bot_fill", "r"] == mm.counts["bot_fill", "s"] == 1
+
+
+async def _one_bot_fill(refuse: str) -> tuple[Matchmaker, PooledBots, Clock, QueueEntry]:
+    """A lonely player "a" after the room's fill wait, with one house bot; ``refuse``'s hold is refused."""
+    wallet = Wallet({"a": 500, "bot-1": 500}, refuse=frozenset({refuse}))
+    mm, bots, clock = _bot_fill(wallet, 1, _room(bot_fill_seconds=5))
+    a = await mm.enqueue("a", "r", 100)
+    clock.now += 5
+    mm.tick()
+    await _settle()
+    return mm, bots, clock, a
+
+
+async def test_a_bot_whose_player_is_gone_is_freed_and_a_refused_bot_is_replaced_later() -> None:
+    # The human's hold is refused: the bot it was paired with is left alone, so it leaves the queue.
+    mm, bots, clock, a = await _one_bot_fill(refuse="a")
+    assert a.done and mm.waiting("r") == 1  # the bot, alone
+    mm.tick()
+    assert mm.waiting("r") == 0 and not mm.engaged("bot-1")  # its ticket ended: free for another fill
+
+    # The bot's hold is refused: its player waits on and gets another fill after BOT_RETRY_SECONDS.
+    mm, bots, clock, a = await _one_bot_fill(refuse="bot-1")
+    assert not a.done and a.pairing is None
+    bots.stopped("bot-1", a.ticket_id)  # its Enqueue stream ended with "expired"
+    mm.tick()
+    await _settle()
+    assert len(bots.started) == 1  # not before the retry delay
+    clock.now += BOT_RETRY_SECONDS
+    mm.tick()
+    await _settle()
+    assert bots.started == [("bot-1", a.ticket_id)] * 2

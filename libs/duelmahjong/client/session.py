@@ -67,6 +67,14 @@ class DuelClient:
         self.player_id, self.token, self.display_name = reply.player_id, reply.session.token, display_name
         return self.player_id
 
+    def use_session(self, player_id: str, token: str, display_name: str = "") -> str:
+        """Act as a player whose session token was obtained elsewhere (matchmaking's bot fill gets
+        its house bots' sessions from the wallet's service-only ``BotLogin``)."""
+        if not player_id or not token:
+            raise ValueError("a session needs a player id and a token")
+        self.player_id, self.token, self.display_name = player_id, token, display_name or player_id
+        return self.player_id
+
     async def balance(self) -> wallet_pb2.GetBalanceResponse:
         return await self.wallet.GetBalance(
             wallet_pb2.GetBalanceRequest(player_id=self.player_id), metadata=self.metadata
