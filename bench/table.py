@@ -10,8 +10,14 @@ against a bare grpc.aio bidirectional ping-pong on as many streams, measured in 
   wait for the other seat by design, are neither timed nor counted).
 * ref (``grpc_bidi``): a bare grpc.aio server in another process echoing bytes on 64 bidirectional
   streams, each stream one ping in flight.
+* wire (``table.wire``): the floor of any table server of this protocol in Python here — a grpc.aio
+  server in another process that does only the wire work of an action and nothing of the game: read
+  the action, append one write-ahead record to JetStream through the platform's bus and wait for its
+  ack, then send one message of a typical size to each of the table's two seats. 64 tables, 128
+  streams, the seats taking turns like players. What it reaches is the most ``table.actions`` could
+  reach with every game cost (engine, views, legal actions, timers) at zero.
 
-Runs alternate (ref, ours, ref, ours…), each ``--seconds`` long; rates are medians over the runs,
+Runs alternate (ref, ours, wire, ref, ours, wire…), each ``--seconds`` long; rates are medians over the runs,
 latency percentiles are over every sample of each side. ``bench table.cpu`` says how much CPU each
 side's server process and this process used per round trip in that side's windows (from /proc).
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import secrets
 import signal
@@ -29,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 import grpc
@@ -37,6 +44,7 @@ import grpc.aio
 
 from bench.common import MIN_RUNS, Figure
 from duelmahjong.platform import auth
+from duelmahjong.platform.bus import Bus, StreamSpec
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import wait_until_serving
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
@@ -44,6 +52,13 @@ from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
 TABLES = 64
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_METHOD = "/bench.Echo/PingPong"
+WIRE_METHOD = "/bench.Wire/Play"
+WIRE_STREAM = StreamSpec("BENCH_WIRE", ("bench.wire.>",))
+# Sizes of the real thing (measured on table.actions): ~300 bytes per PlayResponse a seat receives,
+# a write-ahead record of about 200 bytes.
+WIRE_MESSAGE = b"m" * 300
+WIRE_RECORD = b"r" * 200
+SIDES = ("ours", "ref", "wire")
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -73,11 +88,11 @@ class Window:
 
     def __init__(self, server_pids: dict[str, int] | None = None) -> None:
         self.side = ""
-        self.open = {"ours": asyncio.Event(), "ref": asyncio.Event()}
-        self.latencies: dict[str, list[float]] = {"ours": [], "ref": []}
+        self.open = {side: asyncio.Event() for side in SIDES}
+        self.latencies: dict[str, list[float]] = {side: [] for side in SIDES}
         self.count = 0
         self.server_pids = server_pids or {}
-        self.cpu = {"ours": [0.0, 0.0, 0], "ref": [0.0, 0.0, 0]}  # server s, client s, round trips
+        self.cpu = {side: [0.0, 0.0, 0] for side in SIDES}  # server s, client s, round trips
 
     def record(self, side: str, seconds: float) -> None:
         if self.side == side:
@@ -181,11 +196,16 @@ async def _echo_server(port: int) -> None:
         async for payload in requests:
             yield payload
 
+    await _serve_bare(port, "bench.Echo", "PingPong", ping_pong)
+
+
+async def _serve_bare(
+    port: int, service: str, method: str, handler: Callable[..., AsyncIterator[bytes]]
+) -> None:
+    """A grpc.aio server of one bytes-in, bytes-out bidirectional method: no interceptors, no health."""
     server = grpc.aio.server()
-    handler = grpc.method_handlers_generic_handler(
-        "bench.Echo", {"PingPong": grpc.stream_stream_rpc_method_handler(ping_pong)}
-    )
-    server.add_generic_rpc_handlers((handler,))
+    handlers = {method: grpc.stream_stream_rpc_method_handler(handler)}
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     server.add_insecure_port(f"127.0.0.1:{port}")
     await server.start()
     await server.wait_for_termination()
@@ -204,10 +224,69 @@ async def _pinger(address: str, window: Window) -> None:
             window.record("ref", time.perf_counter() - started)
 
 
+# --- wire: the floor of a table server in Python -----------------------------------------------------------
+async def _wire_server(port: int, nats_url: str) -> None:
+    """Per action: one write-ahead record acked by JetStream, then one message to each seat."""
+    bus = await Bus.connect(nats_url, name="bench-wire")
+    await bus.declare_stream(WIRE_STREAM)
+    outboxes: dict[tuple[bytes, int], asyncio.Queue[bytes | None]] = {}
+    appended = itertools.count()
+
+    async def play(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        async def read() -> None:
+            hello = await anext(aiter(requests))
+            table, seat = hello[:-1], hello[-1]
+            outboxes[table, seat] = outbox
+            try:
+                async for _action in requests:
+                    number = next(appended)
+                    await bus.publish(f"bench.wire.{table.decode()}", WIRE_RECORD, msg_id=f"w{number}")
+                    outbox.put_nowait(WIRE_MESSAGE)
+                    opponent = outboxes.get((table, 1 - seat))
+                    if opponent is not None:
+                        opponent.put_nowait(WIRE_MESSAGE)
+            finally:
+                outbox.put_nowait(None)
+
+        reader = asyncio.create_task(read())
+        try:
+            while (message := await outbox.get()) is not None:
+                yield message
+        finally:
+            reader.cancel()
+
+    await _serve_bare(port, "bench.Wire", "Play", play)
+
+
+async def _wire_seat(address: str, table: int, seat: int, window: Window) -> None:
+    """A seat of the wire floor: the first seat acts, waits for its own answer; the other acts once
+    the opponent's action has reached it — players taking turns."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        call = channel.stream_stream(WIRE_METHOD)()
+        await call.write(b"%d" % table + bytes([seat]))
+        action = b"a" * 64
+        my_turn = seat == 0
+        while True:
+            if my_turn:
+                await window.open["wire"].wait()
+                started = time.perf_counter()
+                await call.write(action)
+                if await call.read() is grpc.aio.EOF:
+                    return
+                window.record("wire", time.perf_counter() - started)
+                my_turn = False
+            else:
+                if await call.read() is grpc.aio.EOF:
+                    return
+                my_turn = True
+
+
 # --- the run --------------------------------------------------------------------------------------------
 async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
     secret = secrets.token_hex(32)
-    table_port, echo_port = free_port(), free_port()
+    table_port, echo_port, wire_port = free_port(), free_port(), free_port()
     with EmbeddedNats(data_dir / "nats") as nats_server:
         env = {
             **os.environ,
@@ -224,37 +303,52 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
         table = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=env)  # noqa: ASYNC220
         echo_server = [sys.executable, "-m", "bench.table", "--echo-server", str(echo_port)]
         echo = subprocess.Popen(echo_server, cwd=ROOT)  # noqa: ASYNC220
+        wire_server = [sys.executable, "-m", "bench.table", "--wire-server", str(wire_port), nats_server.url]
+        wire = subprocess.Popen(wire_server, cwd=ROOT)  # noqa: ASYNC220
         tasks: list[asyncio.Task[None]] = []
         try:
             address = f"127.0.0.1:{table_port}"
             await wait_until_serving(address, within_seconds=60)
-            window = Window({"ours": table.pid, "ref": echo.pid})
+            for port in (echo_port, wire_port):  # bare servers: no health service, just a listening port
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                    await asyncio.wait_for(channel.channel_ready(), timeout=60)
+            window = Window({"ours": table.pid, "ref": echo.pid, "wire": wire.pid})
             seats = await _open_tables(address, secret)
             tasks = [asyncio.create_task(_seat(address, token, ticket, window)) for token, ticket in seats]
             tasks += [asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window)) for _ in range(TABLES)]
-            await window.measure("ours", 0.5)  # warm-up of both sides
-            await window.measure("ref", 0.5)
-            window.latencies = {"ours": [], "ref": []}
-            window.cpu = {"ours": [0.0, 0.0, 0], "ref": [0.0, 0.0, 0]}
-            ours, theirs = [], []
+            tasks += [
+                asyncio.create_task(_wire_seat(f"127.0.0.1:{wire_port}", number, seat, window))
+                for number in range(TABLES)
+                for seat in (0, 1)
+            ]
+            for side in SIDES:  # warm-up of every side
+                await window.measure(side, 0.5)
+            window.latencies = {side: [] for side in SIDES}
+            window.cpu = {side: [0.0, 0.0, 0] for side in SIDES}
+            ours, theirs, floor = [], [], []
             for _ in range(runs):
                 theirs.append(await window.measure("ref", seconds))
                 ours.append(await window.measure("ours", seconds))
+                floor.append(await window.measure("wire", seconds))
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for process in (table, echo):
+            for process in (table, echo, wire):
                 process.send_signal(signal.SIGTERM)
-            for process in (table, echo):
+            for process in (table, echo, wire):
                 try:
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
                     process.kill()
     figure = Figure("table.actions", statistics.median(ours), "grpc_bidi", statistics.median(theirs), runs)
+    wire = Figure("table.wire", statistics.median(floor), "grpc_bidi", statistics.median(theirs), runs)
     ours_p99, ref_p99 = percentile(window.latencies["ours"], 0.99), percentile(window.latencies["ref"], 0.99)
     return [
         figure.line(),
+        wire.line(),
+        f"bench table.wire ours/wire={figure.ours / wire.ours if wire.ours else 0.0:.2f} "
+        f"(the game's share: what the table costs beyond the wire floor)",
         f"bench table.latency ours p50={percentile(window.latencies['ours'], 0.5) * 1e3:.2f}ms "
         f"p99={ours_p99 * 1e3:.2f}ms",
         f"bench table.latency ref=grpc_bidi p50={percentile(window.latencies['ref'], 0.5) * 1e3:.2f}ms "
@@ -262,6 +356,9 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
         f"bench table.latency p99_ratio={ours_p99 / ref_p99 if ref_p99 else float('inf'):.2f}",
         f"bench table.cpu ours {_per_round_trip(window.cpu['ours'])}",
         f"bench table.cpu ref=grpc_bidi {_per_round_trip(window.cpu['ref'])}",
+        f"bench table.latency wire p50={percentile(window.latencies['wire'], 0.5) * 1e3:.2f}ms "
+        f"p99={percentile(window.latencies['wire'], 0.99) * 1e3:.2f}ms",
+        f"bench table.cpu wire {_per_round_trip(window.cpu['wire'])}",
     ]
 
 
@@ -276,9 +373,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--runs", type=int, default=MIN_RUNS, help=f"runs of each side (>= {MIN_RUNS})")
     parser.add_argument("--seconds", type=float, default=2.0, help="length of each run")
     parser.add_argument("--echo-server", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--wire-server", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
     if args.echo_server:
         asyncio.run(_echo_server(args.echo_server))
+        return 0
+    if args.wire_server:
+        asyncio.run(_wire_server(int(args.wire_server[0]), args.wire_server[1]))
         return 0
     with tempfile.TemporaryDirectory(prefix="table-bench-") as tmp:
         for line in asyncio.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.seconds)):
