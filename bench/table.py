@@ -42,7 +42,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from bench.common import MIN_RUNS, Figure
+from bench.common import MIN_RUNS, Figure, cpu_seconds
 from duelmahjong.platform import auth
 from duelmahjong.platform.bus import Bus, StreamSpec
 from duelmahjong.platform.embedded import EmbeddedNats
@@ -70,15 +70,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (0 where /proc is not available)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Window:

@@ -8,9 +8,17 @@ ceiling of the same database.
 * ref (``raw_tx``): a bare asyncpg transaction on 8 connections that locks the two accounts, updates
   both, inserts two ledger rows and one idempotency row — measured right before ours, on the same
   embedded Postgres, over the same pairs of players.
+* floor (``wallet.floor``): the wallet's consumer exactly as ours — the same 8 workers, fetch, decode,
+  ``SettlementApplied`` published, input acked after the output's PubAck — but each event's ledger
+  transaction replaced by the reference's bare transaction. The most any wallet that consumes its
+  events from JetStream and publishes its results can reach here; ``ours/floor`` is what our ledger
+  (holds, caps, recorded outcomes) costs beyond the bare transaction.
 
-Runs alternate (ref, ours, ref, ours…); figures are medians over the runs. Embedded NATS and
+Runs alternate (ref, ours, floor, ref, ours, floor…); figures are medians over the runs. Embedded NATS and
 Postgres (durable: fsync on, as in production) start in a temporary directory and stop at the end.
+``bench wallet.cpu`` says what each side costs per settlement in CPU — this process (the wallet's
+consumer, or the raw client), Postgres (its backends) and NATS — over the timed part of every run:
+on a machine whose cores are all busy, the ratio follows the ratio of these sums.
 """
 
 from __future__ import annotations
@@ -26,17 +34,18 @@ from pathlib import Path
 
 import asyncpg
 
-from bench.common import MIN_RUNS, Figure
+from bench.common import MIN_RUNS, Figure, cpu_seconds, tree_cpu_seconds
 from duelmahjong.platform import db, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
-from services.wallet.commands import Grant
+from services.wallet.commands import Command, Grant, HandSettlement
 from services.wallet.events import SettlementConsumer
+from services.wallet.ledger import Status
 from services.wallet.main import MIGRATIONS
 from services.wallet.sources import SOURCES
-from services.wallet.store import WalletStore
+from services.wallet.store import Outcome, WalletStore
 
 WORKERS = 8
 PLAYERS = 50
@@ -53,13 +62,81 @@ _RAW_ENTRY = (
 )
 
 
+async def raw_transaction(
+    conn: asyncpg.Connection, payer: int, payee: int, amount: int, key: str
+) -> tuple[int, int, int]:
+    """The reference's transaction: its id and the two balances after it."""
+    async with conn.transaction():
+        rows = await conn.fetch(_RAW_LOCK, [payer, payee])
+        balance = {row["id"]: row["balance"] for row in rows}
+        await conn.execute(_RAW_UPDATE, payer, -amount)
+        await conn.execute(_RAW_UPDATE, payee, amount)
+        transaction_id = await conn.fetchval(_RAW_IDEMPOTENCY, key)
+        await conn.execute(_RAW_ENTRY, transaction_id, payer, -amount, balance[payer] - amount)
+        await conn.execute(_RAW_ENTRY, transaction_id, payee, amount, balance[payee] + amount)
+    return transaction_id, balance[payer] - amount, balance[payee] + amount
+
+
+class RawTransactionStore(WalletStore):
+    """The floor's store: a settlement worker's command runs as the reference's bare transaction."""
+
+    def __init__(self, pool: asyncpg.Pool, account_of: dict[str, int]) -> None:
+        super().__init__(pool)
+        self.account_of = account_of
+
+    async def execute(
+        self, command: Command, *, record_rejection: bool, conn: asyncpg.Connection | None = None
+    ) -> Outcome:
+        assert isinstance(command, HandSettlement) and conn is not None
+        transaction_id, payer, payee = await raw_transaction(
+            conn, self.account_of[command.payer], self.account_of[command.payee], command.stake, command.key
+        )
+        balances = {command.payer: (payer, 0), command.payee: (payee, 0)}
+        return Outcome(
+            command.key,
+            command.kind,
+            Status.APPLIED,
+            "",
+            transaction_id,
+            command.table,
+            command.hand,
+            balances,
+        )
+
+
+class CpuMeter:
+    """CPU seconds used so far by this process, Postgres (postmaster and backends) and NATS."""
+
+    def __init__(self, postgres_pid: int, nats_pid: int) -> None:
+        self.postgres_pid = postgres_pid
+        self.nats_pid = nats_pid
+        self.used = {side: [0.0, 0.0, 0.0, 0] for side in ("ours", "ref", "floor")}  # python, pg, nats s; n
+
+    def snapshot(self) -> tuple[float, float, float]:
+        return time.process_time(), tree_cpu_seconds(self.postgres_pid), cpu_seconds(self.nats_pid)
+
+    def add(self, side: str, before: tuple[float, float, float], settlements: int) -> None:
+        used = self.used[side]
+        for n, (start, end) in enumerate(zip(before, self.snapshot(), strict=True)):
+            used[n] += end - start
+        used[3] += settlements
+
+    def line(self, side: str) -> str:
+        python, postgres, nats, count = self.used[side]
+        count = max(int(count), 1)
+        label = {"ours": "ours", "ref": "ref=raw_tx", "floor": "floor"}[side]
+        per = {"python": python, "postgres": postgres, "nats": nats}
+        figures = " ".join(f"{name}={seconds / count * 1e3:.3f}ms" for name, seconds in per.items())
+        return f"bench wallet.cpu {label} {figures} per settlement"
+
+
 def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 async def raw_run(
-    pool: asyncpg.Pool, pairs: list[tuple[int, int, int]], tag: str
+    pool: asyncpg.Pool, pairs: list[tuple[int, int, int]], tag: str, meter: CpuMeter
 ) -> tuple[float, list[float]]:
     """The ceiling: one bare transaction per settlement, ``WORKERS`` connections in parallel."""
     latencies: list[float] = []
@@ -69,19 +146,15 @@ async def raw_run(
         async with pool.acquire() as conn:
             for n, (payer, payee, amount) in queue:
                 started = time.perf_counter()
-                async with conn.transaction():
-                    rows = await conn.fetch(_RAW_LOCK, [payer, payee])
-                    balance = {row["id"]: row["balance"] for row in rows}
-                    await conn.execute(_RAW_UPDATE, payer, -amount)
-                    await conn.execute(_RAW_UPDATE, payee, amount)
-                    transaction_id = await conn.fetchval(_RAW_IDEMPOTENCY, f"raw:{tag}:{n}")
-                    await conn.execute(_RAW_ENTRY, transaction_id, payer, -amount, balance[payer] - amount)
-                    await conn.execute(_RAW_ENTRY, transaction_id, payee, amount, balance[payee] + amount)
+                await raw_transaction(conn, payer, payee, amount, f"raw:{tag}:{n}")
                 latencies.append(time.perf_counter() - started)
 
+    before = meter.snapshot()
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(WORKERS)))
-    return len(pairs) / (time.perf_counter() - started), latencies
+    elapsed = time.perf_counter() - started
+    meter.add("ref", before, len(pairs))
+    return len(pairs) / elapsed, latencies
 
 
 async def our_run(
@@ -91,6 +164,8 @@ async def our_run(
     players: list[str],
     pairs: list[tuple[int, int, int]],
     tag: str,
+    meter: CpuMeter,
+    side: str = "ours",
 ) -> tuple[float, list[float]]:
     """The wallet's path: events waiting in JetStream, consumed by 8 workers until all are applied."""
     for chunk in range(0, len(pairs), 500):
@@ -131,6 +206,7 @@ async def our_run(
             if len(latencies) == len(pairs):
                 all_applied.set()
 
+    before = meter.snapshot()  # the events are in the stream: from here on it is the wallet's work
     bus = await Bus.connect(nats_url, name="wallet-bench")
     consumer = SettlementConsumer(
         bus,
@@ -147,6 +223,7 @@ async def our_run(
     # From the first event fetched: the consumer's start-up (binding its subscriptions) is not a
     # settlement, just as the reference's connections are open before it is timed.
     elapsed = time.perf_counter() - first[0]
+    meter.add(side, before, len(pairs))
     stop.set()
     await task
     await bus.close()
@@ -175,29 +252,45 @@ async def measure(data_dir: Path, runs: int, settlements: int) -> list[str]:
         )
         await consumer.declare()
 
+        postmaster = int((postgres.pgdata / "postmaster.pid").read_text().split()[0])
+        meter = CpuMeter(postmaster, nats_server.pid or 0)
         rng = random.Random(20261130)
-        ours, theirs, our_latency, their_latency = [], [], [], []
+        floor_store = RawTransactionStore(pool, account_of)
+        ours, theirs, floor, our_latency, their_latency = [], [], [], [], []
         for run in range(runs):
             pairs = [(*rng.sample(range(PLAYERS), 2), rng.randint(1, 2000)) for _ in range(settlements)]
             raw_pairs = [(account_of[players[a]], account_of[players[b]], amount) for a, b, amount in pairs]
-            rate, latencies = await raw_run(pool, raw_pairs, f"r{run}")
+            rate, latencies = await raw_run(pool, raw_pairs, f"r{run}", meter)
             theirs.append(rate)
             their_latency.extend(latencies)
-            rate, latencies = await our_run(nats_server.url, store, publisher, players, pairs, f"r{run}")
+            rate, latencies = await our_run(
+                nats_server.url, store, publisher, players, pairs, f"r{run}", meter
+            )
             ours.append(rate)
             our_latency.extend(latencies)
+            rate, _latencies = await our_run(
+                nats_server.url, floor_store, publisher, players, pairs, f"f{run}", meter, side="floor"
+            )
+            floor.append(rate)
         problems = await store.audit()
         await publisher.close()
         await pool.close()
     if problems:
         raise SystemExit(f"wallet bench: the ledger does not add up after the runs: {problems[:3]}")
     figure = Figure("wallet.settle", statistics.median(ours), "raw_tx", statistics.median(theirs), runs)
+    bare = Figure("wallet.floor", statistics.median(floor), "raw_tx", statistics.median(theirs), runs)
     return [
         figure.line(),
+        bare.line(),
+        f"bench wallet.settle ours/floor={figure.ours / bare.ours if bare.ours else 0.0:.2f} "
+        "(what the ledger costs beyond the bare transaction on the same consumer)",
         f"bench wallet.settle.latency ours p50={percentile(our_latency, 0.5) * 1e3:.2f}ms "
         f"p99={percentile(our_latency, 0.99) * 1e3:.2f}ms",
         f"bench wallet.settle.latency ref=raw_tx p50={percentile(their_latency, 0.5) * 1e3:.2f}ms "
         f"p99={percentile(their_latency, 0.99) * 1e3:.2f}ms",
+        meter.line("ours"),
+        meter.line("ref"),
+        meter.line("floor"),
     ]
 
 
