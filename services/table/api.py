@@ -112,6 +112,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         return table_pb2.OpenTableResponse(
             table_id=checked.table_id,
             address=self._host.address,
+            incarnation=self._host.incarnation,
             tickets=[
                 table_pb2.SeatTicket(
                     seat=player.seat,

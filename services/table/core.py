@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -165,6 +166,9 @@ class TableHost:
         self.clock = clock
         self.live_tables: dict[str, LiveTable] = {}
         self.draining = False
+        # Fresh per process start (one host per process), announced with every heartbeat and returned
+        # by OpenTable: a server id seen with another incarnation has restarted and lost its tables.
+        self.incarnation = uuid.uuid4().hex
         # Where clients reach this server (host:port); the composition root points it at the bound port.
         self.locate: Callable[[], str] = lambda: ""
         self._emptied = asyncio.Event()

@@ -156,7 +156,7 @@ class NatsJournal:
 
     async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None:
         event = events_pb2.TableClosed(
-            envelope=self._envelope(f"closed:{request.table_id}"),
+            envelope=self._envelope(subjects.table_closed_id(request.table_id)),
             table_id=request.table_id,
             server_id=self.producer,
             pairing_id=request.pairing_id,
@@ -174,13 +174,14 @@ class NatsJournal:
             load=min(len(host.live_tables), host.capacity),
             draining=host.draining,
             announce_number=number,
+            incarnation=host.incarnation,
         )
         await self.bus.publish_event(subjects.TABLE_SERVER_ANNOUNCED, event)
 
 
 async def announce_forever(journal: NatsJournal, server_id: str, host: TableHost, every: float) -> None:
-    """Heartbeat for matchmaking: address, capacity, load, draining. Numbers grow across restarts
-    (milliseconds since the epoch), so the highest announce_number per server is the latest."""
+    """Heartbeat for matchmaking: address, capacity, load, draining, incarnation. Numbers grow across
+    restarts (milliseconds since the epoch), so the highest announce_number per server is the latest."""
     while True:
         try:
             await journal.announce(server_id, host, time.time_ns() // 1_000_000)

@@ -10,6 +10,8 @@ contract's transport half: the message is in ``events.proto``, the address is he
 'duel.tablelog.t-42'
 >>> SUBJECT_OF_EVENT["HandScored"]
 'duel.scoring.hand_scored'
+>>> table_closed_id("t-42")
+'closed:t-42'
 """
 
 from __future__ import annotations
@@ -65,3 +67,9 @@ def table_log_subject(table_id: str) -> str:
     if not _TOKEN.match(table_id):
         raise ValueError(f"table id {table_id!r} cannot be a subject token (letters, digits, _ and - only)")
     return f"{TABLE_LOG_PREFIX}.{table_id}"
+
+
+def table_closed_id(table_id: str) -> str:
+    """The event id (JetStream message id) of a table's ``TableClosed``, whoever publishes it: its table
+    server, or matchmaking when that server was lost. One id, so two closes of a table are one."""
+    return f"closed:{table_id}"

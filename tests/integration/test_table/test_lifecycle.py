@@ -80,7 +80,9 @@ async def test_open_table_is_idempotent_and_status_shows_only_public_state(
         once = await stub.OpenTable(request, metadata=service)
         twice = await stub.OpenTable(request, metadata=service)
         assert once.table_id == twice.table_id == "idem-1" and once.address == table_server.server.address
-        assert len(table_main.HOSTS[id(table_server)].live_tables) == 1
+        host = table_main.HOSTS[id(table_server)]
+        assert len(host.live_tables) == 1
+        assert once.incarnation == twice.incarnation == host.incarnation != ""  # this process opened it
         with pytest.raises(grpc.aio.AioRpcError) as player_call:
             await stub.OpenTable(request, metadata=issue("idem-a"))
         assert player_call.value.code() == grpc.StatusCode.PERMISSION_DENIED
@@ -112,6 +114,8 @@ async def test_the_server_announces_its_address_and_load(
         await sub.unsubscribe()
     assert announced.address == table_server.server.address
     assert announced.capacity == 200 and announced.load <= announced.capacity and not announced.draining
+    # The process's incarnation: what tells matchmaking a restarted server lost its tables.
+    assert announced.incarnation == table_main.HOSTS[id(table_server)].incarnation != ""
 
 
 async def test_a_paid_erren_exchange_is_charged_to_the_wallet_once_t4(
