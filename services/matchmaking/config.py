@@ -20,6 +20,11 @@ class MatchmakingConfig(ServiceConfig):
     matchmaking_server_ttl_seconds: float = setting(
         15.0, help="a table server silent this long is no longer allocated to"
     )
+    matchmaking_server_lost_seconds: float = setting(
+        60.0,
+        help="a table server silent this long is lost: its tables are closed on its behalf (holds "
+        "released, players free to queue); must exceed MATCHMAKING_SERVER_TTL_SECONDS",
+    )
     matchmaking_bot_pool: int = setting(
         16, help="house bot players (bot-1 … bot-N) that bot fill takes turns with; all busy = the fill waits"
     )
@@ -30,6 +35,10 @@ class MatchmakingConfig(ServiceConfig):
             problems.append("MATCHMAKING_BOT_POOL must be at least 1")
         if self.matchmaking_tick_seconds <= 0 or self.matchmaking_server_ttl_seconds <= 0:
             problems.append("MATCHMAKING_TICK_SECONDS and MATCHMAKING_SERVER_TTL_SECONDS must be positive")
+        if self.matchmaking_server_lost_seconds <= self.matchmaking_server_ttl_seconds:
+            # A server merely slow to announce is first skipped for new tables, and only declared lost
+            # (its live tables closed) well after that.
+            problems.append("MATCHMAKING_SERVER_LOST_SECONDS must exceed MATCHMAKING_SERVER_TTL_SECONDS")
         try:
             self.rooms()
         except RoomConfigError as err:

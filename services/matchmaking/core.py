@@ -7,7 +7,9 @@ layer turns them into protobuf). Time is read from an injected clock and the per
 
 The life of a ticket: queued (balance checked) → matched (a pairing) → the wallet holds carry + fee
 for both players (only then do they count as ready) → negotiation (duel, T7) → allocation on the
-least-loaded table server with room (none → the pairing waits, nothing is lost) → table ready.
+least-loaded table server with room (none → the pairing waits, nothing is lost) → table ready →
+TableClosed from the table server, or — when that server restarted or fell silent for
+``server_lost_seconds`` — from matchmaking on the lost table's behalf (the wallet then releases the holds).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from services.matchmaking.pairing import (
     PLAYING,
     BotFill,
     BotsBusy,
+    LostTables,
     Pairing,
     QueueEntry,
     Tables,
@@ -39,6 +42,8 @@ from services.matchmaking.rooms import Room
 
 NEGOTIABLE = (1, 2, 5, 10)  # T7
 BOT_RETRY_SECONDS = 1.0  # a bot fill that failed (not merely busy) is tried again after this
+LOST_RETRY_SECONDS = 5.0  # closing a lost table failed (NATS away): tried again after this
+TABLE_LOST_REASON = "the table server was lost"
 _log = get_logger("matchmaking")
 
 Clock = Callable[[], float]
@@ -53,6 +58,8 @@ class Matchmaker:
         directory: TableServerDirectory,
         *,
         bots: BotFill | None = None,
+        lost_tables: LostTables | None = None,
+        server_lost_seconds: float = 60.0,
         clock: Clock = time.time,
     ) -> None:
         self.rooms = rooms
@@ -60,6 +67,8 @@ class Matchmaker:
         self._wallet = wallet
         self._tables = tables
         self._bots = bots
+        self._lost_tables = lost_tables  # None: tables are never declared lost (nothing could close them)
+        self._server_lost_seconds = server_lost_seconds
         self._clock = clock
         self._entries: dict[str, QueueEntry] = {}  # by ticket id
         self._player_ticket: dict[str, str] = {}  # one queue (or pairing) per player
@@ -68,7 +77,7 @@ class Matchmaker:
         self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
         self._tasks: set[asyncio.Task[None]] = set()
         # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
-        # hold_refused, bot_fill, table_opened.
+        # hold_refused, bot_fill, table_opened, table_lost.
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         # Called with (room id, seconds a player queued) for each human paired; the metrics set it.
         self.observe_wait: Callable[[str, float], None] = lambda _room_id, _seconds: None
@@ -161,7 +170,8 @@ class Matchmaker:
 
     # --- the periodic work --------------------------------------------------------------------
     def tick(self) -> None:
-        """Expire tickets and negotiations, pair players, request bot fill, retry allocations."""
+        """Expire tickets and negotiations, pair players, request bot fill, retry allocations, close
+        the tables of lost servers."""
         now = self._clock()
         for entry in list(self._entries.values()):
             if entry.pairing is None and now >= entry.expires_at:
@@ -178,6 +188,7 @@ class Matchmaker:
         for pairing in list(self._pairings.values()):
             if pairing.state == ALLOCATING:
                 self._allocate(pairing)
+        self._close_lost_tables(now)
 
     def _pair_room(self, room: Room, now: float) -> None:
         waiting = sorted(
@@ -409,6 +420,11 @@ class Matchmaker:
         if pairing.state != ALLOCATING:
             return
         pairing.state = PLAYING
+        pairing.server_id = server.server_id
+        # The server's own word on which process opened it beats the announcement allocation read: the
+        # server may have restarted since (then the new process opened it, and that one is not lost).
+        pairing.incarnation = opened.incarnation or server.incarnation
+        pairing.opened_at = self._clock()
         self._by_table[pairing.table_id] = pairing
         self.counts["table_opened", pairing.room.room_id] += 1
         for seat, entry in enumerate(pairing.seats):
@@ -419,16 +435,61 @@ class Matchmaker:
             entry.send(U.END)
             self._entries.pop(entry.ticket_id, None)
 
-    def table_closed(self, table_id: str) -> None:
-        """TableClosed: the pairing is over (the wallet releases its holds); the players may queue again."""
+    def table_closed(self, table_id: str) -> bool:
+        """TableClosed: the pairing is over (the wallet releases its holds); the players may queue again.
+        False if the table was not (or no longer) open: a second TableClosed of a table is a no-op."""
         pairing = self._by_table.pop(table_id, None)
         if pairing is None:
-            return
+            return False
         pairing.state = ENDED
         self._pairings.pop(pairing.pairing_id, None)
         for entry in pairing.seats:
             if self._player_ticket.get(entry.player_id) == entry.ticket_id:
                 del self._player_ticket[entry.player_id]
+        return True
+
+    # --- lost table servers -------------------------------------------------------------------
+    # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
+    # pairings would stay PLAYING and their holds held until matchmaking restarts.
+    def _close_lost_tables(self, now: float) -> None:
+        closer = self._lost_tables
+        if closer is None:
+            return
+        for pairing in list(self._by_table.values()):
+            if pairing.closing_lost or now < pairing.lost_retry_at:
+                continue
+            why = self.directory.lost(
+                pairing.server_id,
+                pairing.incarnation,
+                opened_at=pairing.opened_at,
+                silent_seconds=self._server_lost_seconds,
+            )
+            if why:
+                pairing.closing_lost = True
+                self._spawn(self._close_lost(closer, pairing, why))
+
+    async def _close_lost(self, closer: LostTables, pairing: Pairing, why: str) -> None:
+        """Publish TableClosed for the table (the wallet releases both holds: the hand in progress is
+        void, nothing was scored), then end the pairing here. If the server's own TableClosed comes
+        too, it is one more close of the same table: a duplicate the stream, wallet and we drop."""
+        fields = {
+            "table_id": pairing.table_id,
+            "server_id": pairing.server_id,
+            "pairing_id": pairing.pairing_id,
+            "why": why,
+        }
+        try:
+            await closer.close(pairing, TABLE_LOST_REASON)
+        except Exception:
+            _log.exception("closing a lost table failed; retrying", extra={"fields": fields})
+            pairing.closing_lost = False
+            pairing.lost_retry_at = self._clock() + LOST_RETRY_SECONDS
+            return
+        if self.table_closed(pairing.table_id):
+            self.counts["table_lost", pairing.room.room_id] += 1
+            _log.warning(
+                "table server lost: its table is closed, the holds released", extra={"fields": fields}
+            )
 
     # --- after a hand (T7 progression, T10 leaving between hands) -----------------------------
     # Once the pair sits at a table, the table owns the pairing's live state: the continue-or-leave

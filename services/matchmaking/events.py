@@ -1,14 +1,19 @@
-"""Matchmaking on NATS. It produces no events of its own; it reads:
+"""Matchmaking on NATS. It reads:
 
 - ``TableServerAnnounced`` heartbeats through a plain (core NATS) subscription, not a shared durable
   consumer: every matchmaking replica needs every server's load, and a missed heartbeat is replaced by
   the next one. The directory keeps the highest ``announce_number`` per server.
 - ``TableClosed`` from a durable pull consumer: the pairing is over and its players may queue again
   (the wallet releases the holds on the same event).
+
+It publishes one event, and only on a table's behalf: the ``TableClosed`` of a table whose server was
+lost (restarted or silent; see :meth:`Matchmaker.tick`), with the id the table server would have used,
+so the wallet releases the holds once whoever closes the table first.
 """
 
 from __future__ import annotations
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
@@ -17,6 +22,9 @@ from duelmahjong.platform.bus import Bus, ConsumerSpec
 from duelmahjong.v1 import events_pb2
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServer
+from services.matchmaking.pairing import Pairing
+
+PRODUCER = "matchmaking"
 
 TABLE_CLOSED = ConsumerSpec(
     stream=subjects.TABLE_STREAM.name,
@@ -39,6 +47,7 @@ def server_of(event: events_pb2.TableServerAnnounced) -> TableServer:
         free_capacity=max(0, event.capacity - event.load),
         announce_number=event.announce_number,
         draining=event.draining,
+        incarnation=event.incarnation,
     )
 
 
@@ -56,3 +65,28 @@ def table_closed_handler(matchmaker: Matchmaker):  # type: ignore[no-untyped-def
         matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
 
     return handle
+
+
+class LostTableCloser:
+    """:class:`services.matchmaking.pairing.LostTables` on JetStream: ``TableClosed`` on the table
+    stream, with the table's own close id (``closed:<table_id>``)."""
+
+    def __init__(self, bus: Bus) -> None:
+        self._bus = bus
+
+    async def close(self, pairing: Pairing, reason: str) -> None:
+        occurred_at = Timestamp()
+        occurred_at.GetCurrentTime()
+        event = events_pb2.TableClosed(
+            envelope=events_pb2.EventEnvelope(
+                event_id=subjects.table_closed_id(pairing.table_id),
+                producer=PRODUCER,
+                occurred_at=occurred_at,
+            ),
+            table_id=pairing.table_id,
+            server_id=pairing.server_id,
+            pairing_id=pairing.pairing_id,
+            reason=reason,
+            hands_played=0,  # unknown here: the hands were counted by the server that is gone
+        )
+        await self._bus.publish_event(subjects.TABLE_CLOSED, event)

@@ -23,7 +23,14 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     wallet = WalletClient(config.wallet_address, token) if config.wallet_address else WalletMissing()
     tables = TableClient(token)
     directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)
-    matchmaker = Matchmaker(config.rooms(), wallet, tables, directory)
+    matchmaker = Matchmaker(
+        config.rooms(),
+        wallet,
+        tables,
+        directory,
+        lost_tables=events.LostTableCloser(bus),
+        server_lost_seconds=config.matchmaking_server_lost_seconds,
+    )
     metrics.register(runtime.metrics, matchmaker)
     bots = None
     if isinstance(wallet, WalletClient):

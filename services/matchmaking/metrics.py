@@ -1,7 +1,8 @@
 """Matchmaking's metrics, read from the matchmaker when Prometheus scrapes (the core stays free of
 Prometheus): ``duel_matchmaking_queue_waiting_players{room}``,
 ``duel_matchmaking_awaiting_table_pairings`` and ``duel_matchmaking_<outcome>_total{room}`` for the
-outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``; plus
+outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``,
+``table_lost``; plus
 the histogram ``duel_matchmaking_queue_wait_seconds{room}``, observed as humans are paired."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ OUTCOMES = {
     "hold_refused": "pairings undone because the wallet refused a hold",
     "bot_fill": "bots started to fill an empty seat",
     "table_opened": "tables opened for pairings",
+    "table_lost": "tables closed by matchmaking because their server restarted or fell silent",
 }
 
 

@@ -29,12 +29,20 @@ class Wallet(Protocol):
 class OpenedTable:
     address: str
     tickets: dict[int, str]  # seat (0 first, 1 second) → table ticket
+    incarnation: str = ""  # of the server process that opened it ("" from a server that does not say)
 
 
 class Tables(Protocol):
     """Opening a table on one table server (``TableService.OpenTable``)."""
 
     async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable: ...
+
+
+class LostTables(Protocol):
+    """Closing a table whose server was lost: ``TableClosed`` published on the table's behalf, so the
+    wallet releases the pairing's holds as for any close."""
+
+    async def close(self, pairing: Pairing, reason: str) -> None: ...
 
 
 class BotFill(Protocol):
@@ -89,6 +97,12 @@ class Pairing:
     multiplier: int = 0
     negotiation_deadline: float = 0.0
     table_id: str = ""
+    # Once PLAYING: the server process hosting the table, and when it opened it (for loss detection).
+    server_id: str = ""
+    incarnation: str = ""
+    opened_at: float = 0.0
+    closing_lost: bool = False  # a TableClosed on the lost table's behalf is being published
+    lost_retry_at: float = 0.0  # after that publish failed: not before this
 
     def seat_of(self, player_id: str) -> int:
         for seat, entry in enumerate(self.seats):

@@ -187,7 +187,9 @@ class TableClient:
         tickets = {}
         for ticket in reply.tickets:
             tickets[0 if ticket.seat == rules_pb2.SEAT_FIRST else 1] = ticket.table_ticket
-        return OpenedTable(address=reply.address or server.address, tickets=tickets)
+        return OpenedTable(
+            address=reply.address or server.address, tickets=tickets, incarnation=reply.incarnation
+        )
 
     async def close(self) -> None:
         for channel in self._channels.values():

@@ -9,15 +9,18 @@ import asyncio
 
 import pytest
 
+from duelmahjong.platform.config import ConfigError
 from duelmahjong.platform.errors import FailedPrecondition
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.matchmaking import metrics
 from services.matchmaking import updates as U
 from services.matchmaking.bots import BotPool
-from services.matchmaking.core import BOT_RETRY_SECONDS, Matchmaker
+from services.matchmaking.config import MatchmakingConfig
+from services.matchmaking.core import BOT_RETRY_SECONDS, LOST_RETRY_SECONDS, Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
+    ENDED,
     PLAYING,
     BotsBusy,
     OpenedTable,
@@ -293,3 +296,161 @@ async def test_a_bot_whose_player_is_gone_is_freed_and_a_refused_bot_is_replaced
     mm.tick()
     await _settle()
     assert bots.started == [("bot-1", a.ticket_id)] * 2
+
+
+# --- lost table servers ---------------------------------------------------------------------------
+LOST_AFTER = 60.0
+
+
+class LostTables:
+    """The TableClosed matchmaking publishes for a lost table, recorded (or refused: NATS away)."""
+
+    def __init__(self) -> None:
+        self.closed: list[tuple[str, str, str, str]] = []  # (table, server, pairing, reason)
+        self.refuse = False
+
+    async def close(self, pairing: Pairing, reason: str) -> None:
+        if self.refuse:
+            raise ConnectionError("nats is away")
+        self.closed.append((pairing.table_id, pairing.server_id, pairing.pairing_id, reason))
+
+
+class ReportingTables(Tables):
+    """OpenTable as a server that names its process in the reply."""
+
+    def __init__(self, incarnation: str) -> None:
+        super().__init__()
+        self.incarnation = incarnation
+
+    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable:
+        opened = await super().open(server, pairing)
+        return OpenedTable(opened.address, opened.tickets, incarnation=self.incarnation)
+
+
+async def _seated(
+    tables: Tables | None = None,
+) -> tuple[Matchmaker, TableServerDirectory, LostTables, Clock, Pairing]:
+    """Players "a" and "b" at a table that server "s" (incarnation "one") opened."""
+    clock = Clock()
+    directory = TableServerDirectory(clock=clock, ttl_seconds=15)
+    closer = LostTables()
+    mm = Matchmaker(
+        {"r": _room()},
+        Wallet({"a": 500, "b": 500}),
+        tables or Tables(),
+        directory,
+        lost_tables=closer,
+        server_lost_seconds=LOST_AFTER,
+        clock=clock,
+    )
+    directory.observe(TableServer("s", "h:1", 10, 1, incarnation="one"))
+    a = await mm.enqueue("a", "r", 100)
+    await mm.enqueue("b", "r", 100)
+    await _settle()
+    assert a.pairing is not None and a.pairing.state == PLAYING
+    assert a.pairing.server_id == "s"
+    return mm, directory, closer, clock, a.pairing
+
+
+async def _tick(mm: Matchmaker) -> None:
+    mm.tick()
+    await _settle()
+
+
+async def test_a_restarted_server_s_tables_are_closed_as_lost_and_the_players_may_queue_again() -> None:
+    mm, directory, closer, clock, pairing = await _seated()
+    assert pairing.incarnation == "one"  # the reply did not say: the announcement allocation read
+    service_metrics = ServiceMetrics("matchmaking")
+    metrics.register(service_metrics, mm)
+    clock.now += 2
+    directory.observe(TableServer("s", "h:1", 10, 2, incarnation="one"))  # the same process: alive
+    await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING
+    with pytest.raises(FailedPrecondition):
+        await mm.enqueue("a", "r", 100)  # still at the table
+
+    clock.now += 2
+    directory.observe(TableServer("s", "h:1", 10, 3, incarnation="two"))  # restarted: the table is gone
+    await _tick(mm)
+    assert closer.closed == [(pairing.table_id, "s", pairing.pairing_id, "the table server was lost")]
+    assert pairing.state == ENDED and mm.counts["table_lost", "r"] == 1
+    assert service_metrics.registry.get_sample_value("duel_matchmaking_table_lost_total", {"room": "r"}) == 1
+    await mm.enqueue("a", "r", 100)
+    await mm.enqueue("b", "r", 100)  # free to queue again (and paired anew, on the new process)
+    await _tick(mm)
+    assert len(closer.closed) == 1  # the new pairing sits at a table of the live incarnation
+
+
+async def test_a_server_silent_beyond_the_threshold_is_lost_not_one_merely_past_the_ttl() -> None:
+    mm, directory, closer, clock, pairing = await _seated()
+    clock.now += 20  # past the directory TTL: no new tables there, but its tables may still be live
+    await _tick(mm)
+    assert directory.roomiest() is None and closer.closed == []
+    clock.now += LOST_AFTER - 20  # exactly the threshold: not yet
+    await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING
+    clock.now += 0.5
+    await _tick(mm)
+    assert [c[0] for c in closer.closed] == [pairing.table_id] and pairing.state == ENDED
+
+
+async def test_a_live_server_s_tables_are_never_declared_lost() -> None:
+    mm, directory, closer, clock, pairing = await _seated()
+    for number in range(2, 200):  # ten times the threshold, a heartbeat every 4 s, ticks between
+        clock.now += 4
+        directory.observe(TableServer("s", "h:1", 9, number, incarnation="one"))
+        await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING and mm.counts["table_lost", "r"] == 0
+
+
+async def test_the_open_reply_names_the_process_so_a_stale_announcement_is_no_restart() -> None:
+    # The server restarted between its last announcement ("one") and OpenTable, which "two" answered.
+    mm, directory, closer, clock, pairing = await _seated(ReportingTables("two"))
+    assert pairing.incarnation == "two"
+    await _tick(mm)  # the directory still says "one", announced before the table opened
+    clock.now += 2
+    directory.observe(TableServer("s", "h:1", 10, 2, incarnation="two"))
+    await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING
+
+
+async def test_a_second_table_closed_is_harmless_whichever_comes_first() -> None:
+    mm, directory, closer, clock, pairing = await _seated()
+    clock.now += LOST_AFTER + 1
+    await _tick(mm)
+    assert len(closer.closed) == 1
+    a, b = await mm.enqueue("a", "r", 100), await mm.enqueue("b", "r", 100)
+    directory.observe(TableServer("s", "h:1", 10, 2, incarnation="one"))
+    await _tick(mm)
+    assert a.pairing is not None and a.pairing.state == PLAYING
+    # The server's own TableClosed of the lost table arrives late: the new pairing is untouched.
+    assert mm.table_closed(pairing.table_id) is False
+    assert a.pairing.state == PLAYING and b.pairing is a.pairing and mm.counts["table_lost", "r"] == 1
+
+    # The other order: the server closed the table itself, then fell silent — nothing is lost.
+    mm, directory, closer, clock, pairing = await _seated()
+    assert mm.table_closed(pairing.table_id) is True
+    clock.now += LOST_AFTER + 1
+    await _tick(mm)
+    assert closer.closed == [] and mm.counts["table_lost", "r"] == 0
+
+
+async def test_a_lost_table_whose_close_cannot_be_published_keeps_its_players_until_it_is() -> None:
+    mm, _directory, closer, clock, pairing = await _seated()
+    closer.refuse = True
+    clock.now += LOST_AFTER + 1
+    await _tick(mm)
+    assert pairing.state == PLAYING  # the wallet would still hold their carries: not free to queue yet
+    closer.refuse = False
+    await _tick(mm)
+    assert closer.closed == []  # not retried at every tick
+    clock.now += LOST_RETRY_SECONDS
+    await _tick(mm)
+    assert len(closer.closed) == 1 and pairing.state == ENDED
+
+
+async def test_the_lost_threshold_must_exceed_the_directory_ttl() -> None:
+    env = {"NATS_URL": "nats://127.0.0.1:1", "TOKEN_SECRET": "x" * 32, "MATCHMAKING_SERVER_TTL_SECONDS": "15"}
+    assert MatchmakingConfig.from_env(env).matchmaking_server_lost_seconds == 60.0
+    with pytest.raises(ConfigError, match="MATCHMAKING_SERVER_LOST_SECONDS must exceed"):
+        MatchmakingConfig.from_env({**env, "MATCHMAKING_SERVER_LOST_SECONDS": "15"})
