@@ -12,10 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +26,7 @@ from duelmahjong.client.play import MatchPlan, PlayOutcome
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import subjects
-from duelmahjong.platform.stack import Stack
-from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
+from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
@@ -58,22 +55,11 @@ MAX_FAN = {"duel": 64, "erren": 88}  # H3
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[StackState]:
+def stack(stack_with: Any) -> Iterator[StackState]:
     """The stack `make run` runs (four service processes, embedded NATS and Postgres), for this module."""
-    # Server data outside pytest's root, which a concurrent pytest may reset to 0700 (tests/conftest.py).
-    data_dir = Path(tempfile.mkdtemp(prefix="duel-e2e-match-"))
-    environ = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
-    environ = {k: v for k, v in environ.items() if not k.endswith("_ADDRESS")}
-    environ["MATCHMAKING_ROOMS"] = json.dumps([*ROOMS, BOT_ROOM])
-    environ["MATCHMAKING_BOT_POOL"] = "1"
-    running = Stack(data_dir, list(SERVICE_NAMES), environ)
-    loop = asyncio.new_event_loop()  # only for bringing it up: the services are other processes
-    try:
-        yield loop.run_until_complete(running.up())
-    finally:
-        running.down()
-        loop.close()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    settings = {"MATCHMAKING_ROOMS": json.dumps([*ROOMS, BOT_ROOM]), "MATCHMAKING_BOT_POOL": "1"}
+    with stack_with("match", settings) as state:
+        yield state
 
 
 class Player:
