@@ -42,6 +42,7 @@ from duelmahjong.cli.status import check_health
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.platform import eventloop
 from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stack import Stack, available_services
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState
@@ -442,7 +443,7 @@ async def soak(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     try:
-        return asyncio.run(soak(args))
+        return eventloop.run(soak(args))
     except SoakViolation as err:
         print(f"soak FAILED: {err}", file=sys.stderr)
         return 1

@@ -43,7 +43,7 @@ import grpc
 import grpc.aio
 
 from bench.common import MIN_RUNS, Figure, cpu_seconds
-from duelmahjong.platform import auth
+from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.bus import Bus, StreamSpec
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import wait_until_serving
@@ -367,13 +367,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--wire-server", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
     if args.echo_server:
-        asyncio.run(_echo_server(args.echo_server))
+        eventloop.run(_echo_server(args.echo_server))
         return 0
     if args.wire_server:
-        asyncio.run(_wire_server(int(args.wire_server[0]), args.wire_server[1]))
+        eventloop.run(_wire_server(int(args.wire_server[0]), args.wire_server[1]))
         return 0
     with tempfile.TemporaryDirectory(prefix="table-bench-") as tmp:
-        for line in asyncio.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.seconds)):
+        for line in eventloop.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.seconds)):
             print(line, flush=True)
     return 0
 

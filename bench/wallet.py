@@ -35,7 +35,7 @@ from pathlib import Path
 import asyncpg
 
 from bench.common import MIN_RUNS, Figure, cpu_seconds, tree_cpu_seconds
-from duelmahjong.platform import db, subjects
+from duelmahjong.platform import db, eventloop, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.platform.metrics import ServiceMetrics
@@ -300,7 +300,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--settlements", type=int, default=2000, help="settlements per run")
     args = parser.parse_args(list(argv))
     with tempfile.TemporaryDirectory(prefix="wallet-bench-") as tmp:
-        for line in asyncio.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.settlements)):
+        for line in eventloop.run(measure(Path(tmp), max(args.runs, MIN_RUNS), args.settlements)):
             print(line, flush=True)
     return 0
 

@@ -9,7 +9,6 @@ the state file of ``make run``. ``--verbose`` prints the play as it happens.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from duelmahjong.client.narrate import Narrator
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.platform import eventloop
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
 
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         print("no wallet/matchmaking address: start a stack with `make run` or give --wallet/--matchmaking")
         return 2
     try:
-        return asyncio.run(_play(args, str(addresses["wallet"]), str(addresses["matchmaking"])))
+        return eventloop.run(_play(args, str(addresses["wallet"]), str(addresses["matchmaking"])))
     except QueueEnded as err:
         print(f"no table: {err}", file=sys.stderr)
         return 1

@@ -30,6 +30,7 @@ from duelmahjong.client.narrate import Narrator, hand_summary
 from duelmahjong.client.play import MatchPlan, PlayOutcome
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
+from duelmahjong.platform import eventloop
 from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stack import Stack, available_services
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState, service_addresses
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print("--hands must be at least 1", file=sys.stderr)
         return 2
     try:
-        summary = asyncio.run(_demo(args))
+        summary = eventloop.run(_demo(args))
     except DemoError as err:
         print(f"demo failed: {err}", file=sys.stderr)
         return 1

@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
+from duelmahjong.platform import eventloop
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.config import ConfigError, ServiceConfig
 from duelmahjong.platform.db import apply_migrations, create_pool, register_pool_metrics
@@ -185,7 +186,7 @@ def run(config_class: type[ServiceConfig], spec: ServiceSpec) -> int:
         return await serve(config, spec, stop=stop)
 
     try:
-        clean = asyncio.run(main())
+        clean = eventloop.run(main())
     except ConfigError as err:  # e.g. wiring found a dependency the settings do not provide
         print(f"{config_class.__name__}: {err}", file=sys.stderr)
         return 2
