@@ -329,6 +329,7 @@ class LiveTable(HandCycle):
             fan_rate=self.request.rules.fan_rate,
             sequence=self._last_event_sequence(),
             items=(self.item_counts[0], self.item_counts[1]),
+            negotiated=self.engine.state.settings.negotiated_multiplier,
         )
 
     def _legal_message(self, seat: int) -> play_pb2.LegalActions | None:

@@ -55,6 +55,7 @@ class TableFacts:
     fan_rate: int
     sequence: int
     items: tuple[dict[str, int], dict[str, int]] = ({}, {})  # T6 counts left per seat
+    negotiated: int = 1  # T7's agreed multiplier (duel; always 1 in erren)
 
 
 def timestamp(when: datetime | None = None) -> Timestamp:
@@ -212,7 +213,9 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
                     rules_pb2.WIND_WEST,
                     rules_pb2.WIND_NORTH,
                 ][seen["round_wind"]],
-                multipliers=rules_pb2.Multipliers(progressive=seen["progressive"], fan_rate=facts.fan_rate),
+                multipliers=rules_pb2.Multipliers(
+                    negotiated=facts.negotiated, progressive=seen["progressive"], fan_rate=facts.fan_rate
+                ),
                 revealed_bonus_tiles=notation(tuple(seen.get("bonus", ()))),
             )
         )

@@ -36,6 +36,9 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
         kinds = [r.event.WhichOneof("kind") for r in client.received if r.HasField("event")]
         assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
         assert kit.check_hidden(client, table) > 10
+        # HandStarted states the hand's multipliers: the table was opened with T7's 2x agreed.
+        started = [r.event.hand_started for r in client.received if r.event.HasField("hand_started")]
+        assert [(s.multipliers.negotiated, s.multipliers.progressive) for s in started] == [(2, 1)]
     # Write-ahead: the log subject holds every record, numbered 1, 2, 3… without gaps, and its engine
     # events are exactly the engine's. The seats were sent those both seats learn of (not a silent pass
     # in a claim window, docs/engine.md), numbered 1, 2, 3… apart from the journal.
@@ -72,6 +75,9 @@ async def test_a_seat_that_accepts_batches_gets_each_step_in_one_message_and_the
         kinds = [r.event.WhichOneof("kind") for r in client.received if r.HasField("event")]
         assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
         assert kit.check_hidden(client, table) > 10
+        # HandStarted states the hand's multipliers: the table was opened with T7's 2x agreed.
+        started = [r.event.hand_started for r in client.received if r.event.HasField("hand_started")]
+        assert [(s.multipliers.negotiated, s.multipliers.progressive) for s in started] == [(2, 1)]
     assert [r.event.sequence for r in first.received if r.HasField("event") and r.event.sequence] == [
         r.event.sequence for r in second.received if r.HasField("event") and r.event.sequence
     ]
