@@ -262,18 +262,36 @@ def encode_legal(
     legal: Sequence[Action], exchange_limit: int | None, hand_size: int
 ) -> list[play_pb2.LegalAction]:
     """The seat's legal actions grouped by contract kind, each with its tile choices."""
-    grouped: dict[int, play_pb2.LegalAction] = {}
+    # Grouped in plain dicts (insertion order keeps the first-seen order of kinds and choices) and
+    # built into messages once: appending to a repeated field and searching it per action cost more.
+    grouped: dict[int, dict[str, None]] = {}
+    exchange_kind = -1
     for action in legal:
-        kind = ACTION_KINDS[action.kind]
-        entry = grouped.get(kind)
+        entry = _ENTRIES.get(action)
         if entry is None:
-            entry = grouped[kind] = play_pb2.LegalAction(kind=kind)
-        choice = _choice(action)
-        if choice and choice not in entry.choices:
-            entry.choices.append(choice)
+            entry = _ENTRIES[action] = (ACTION_KINDS[action.kind], _choice(action))
+            if len(_ENTRIES) > _ENTRIES_KEPT:  # actions are interned per seat and kind; bound it anyway
+                _ENTRIES.clear()
+        kind, choice = entry
+        choices = grouped.get(kind)
+        if choices is None:
+            choices = grouped[kind] = {}
+        if choice:
+            choices[choice] = None
         if action.kind == A.EXCHANGE:
-            entry.max_tiles = hand_size if exchange_limit is None else min(exchange_limit, hand_size)
-    return list(grouped.values())
+            exchange_kind = kind
+    out = []
+    for kind, choices in grouped.items():
+        message = play_pb2.LegalAction(kind=kind, choices=list(choices))
+        if kind == exchange_kind:
+            message.max_tiles = hand_size if exchange_limit is None else min(exchange_limit, hand_size)
+        out.append(message)
+    return out
+
+
+# Action → (contract kind, choice): the same few hundred actions are listed over and over.
+_ENTRIES: dict[Action, tuple[int, str]] = {}
+_ENTRIES_KEPT = 65536
 
 
 def _choice(action: Action) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -21,7 +21,7 @@ from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
-from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles
+from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tiles_of
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from services.table import codec, items
 
@@ -76,7 +76,9 @@ def notation(tiles: tuple[str, ...]) -> str:
 
 def timestamp_in(seconds: float) -> Timestamp:
     """A deadline ``seconds`` from now, as clients read it (wall clock)."""
-    return timestamp(datetime.now(UTC) + timedelta(seconds=seconds))
+    # datetime arithmetic's result (whole microseconds, rounded half to even) from the integer clock.
+    micros = time.time_ns() // 1000 + round(seconds * 1_000_000)
+    return Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
 
 
 def pattern_id(name: str) -> int:
@@ -161,7 +163,9 @@ def seat_view(
                 revealed_concealed=result["hands"][number] if result and view["phase"] == OVER else "",
             )
         )
-    own = parse_tiles(view["seats"][seat].get("hand", ""))
+    # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
+    # from the counts rather than parse that text back.
+    own = tiles_of(state.hands[seat]) if "hand" in view["seats"][seat] else []
     drawn = view.get("drawn", "") if _holding_drawn(table, seat) else ""
     if drawn:
         own.remove(Tile.parse(drawn).kind)

@@ -143,7 +143,16 @@ def tile_name(kind: int) -> str:
     >>> tile_name(WHITE)
     '5z'
     """
-    return f"{rank_of(kind)}{suit_of(kind)}"
+    if type(kind) is int and 0 <= kind < NUM_KINDS_WITH_FLOWERS:
+        return _NAMES[kind]
+    return f"{rank_of(kind)}{suit_of(kind)}"  # not a kind: rank_of/suit_of say why
+
+
+# Every kind's name, rank digit and suit letter, computed once: tile_name and format_tiles run for every
+# tile of every view and event a table server sends, and the arithmetic above costs more than a lookup.
+_NAMES: Final = tuple(f"{rank_of(kind)}{suit_of(kind)}" for kind in range(NUM_KINDS_WITH_FLOWERS))
+_RANKS: Final = tuple(name[0] for name in _NAMES)
+_SUIT_LETTERS: Final = tuple(name[1] for name in _NAMES)
 
 
 # --- notation ----------------------------------------------------------------------------------------
@@ -162,6 +171,27 @@ def parse_tiles(text: str) -> list[int]:
     """
     if not isinstance(text, str):
         raise NotationError(f"tile notation must be a string, not {type(text).__name__}")
+    # The common case (canonical text from our own messages) by table lookups; anything unusual
+    # (spaces, errors) goes the careful way below, which says what is wrong.
+    kinds: list[int] = []
+    pending: list[int] = []
+    for char in text:
+        rank = _DIGITS.get(char)
+        if rank is not None:
+            pending.append(rank)
+            continue
+        start = _SUIT_START.get(char)
+        if start is None or not pending or not all(0 < r <= _SUIT_SIZE[char] for r in pending):
+            return _parse_tiles_checked(text)
+        kinds.extend(start + r - 1 for r in pending)
+        pending.clear()
+    return kinds if not pending else _parse_tiles_checked(text)
+
+
+_DIGITS: Final = {str(digit): digit for digit in range(10)}
+
+
+def _parse_tiles_checked(text: str) -> list[int]:
     kinds: list[int] = []
     pending: list[int] = []
     for position, char in enumerate(text):
@@ -195,10 +225,24 @@ def format_tiles(kinds: Iterable[int]) -> str:
     >>> format_tiles([])
     ''
     """
-    by_suit: dict[str, list[int]] = {}
-    for kind in sorted(kinds):
-        by_suit.setdefault(suit_of(kind), []).append(rank_of(kind))
-    return "".join("".join(map(str, by_suit[suit])) + suit for suit in SUITS if suit in by_suit)
+    ordered = sorted(kinds)
+    if not ordered:
+        return ""
+    if type(ordered[0]) is not int or ordered[0] < 0 or ordered[-1] >= NUM_KINDS_WITH_FLOWERS:
+        for kind in ordered:  # raises for the first value that is no tile kind
+            suit_of(kind)
+    # Kinds sorted are already grouped by suit in the print order m p s z f: write each rank, and a
+    # suit's letter where the next kind is of another suit (or at the end).
+    ranks, letters = _RANKS, _SUIT_LETTERS
+    parts: list[str] = []
+    letter = letters[ordered[0]]
+    for kind in ordered:
+        if letters[kind] != letter:
+            parts.append(letter)
+            letter = letters[kind]
+        parts.append(ranks[kind])
+    parts.append(letter)
+    return "".join(parts)
 
 
 def counts_of(kinds: Iterable[int]) -> list[int]:
