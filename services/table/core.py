@@ -11,7 +11,7 @@ import asyncio
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from google.protobuf.message import Message
@@ -115,6 +115,14 @@ class TableMetrics:
     escapes: Counter
     queue_full: Counter
     hands: Counter
+    # actions' children by (kind, origin): labels() checks and locks on every call, once per action.
+    _actions_by: dict[tuple[str, str], Counter] = field(default_factory=dict)
+
+    def action_applied(self, kind: str, origin: str) -> None:
+        child = self._actions_by.get((kind, origin))
+        if child is None:
+            child = self._actions_by[kind, origin] = self.actions.labels(kind=kind, origin=origin)
+        child.inc()
 
     @classmethod
     def create(cls, metrics: ServiceMetrics) -> TableMetrics:

@@ -254,7 +254,7 @@ class LiveTable(HandCycle):
         sent = await self._publish([records.action_applied(action, origin)], events)
         await self._charges(sent)
         if self.host.metrics is not None:
-            self.host.metrics.actions.labels(kind=action.kind, origin=origin).inc()
+            self.host.metrics.action_applied(action.kind, origin)
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
                 self.host.metrics.escapes.inc()
         ended = next((e for e in events if e.kind == "hand_ended"), None)

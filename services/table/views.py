@@ -7,7 +7,6 @@ values into the contract's messages and adds the table's own facts (ids, players
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import CANONICAL_JSON, Event
 from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
@@ -120,64 +119,67 @@ def seat_view(
     # the contract lists those separately.
     view = engine_seat_view(state, seat, [])
     result = view.get("result")
-    public = play_pb2.PublicTableState(
-        table_id=facts.table_id,
-        hand_id=facts.hand_id,
-        hand_number=view["hand_number"],
-        profile=codec.PROFILES[view["profile"]],
-        phase=codec.PHASES[view["phase"]],
-        round_wind=codec.WINDS[view["round_wind"]],
-        dealer=codec.seat_enum(view["dealer"]),
-        turn=codec.seat_enum(view["to_move"]),
-        wall_remaining=view["wall_remaining"],
-        revealed_bonus_tiles=notation(tuple(view["bonus_tiles"])),
-        multipliers=rules_pb2.Multipliers(
-            negotiated=state.settings.negotiated_multiplier,
-            progressive=view["progressive"],
-            fan_rate=facts.fan_rate,
-        ),
-        sequence=facts.sequence,
-    )
+    # Built in place, field by field, and only the fields not at their default (proto3 sends no
+    # default anyway): a view is built for every decision, and nested constructors copy their parts.
+    message = play_pb2.SeatView(seat=codec.seat_enum(seat))
+    public = message.table
+    public.table_id = facts.table_id
+    public.hand_id = facts.hand_id
+    public.hand_number = view["hand_number"]
+    public.profile = codec.PROFILES[view["profile"]]
+    public.phase = codec.PHASES[view["phase"]]
+    public.round_wind = codec.WINDS[view["round_wind"]]
+    public.dealer = codec.seat_enum(view["dealer"])
+    public.turn = codec.seat_enum(view["to_move"])
+    public.wall_remaining = view["wall_remaining"]
+    if view["bonus_tiles"]:
+        public.revealed_bonus_tiles = notation(tuple(view["bonus_tiles"]))
+    multipliers = public.multipliers
+    multipliers.negotiated = state.settings.negotiated_multiplier
+    multipliers.progressive = view["progressive"]
+    multipliers.fan_rate = facts.fan_rate
+    public.sequence = facts.sequence
     task = hand_task(view.get("task"))
     if task is not None:
         public.task.CopyFrom(task)
+    revealing = bool(result) and view["phase"] == OVER
     for entry in view["seats"]:
         number = entry["seat"]
         holding = _holding_drawn(table, number)
         player = facts.players[number]
-        public.seats.append(
-            play_pb2.PublicSeatState(
-                seat=codec.seat_enum(number),
-                player_id=player.player_id,
-                display_name=player.display_name,
-                dealer=entry["dealer"],
-                seat_wind=codec.WINDS.get(entry["wind"] or "", rules_pb2.WIND_UNSPECIFIED),
-                concealed_count=entry["hand_size"] - (1 if holding else 0),
-                holding_drawn_tile=holding,
-                melds=[meld(m["kind"], m["tiles"]) for m in entry["melds"]],
-                discards=[play_pb2.Discard(tile=tile) for tile in entry["discards"]],
-                flowers=notation(tuple(entry["flowers"])),
-                declared_ready=entry["declared_ready"],
-                connected=facts.connected[number],
-                win_declines=entry["win_doublings"],
-                revealed_concealed=result["hands"][number] if result and view["phase"] == OVER else "",
-            )
-        )
+        shown = public.seats.add()
+        shown.seat = codec.seat_enum(number)
+        shown.player_id = player.player_id
+        shown.display_name = player.display_name
+        shown.dealer = entry["dealer"]
+        shown.seat_wind = codec.WINDS.get(entry["wind"] or "", rules_pb2.WIND_UNSPECIFIED)
+        shown.concealed_count = entry["hand_size"] - (1 if holding else 0)
+        shown.holding_drawn_tile = holding
+        if entry["melds"]:
+            shown.melds.extend([meld(m["kind"], m["tiles"]) for m in entry["melds"]])
+        if entry["discards"]:
+            shown.discards.extend([_discard(tile) for tile in entry["discards"]])
+        if entry["flowers"]:
+            shown.flowers = notation(tuple(entry["flowers"]))
+        shown.declared_ready = entry["declared_ready"]
+        shown.connected = facts.connected[number]
+        shown.win_declines = entry["win_doublings"]
+        if revealing:
+            shown.revealed_concealed = result["hands"][number]
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
     # from the counts rather than parse that text back.
     own = tiles_of(state.hands[seat]) if "hand" in view["seats"][seat] else []
     drawn = view.get("drawn", "") if _holding_drawn(table, seat) else ""
     if drawn:
         own.remove(Tile.parse(drawn).kind)
-    message = play_pb2.SeatView(
-        seat=codec.seat_enum(seat),
-        table=public,
-        concealed=format_tiles(own),
-        drawn_tile=drawn,
-        waits=_waits(table, seat, own) if not drawn else "",
-        start_doubled=bool(view["seats"][seat].get("doubling")),
-        items=items.count_messages(facts.items[seat]) if seat >= 0 else [],
-    )
+        message.drawn_tile = drawn
+    elif own:
+        message.waits = _waits(table, seat, own)
+    if own:
+        message.concealed = format_tiles(own)
+    message.start_doubled = bool(view["seats"][seat].get("doubling"))
+    if seat >= 0 and facts.items[seat]:
+        message.items.extend(items.count_messages(facts.items[seat]))
     offer = view.get("offer")
     if offer:
         kind = play_pb2.Offer.KIND_TRIPLET if offer["kind"] == "triplet" else play_pb2.Offer.KIND_PICK
@@ -188,6 +190,17 @@ def seat_view(
     if legal is not None:
         message.legal_actions.CopyFrom(legal)
     return message
+
+
+def _discard(tile: str) -> play_pb2.Discard:
+    """One river tile's message, built once per tile name (adding it to a view copies it)."""
+    made = _DISCARDS.get(tile)
+    if made is None:
+        made = _DISCARDS[tile] = play_pb2.Discard(tile=tile)
+    return made
+
+
+_DISCARDS: dict[str, play_pb2.Discard] = {}
 
 
 def _waits(table: Table, seat: int, own: list[int]) -> str:
@@ -202,7 +215,7 @@ def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> pla
     """One engine event as ``seat`` may see it: a typed message where the contract has one, and always
     the engine's per-seat JSON in ``detail_json``."""
     seen = event.for_seat(seat)
-    detail = json.dumps(seen, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    detail = CANONICAL_JSON.encode(seen)
     message = play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), detail_json=detail)
     kind, about = event.kind, codec.seat_enum(event.seat)
     if kind == "hand_started":

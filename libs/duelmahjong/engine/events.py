@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duelmahjong.engine.errors import ReplayError
-from duelmahjong.rules.tiles import Tile, tile_name
+from duelmahjong.rules.tiles import Tile, tile_name, tile_names
 
 PUBLIC = "public"
 SEAT = "seat"
@@ -28,6 +28,10 @@ TILE_KEYS = frozenset({"tile", "target", "discard"})
 TILE_LIST_KEYS = frozenset({"tiles", "wall", "pool", "bonus", "given", "received", "flowers"})
 
 NO_SEAT = -1
+
+# The canonical serialisation: keys sorted, no spaces, UTF-8 text as is. One encoder for every call
+# (``json.dumps`` with these options builds a new one each time; a table server calls it per event).
+CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 # Kinds that, without a public part, only their own seat learns of. A claim or robbing window opens only
 # when the opponent has an option (T2, D13): a ``passed`` shown to the discarder or the konger would tell
@@ -44,7 +48,7 @@ def _encode(payload: dict[str, Any] | None) -> dict[str, Any] | None:
         if key in TILE_KEYS and value is not None:
             out[key] = tile_name(value)
         elif key in TILE_LIST_KEYS:
-            out[key] = [tile_name(v) for v in value]
+            out[key] = tile_names(value)
         else:
             out[key] = value
     return out
@@ -106,7 +110,7 @@ class Event:
         return out
 
     def canonical(self) -> str:
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return CANONICAL_JSON.encode(self.to_json())
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Event:

@@ -12,7 +12,7 @@ from typing import Any
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.result import meld_tiles, seat_wind
 from duelmahjong.engine.state import CLAIM, OVER, ROB_KONG, TURN, TableState
-from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, tile_name, tiles_of
+from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, tile_name, tile_names, tiles_of
 
 
 def _melds(state: TableState, seat: int, viewer: int) -> list[dict[str, str]]:
@@ -46,8 +46,8 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
             "dealer": seat == state.dealer,
             "hand_size": sum(state.hands[seat]),
             "melds": _melds(state, seat, viewer),
-            "discards": [tile_name(t) for t in state.rivers[seat]],
-            "flowers": [tile_name(t) for t in state.flowers[seat]],
+            "discards": tile_names(state.rivers[seat]),
+            "flowers": tile_names(state.flowers[seat]),
             "declared_ready": state.ready[seat],
             "win_doublings": state.win_doublings[seat],
         }
@@ -69,7 +69,7 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
         "to_move": to_move,
         "wall_remaining": state.wall_remaining,
         "pool_remaining": len(state.pool),
-        "bonus_tiles": [tile_name(t) for t in state.bonus],
+        "bonus_tiles": tile_names(state.bonus),
         "task": state.task,
         "last_discard": tile_name(state.last_discard) if state.last_discard >= 0 else None,
         "seats": seats,
