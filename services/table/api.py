@@ -49,10 +49,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         reader = asyncio.create_task(self._read(request_iterator, table, session))
         try:
             while True:
-                response = await session.outbox.get()
                 # Write everything the table queued for this seat before waiting again (an action's
                 # events and view arrive together): one wake-up per batch, not per message.
-                ended = await self._write_queued(context, session, response)
+                ended = await self._write_queued(context, session, await session.take())
                 if ended:
                     return
         finally:
@@ -61,21 +60,21 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
 
     @staticmethod
     async def _write_queued(
-        context: grpc.aio.ServicerContext, session: SeatSession, response: table_pb2.PlayResponse | None
+        context: grpc.aio.ServicerContext, session: SeatSession, taken: list[table_pb2.PlayResponse | None]
     ) -> bool:
-        """Write ``response`` and whatever else is queued now; True when the stream is to end."""
+        """Write what was taken from the seat's queue up to its end mark; True when the stream is to end."""
+        ended = None in taken
         queued: list[table_pb2.PlayResponse] = []
-        while response is not None:
-            queued.append(response)
-            if session.outbox.empty():
+        for response in taken:
+            if response is None:
                 break
-            response = session.outbox.get_nowait()
+            queued.append(response)
         if len(queued) > 1 and session.batched:
             await context.write(table_pb2.PlayResponse(batch=table_pb2.PlayBatch(responses=queued)))
         else:
             for each in queued:
                 await context.write(each)
-        return response is None
+        return ended
 
     @staticmethod
     async def _read(

@@ -267,7 +267,10 @@ def encode_legal(
     grouped: dict[int, dict[str, None]] = {}
     exchange_kind = -1
     for action in legal:
-        entry = _ENTRIES.get(action)
+        if action.kind in _ONE_TILE_KINDS:  # most of a turn's list: the choice is the tile's name
+            entry = (_ONE_TILE_KINDS[action.kind], tile_name(action.tile) if action.tile >= 0 else "")
+        else:
+            entry = _ENTRIES.get(action)
         if entry is None:
             entry = _ENTRIES[action] = (ACTION_KINDS[action.kind], _choice(action))
             if len(_ENTRIES) > _ENTRIES_KEPT:  # actions are interned per seat and kind; bound it anyway
@@ -289,6 +292,8 @@ def encode_legal(
     return out
 
 
+# Engine kinds whose choice is just the tile's name (see _choice), by their contract kind.
+_ONE_TILE_KINDS = {kind: ACTION_KINDS[kind] for kind in (A.DISCARD, A.DECLARE_READY)}
 # Action → (contract kind, choice): the same few hundred actions are listed over and over.
 _ENTRIES: dict[Action, tuple[int, str]] = {}
 _ENTRIES_KEPT = 65536

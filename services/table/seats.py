@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass
 
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
@@ -31,17 +32,39 @@ class SeatSession:
         # The client set accept_batches: what the table queued while the stream was writing goes out
         # as one PlayBatch (one write and one read instead of one per event).
         self.batched = batched
-        self.outbox: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
+        # What the table queued and the stream has not taken yet; the stream takes it all at once. A
+        # deque and one future rather than an asyncio.Queue: a step queues several messages per seat,
+        # and the queue's per-item bookkeeping was a visible share of the server's time per action.
+        self._outbox: deque[table_pb2.PlayResponse | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         # The last view the table sent this seat: what a refusal made outside the table's task shows.
         self.last_view: play_pb2.SeatView | None = None
 
     def send(self, response: table_pb2.PlayResponse) -> None:
         if response.HasField("view"):
             self.last_view = response.view
-        self.outbox.put_nowait(response)
+        self._put(response)
 
     def end(self) -> None:
-        self.outbox.put_nowait(None)
+        self._put(None)
+
+    def _put(self, response: table_pb2.PlayResponse | None) -> None:
+        self._outbox.append(response)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def take(self) -> list[table_pb2.PlayResponse | None]:
+        """Wait until something is queued, then take everything queued, in order (``None``: end)."""
+        while not self._outbox:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        taken = list(self._outbox)
+        self._outbox.clear()
+        return taken
 
 
 @dataclass

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain, repeat
-from itertools import count as count_up
+from itertools import compress
 from typing import Final
 
 from duelmahjong.rules.errors import InvalidHandError, NotationError, UnknownProfileError
@@ -288,8 +287,13 @@ def tiles_of(counts: Iterable[int]) -> list[int]:
     >>> format_tiles(tiles_of(counts_of(parse_tiles("2m11z"))))
     '2m11z'
     """
-    # repeat(kind, count) for each kind, chained: the loop runs in C (views list hands all the time).
-    return list(chain.from_iterable(map(repeat, count_up(), counts)))
+    # Only the kinds held, each repeated: views list hands all the time, and most kinds are not held.
+    if not isinstance(counts, list | tuple):
+        counts = list(counts)
+    kinds: list[int] = []
+    for kind in compress(range(len(counts)), counts):
+        kinds += [kind] * counts[kind]
+    return kinds
 
 
 def check_profile_kinds(kinds: Iterable[int], profile: str) -> None:
@@ -332,6 +336,9 @@ class Tile:
 
     @classmethod
     def parse(cls, text: str) -> Tile:
+        known = _TILE_OF_NAME.get(text) if cls is Tile and type(text) is str else None
+        if known is not None:  # a canonical name: the shared value (tiles are immutable)
+            return known
         kinds = parse_tiles(text)
         if len(kinds) != 1:
             raise NotationError(f"expected exactly one tile, got {len(kinds)} in {text!r}")
@@ -350,3 +357,7 @@ class Tile:
 
     def __repr__(self) -> str:
         return f"Tile.parse({tile_name(self.kind)!r})"
+
+
+# Tile.parse of each canonical name ("5m"), built once: requests and views parse one tile at a time.
+_TILE_OF_NAME: Final = {name: Tile(kind) for kind, name in enumerate(_NAMES)}
