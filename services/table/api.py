@@ -70,7 +70,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                 break
             queued.append(response)
         if len(queued) > 1 and session.batched:
-            await context.write(table_pb2.PlayResponse(batch=table_pb2.PlayBatch(responses=queued)))
+            batch = table_pb2.PlayResponse()
+            batch.batch.responses.extend(queued)  # one copy of each, into the message written
+            await context.write(batch)
         else:
             for each in queued:
                 await context.write(each)

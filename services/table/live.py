@@ -194,9 +194,7 @@ class LiveTable(HandCycle):
         facts = self._facts()
         for sequence, event in self._log.events:  # T10: resume from the last event the client saw
             if sequence > last_seen:
-                session.send(
-                    table_pb2.PlayResponse(event=views.seat_event(event, session.seat, sequence, facts))
-                )
+                session.send(views.seat_event_response(event, session.seat, sequence, facts))
         if self.status == table_pb2.TABLE_STATUS_WAITING and all(s.connected for s in self.seats):
             await self._deal()
         else:
@@ -226,6 +224,9 @@ class LiveTable(HandCycle):
                 return
         try:
             action = codec.decode_action(message, seat, legal)
+            # The listed value itself when there is one: the engine's checks (here and in apply) then
+            # find it by identity instead of comparing it with every legal action, twice.
+            action = next((listed for listed in legal if listed == action), action)
             self.engine.check(action)
         except IllegalActionError as err:
             self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, str(err))
@@ -283,12 +284,10 @@ class LiveTable(HandCycle):
                 if state.session is None:
                     continue
                 if event.private:
-                    state.session.send(
-                        table_pb2.PlayResponse(event=views.seat_event(event, seat, sequence, facts))
-                    )
+                    state.session.send(views.seat_event_response(event, seat, sequence, facts))
                     continue
                 if shared is None:
-                    shared = table_pb2.PlayResponse(event=views.seat_event(event, seat, sequence, facts))
+                    shared = views.seat_event_response(event, seat, sequence, facts)
                 state.session.send(shared)
         return sent
 

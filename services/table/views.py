@@ -21,7 +21,7 @@ from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tiles_of
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, tiles_pb2
 from services.table import codec, items
 
 TASK_KINDS = {
@@ -211,12 +211,23 @@ def _waits(table: Table, seat: int, own: list[int]) -> str:
     return format_tiles(waits(counts, profile=state.settings.profile, melded_tiles=state.melded_tiles(seat)))
 
 
-def seat_event(event: Event, seat: int, sequence: int, facts: TableFacts) -> play_pb2.SeatEvent:
+def seat_event_response(event: Event, seat: int, sequence: int, facts: TableFacts) -> table_pb2.PlayResponse:
+    """:func:`seat_event` as the ``PlayResponse`` a stream writes, built in place (no copy)."""
+    response = table_pb2.PlayResponse()
+    seat_event(event, seat, sequence, facts, into=response.event)
+    return response
+
+
+def seat_event(
+    event: Event, seat: int, sequence: int, facts: TableFacts, into: play_pb2.SeatEvent | None = None
+) -> play_pb2.SeatEvent:
     """One engine event as ``seat`` may see it: a typed message where the contract has one, and always
-    the engine's per-seat JSON in ``detail_json``."""
+    the engine's per-seat JSON in ``detail_json``. Filled into ``into`` when given."""
     seen = event.for_seat(seat)
-    detail = CANONICAL_JSON.encode(seen)
-    message = play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), detail_json=detail)
+    message = play_pb2.SeatEvent() if into is None else into
+    message.sequence = sequence
+    message.occurred_at.CopyFrom(timestamp())
+    message.detail_json = CANONICAL_JSON.encode(seen)
     kind, about = event.kind, codec.seat_enum(event.seat)
     if kind == "hand_started":
         message.hand_started.CopyFrom(
