@@ -89,14 +89,13 @@ class NatsJournal:
             return
         first, record = records[0]
         event_id = f"{table_id}/{hand_id}/{first}"
-        appended = events_pb2.TableEventAppended(
-            envelope=self._envelope(event_id),
-            table_id=table_id,
-            hand_id=hand_id,
-            sequence=first,
-            record=record,
-            following=[r for _, r in records[1:]],
-        )
+        # Filled in place (one copy of each record, not two): this runs for every action.
+        appended = events_pb2.TableEventAppended(table_id=table_id, hand_id=hand_id, sequence=first)
+        envelope = appended.envelope
+        envelope.event_id, envelope.producer = event_id, self.producer
+        envelope.occurred_at.CopyFrom(timestamp())
+        appended.record.CopyFrom(record)
+        appended.following.extend([r for _, r in records[1:]])
         await self._stored(subjects.table_log_subject(table_id), appended.SerializeToString(), event_id)
 
     async def _stored(self, subject: str, payload: bytes, msg_id: str) -> None:

@@ -23,23 +23,24 @@ ORIGINS = {
 }
 
 
+# The two records of every step are filled in place: a nested constructor copies its parts again.
 def action_applied(action: Action, origin: str) -> Record:
-    return Record(
-        action_applied=server_state_pb2.ActionApplied(
-            seat=codec.seat_enum(action.seat),
-            action=codec.encode_action(action),
-            origin=ORIGINS[origin],
-            engine_action=str(action),
-        )
-    )
+    record = Record()
+    applied = record.action_applied
+    applied.seat = codec.seat_enum(action.seat)
+    applied.action.CopyFrom(codec.encode_action(action))
+    applied.origin = ORIGINS[origin]
+    applied.engine_action = str(action)
+    return record
 
 
 def engine_event(event: Event) -> Record:
-    return Record(
-        engine_event=server_state_pb2.EngineEventRecord(
-            kind=event.kind, seat=codec.seat_enum(event.seat), canonical_json=event.canonical()
-        )
-    )
+    record = Record()
+    logged = record.engine_event
+    logged.kind = event.kind
+    logged.seat = codec.seat_enum(event.seat)
+    logged.canonical_json = event.canonical()
+    return record
 
 
 def hand_begun(

@@ -15,7 +15,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.engine.events import CANONICAL_JSON, Event
+from duelmahjong.engine.events import Event, canonical_json
 from duelmahjong.engine.state import EXTRA_DRAW, OVER, TURN
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
@@ -227,7 +227,7 @@ def seat_event(
     message = play_pb2.SeatEvent() if into is None else into
     message.sequence = sequence
     message.occurred_at.CopyFrom(timestamp())
-    message.detail_json = CANONICAL_JSON.encode(seen)
+    message.detail_json = canonical_json(seen)
     kind, about = event.kind, codec.seat_enum(event.seat)
     if kind == "hand_started":
         message.hand_started.CopyFrom(
