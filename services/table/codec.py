@@ -17,7 +17,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.platform.errors import InvalidArgument
-from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name
+from duelmahjong.rules.tiles import NUM_KINDS_WITH_FLOWERS, Tile, format_tiles, parse_tiles, tile_name
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 
 SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
@@ -267,10 +267,8 @@ def encode_legal(
     grouped: dict[int, dict[str, None]] = {}
     exchange_kind = -1
     for action in legal:
-        if action.kind in _ONE_TILE_KINDS:  # most of a turn's list: the choice is the tile's name
-            entry = (_ONE_TILE_KINDS[action.kind], tile_name(action.tile) if action.tile >= 0 else "")
-        else:
-            entry = _ENTRIES.get(action)
+        # Most of a turn's list: a discard or ready discard, whose choice is the tile's name.
+        entry = _ONE_TILE_ENTRIES.get((action.kind, action.tile)) or _ENTRIES.get(action)
         if entry is None:
             entry = _ENTRIES[action] = (ACTION_KINDS[action.kind], _choice(action))
             if len(_ENTRIES) > _ENTRIES_KEPT:  # actions are interned per seat and kind; bound it anyway
@@ -292,8 +290,12 @@ def encode_legal(
     return out
 
 
-# Engine kinds whose choice is just the tile's name (see _choice), by their contract kind.
-_ONE_TILE_KINDS = {kind: ACTION_KINDS[kind] for kind in (A.DISCARD, A.DECLARE_READY)}
+# (engine kind, tile) → (contract kind, choice) of the kinds whose choice is the tile's name (_choice).
+_ONE_TILE_ENTRIES = {
+    (kind, tile): (ACTION_KINDS[kind], tile_name(tile))
+    for kind in (A.DISCARD, A.DECLARE_READY)
+    for tile in range(NUM_KINDS_WITH_FLOWERS)
+}
 # Action → (contract kind, choice): the same few hundred actions are listed over and over.
 _ENTRIES: dict[Action, tuple[int, str]] = {}
 _ENTRIES_KEPT = 65536

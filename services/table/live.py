@@ -34,6 +34,11 @@ _log = get_logger("table.live")
 DEFAULT_GRACE_SECONDS = 60.0
 
 
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 @dataclass
 class _Item:
     what: str  # "attach", "detach", "action", "drain", "status"
@@ -67,7 +72,7 @@ class LiveTable(HandCycle):
         self.hands_played = 0
         self._log = _Log()
         self._inbox: deque[_Item] = deque()
-        self._wake = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._between = False
         self._between_since = 0.0
@@ -120,7 +125,9 @@ class LiveTable(HandCycle):
 
     def _put(self, item: _Item) -> None:
         self._inbox.append(item)
-        self._wake.set()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     # --- the task ---
     async def _run(self) -> None:
@@ -142,14 +149,21 @@ class LiveTable(HandCycle):
 
     async def _next(self) -> None:
         if not self._inbox:
-            self._wake.clear()
             deadline = self._next_deadline()
-            timeout = None if deadline is None else max(0.0, deadline - self.now())
+            loop = asyncio.get_running_loop()
+            # One future and, with a deadline, one timer that resolves it: the wait for the next item
+            # or the next deadline, whichever comes first (cheaper than an Event under a timeout, and
+            # it happens once per action).
+            waiter = self._waiter = loop.create_future()
+            timer = None
+            if deadline is not None:
+                timer = loop.call_later(max(0.0, deadline - self.now()), _release, waiter)
             try:
-                async with asyncio.timeout(timeout):  # no task per wait, unlike wait_for
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
         if self._inbox:
             item = self._inbox.popleft()
             if item.what == "action":
