@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from duelmahjong.engine import actions as A
-from duelmahjong.engine.actions import Action
+from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.platform.errors import InvalidArgument
@@ -202,17 +202,19 @@ def decode_action(message: play_pb2.Action, seat: int, legal: Sequence[Action]) 
     which = message.WhichOneof("kind")
     if which is None:
         raise InvalidArgument("the action has no kind set")
+    # act() gives the shared value the legal lists hold, so the engine's checks find it by identity
+    # (tiles here are checked kinds 0–41: the shared values stay a few hundred).
     if which == "discard":
-        return Action(seat, A.DISCARD, _tile(message.discard.tile, "discard"))
+        return act(seat, A.DISCARD, _tile(message.discard.tile, "discard"))
     if which == "declare_ready":
-        return Action(seat, A.DECLARE_READY, _tile(message.declare_ready.discard, "declare_ready.discard"))
+        return act(seat, A.DECLARE_READY, _tile(message.declare_ready.discard, "declare_ready.discard"))
     if which == "exchange":
         return Action(seat, A.EXCHANGE, tiles=_tiles(message.exchange.tiles, "exchange.tiles"))
     if which == "chi":
         tiles = _tiles(message.chi.tiles, "chi.tiles")
         if len(tiles) != 3:
             raise InvalidArgument(f"a chow is three tiles, got {message.chi.tiles!r}")
-        return Action(seat, A.CHI, tiles[0])
+        return act(seat, A.CHI, tiles[0])
     if which == "pong":
         return _one_of(legal, (A.PONG,), "there is no discard you can pong now")
     if which == "kong":
@@ -225,18 +227,18 @@ def decode_action(message: play_pb2.Action, seat: int, legal: Sequence[Action]) 
         for action in legal:
             if action.kind in kinds and action.tile == tile:
                 return action
-        return Action(seat, kinds[0], tile)
+        return act(seat, kinds[0], tile)
     if which == "win":
         return _one_of(legal, (A.SELF_DRAW_WIN, A.WIN), "there is no win for you now")
     if which in ("pass", "decline_win"):
-        return Action(seat, A.PASS)
+        return act(seat, A.PASS)
     if which == "respond_offer":
         offer = message.respond_offer
         if not offer.accept:
             raise IllegalActionError("decline an offer by simply playing your turn (discard)")
         if offer.give_back:
             return Action(seat, A.TAKE_TRIPLET, tiles=_tiles(offer.give_back, "give_back"))
-        return Action(seat, A.RUB, _tile(offer.pick, "pick"))
+        return act(seat, A.RUB, _tile(offer.pick, "pick"))
     if which == "use_item":
         item = message.use_item
         if item.item == rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY:
@@ -246,13 +248,13 @@ def decode_action(message: play_pb2.Action, seat: int, legal: Sequence[Action]) 
         raise IllegalActionError("that item is not used during play")
     if which == "choose_doubling":
         kind = A.CHOOSE_DOUBLING if message.choose_doubling.start_doubled else A.DECLINE_DOUBLING
-        return Action(seat, kind)
+        return act(seat, kind)
     if which == "guess":
         if message.guess.skip:
-            return Action(seat, A.COLLECT)
-        return Action(seat, A.GUESS_BIG if message.guess.guess == rules_pb2.GUESS_BIG else A.GUESS_SMALL)
+            return act(seat, A.COLLECT)
+        return act(seat, A.GUESS_BIG if message.guess.guess == rules_pb2.GUESS_BIG else A.GUESS_SMALL)
     if which == "leave":
-        return Action(seat, A.LEAVE)
+        return act(seat, A.LEAVE)
     if which == "draw":
         raise IllegalActionError("the table draws for you: there is no draw to ask for")
     raise IllegalActionError(f"{which} is not an action of a hand in play")

@@ -238,9 +238,6 @@ class LiveTable(HandCycle):
                 return
         try:
             action = codec.decode_action(message, seat, legal)
-            # The listed value itself when there is one: the engine's checks (here and in apply) then
-            # find it by identity instead of comparing it with every legal action, twice.
-            action = next((listed for listed in legal if listed == action), action)
             self.engine.check(action)
         except IllegalActionError as err:
             self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, str(err))

@@ -226,7 +226,8 @@ def seat_event(
     seen = event.for_seat(seat)
     message = play_pb2.SeatEvent() if into is None else into
     message.sequence = sequence
-    message.occurred_at.CopyFrom(timestamp())
+    stamp = message.occurred_at  # timestamp()'s value, set in place
+    stamp.seconds, stamp.nanos = divmod(time.time_ns(), 1_000_000_000)
     message.detail_json = canonical_json(seen)
     kind, about = event.kind, codec.seat_enum(event.seat)
     if kind == "hand_started":
