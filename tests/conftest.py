@@ -18,6 +18,10 @@ Per-test fixtures (a fresh database, a connected bus, a running service) are in
 from __future__ import annotations
 
 import os
+
+# Before anything imports grpc (see libs/duelmahjong/__init__.py): the suites spawn stacks of
+# services while their own gRPC channels are busy.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import secrets
 import shutil
 import tempfile
