@@ -202,17 +202,24 @@ async def _serve_bare(
     await server.wait_for_termination()
 
 
+async def _timed_round_trip(
+    call: grpc.aio.StreamStreamCall, payload: bytes, window: Window, side: str
+) -> bool:
+    """Once ``side``'s window is open: write, read the answer, record the time; False at the stream's end."""
+    await window.open[side].wait()
+    started = time.perf_counter()
+    await call.write(payload)
+    if await call.read() is grpc.aio.EOF:
+        return False
+    window.record(side, time.perf_counter() - started)
+    return True
+
+
 async def _pinger(address: str, window: Window) -> None:
     async with grpc.aio.insecure_channel(address) as channel:
         call = channel.stream_stream(ECHO_METHOD)()
-        payload = b"x" * 64
-        while True:
-            await window.open["ref"].wait()
-            started = time.perf_counter()
-            await call.write(payload)
-            if await call.read() is grpc.aio.EOF:
-                return
-            window.record("ref", time.perf_counter() - started)
+        while await _timed_round_trip(call, b"x" * 64, window, "ref"):
+            pass
 
 
 # --- wire: the floor of a table server in Python -----------------------------------------------------------
@@ -261,12 +268,8 @@ async def _wire_seat(address: str, table: int, seat: int, window: Window) -> Non
         my_turn = seat == 0
         while True:
             if my_turn:
-                await window.open["wire"].wait()
-                started = time.perf_counter()
-                await call.write(action)
-                if await call.read() is grpc.aio.EOF:
+                if not await _timed_round_trip(call, action, window, "wire"):
                     return
-                window.record("wire", time.perf_counter() - started)
                 my_turn = False
             else:
                 if await call.read() is grpc.aio.EOF:

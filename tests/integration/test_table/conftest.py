@@ -140,6 +140,16 @@ def simple_choice(view: play_pb2.SeatView) -> play_pb2.Action:
     return play_pb2.Action(**{"pass": play_pb2.PassAction()})
 
 
+def check_saw_a_hand(client: SeatClient, table: LiveTable, *, negotiated: int = 2) -> None:
+    """``client`` saw one whole hand: it started with the table's multipliers (``open_table`` agrees
+    T7's 2x), was revealed, settled and the table ended; and nothing hidden reached it."""
+    kinds = [r.event.WhichOneof("kind") for r in client.received if r.HasField("event")]
+    assert "hand_revealed" in kinds and "hand_settled" in kinds and "table_ended" in kinds
+    assert check_hidden(client, table) > 10
+    started = [r.event.hand_started for r in client.received if r.event.HasField("hand_started")]
+    assert [(s.multipliers.negotiated, s.multipliers.progressive) for s in started] == [(negotiated, 1)]
+
+
 def check_hidden(client: SeatClient, table: LiveTable) -> int:
     """No message to ``client`` holds a server-only part or the opponent's private event parts; returns
     how many messages were checked."""
@@ -290,6 +300,7 @@ def kit() -> SimpleNamespace:
         rules=_rules,
         simple_choice=simple_choice,
         check_hidden=check_hidden,
+        check_saw_a_hand=check_saw_a_hand,
         live=live,
         play_until_over=play_until_over,
         read_log=_read_log,
