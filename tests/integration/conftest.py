@@ -100,8 +100,17 @@ async def start_matchmaking(
     return start
 
 
+@pytest.fixture
+def _database_before_services(request: pytest.FixtureRequest) -> None:
+    """Set a test's database up before its services so it is dropped after them: a service must stop
+    before the database it holds connections to disappears under it. (A sync fixture, because an
+    async one cannot ask for another async fixture while the loop runs.)"""
+    if "database_url" in request.fixturenames:
+        request.getfixturevalue("database_url")
+
+
 @pytest_asyncio.fixture
-async def start_service() -> AsyncIterator[StartService]:
+async def start_service(_database_before_services: None) -> AsyncIterator[StartService]:
     running: list[tuple[asyncio.Event, asyncio.Task[bool]]] = []
 
     async def start(spec: ServiceSpec, config: ServiceConfig) -> ServiceRuntime[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -13,6 +14,7 @@ import grpc
 import pytest
 
 from duelmahjong.platform import auth, errors, subjects
+from duelmahjong.platform.bus import _raise_if_cancel_was_swallowed
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
@@ -194,3 +196,31 @@ def test_operations_doc_lists_every_setting_of_the_platform_and_the_skeleton_ser
     for config_class in (ServiceConfig, MatchmakingConfig, ScoringConfig, TableConfig):
         for variable, _default, _help in config_class.settings_table():
             assert f"`{variable}`" in doc, f"docs/operations.md does not document {variable}"
+
+
+def test_a_consumer_honours_a_cancel_that_a_library_swallowed() -> None:
+    """nats-py's fetch can return messages and drop the cancel (cpython gh-86296); the task still
+    counts it as requested, and the consume loop must end rather than poll on."""
+
+    async def consumer_step() -> str:
+        asyncio.current_task().cancel()  # type: ignore[union-attr]
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            pass  # swallowed, as wait_for does when a result races the cancel
+        _raise_if_cancel_was_swallowed()
+        return "polled on"
+
+    async def main() -> str:
+        return await asyncio.create_task(consumer_step())
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+
+
+def test_a_task_that_was_never_cancelled_polls_on() -> None:
+    async def consumer_step() -> str:
+        _raise_if_cancel_was_swallowed()
+        return "polled on"
+
+    assert asyncio.run(consumer_step()) == "polled on"

@@ -247,7 +247,8 @@ class Bus:
                 try:
                     messages = await subscription.fetch(batch, timeout=poll_seconds)
                 except (nats.errors.TimeoutError, TimeoutError):
-                    continue
+                    messages = []
+                _raise_if_cancel_was_swallowed()
                 for message in messages:
                     await self._handle(spec, handler, message)
         finally:
@@ -275,3 +276,13 @@ class Bus:
         """Flush what is pending and close the connection."""
         if not self.client.is_closed:
             await self.client.drain()
+
+
+def _raise_if_cancel_was_swallowed() -> None:
+    """nats-py waits for a fetched message with ``asyncio.wait_for``, which on Python 3.11 returns the
+    message and drops a cancel that lands in the same loop turn (cpython gh-86296). The task still
+    counts the cancel as requested, so honour it here; otherwise the consumer polls on forever and
+    the service never stops."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError

@@ -91,10 +91,28 @@ class ServiceRuntime(Generic[ConfigT]):
             )
         return self.db
 
-    async def cancel_background(self) -> None:
+    async def cancel_background(self, *, within: float = 10.0) -> None:
+        """Cancel every background task and wait for them. A cancel can be lost inside a library
+        (``asyncio.wait_for`` on Python 3.11 drops one that races a result), so a task still running
+        after half of ``within`` (its cleanup's time) is cancelled again, every half second; one
+        still running after ``within`` seconds is logged and left behind rather than holding the
+        shutdown forever."""
+        pending = {task for task in self._tasks if not task.done()}
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + within
+        wait = within / 2
+        while pending and loop.time() < give_up:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=min(wait, max(0.0, give_up - loop.time())))
+            wait = 0.5
+        for task in pending:
+            fields = {"task": task.get_name()}
+            _log.error("background task ignored its cancellation", extra={"fields": fields})
+        # Retrieve the outcomes so none is reported as "exception was never retrieved".
         for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+            if task.done() and not task.cancelled():
+                task.exception()
 
 
 Wire = Callable[[ServiceRuntime[Any]], Awaitable[None]]
@@ -159,11 +177,14 @@ async def serve(
     finally:
         if started:
             await runtime.server.stop()
-        await runtime.cancel_background()
+        await runtime.cancel_background(within=max(1.0, config.shutdown_grace_seconds))
         if runtime.bus is not None:
             await runtime.bus.close()
         if runtime.db is not None:
-            await runtime.db.close()
+            try:  # close() waits for every connection back; on timeout it terminates them instead
+                await asyncio.wait_for(runtime.db.close(), timeout=max(1.0, config.shutdown_grace_seconds))
+            except TimeoutError:
+                _log.warning("the database pool did not close in time; its connections were terminated")
         metrics.close()
         _log.info("service stopped", extra={"fields": {"clean": not runtime.failed}})
     return not runtime.failed
