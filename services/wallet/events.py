@@ -30,15 +30,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import nats.errors
 from google.protobuf.message import DecodeError, Message
 from nats.aio.msg import Msg
 from nats.js import api
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec
+from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec, fetch_batch
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec
 from services.wallet.errors import WalletError
@@ -84,16 +84,6 @@ class _Sent:
     outcome: str  # the metric label: applied, rejected, duplicate
     started: float
     happened: float  # Unix seconds the fact happened (the hand ended), 0 if unknown
-
-
-async def _cancel_all(tasks: tuple[asyncio.Task[Any], ...]) -> None:
-    """Cancel ``tasks`` and wait for them, cancelling again any that goes on: nats-py swallows a
-    CancelledError in places (its flush), and a worker that survived one would block the stop."""
-    while running := [task for task in tasks if not task.done()]:
-        for task in running:
-            task.cancel()
-        await asyncio.wait(running, timeout=0.5)
-    await asyncio.gather(*tasks, return_exceptions=True)  # retrieve their errors: raised or superseded
 
 
 def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) -> events_pb2.SettlementApplied:
@@ -209,7 +199,8 @@ class SettlementConsumer:
                 confirmer.result()
         finally:
             leftovers = (*workers, confirmer, *([confirmed] if confirmed else []))
-            await _cancel_all(leftovers)
+            # nats-py can drop a worker's cancel (platform.tasks): keep cancelling until all stop.
+            await cancel_and_wait(leftovers)
             await self._lender.close()
 
     async def _consume(self, source: Source, stop: asyncio.Event) -> None:
@@ -218,11 +209,7 @@ class SettlementConsumer:
         subscription = await self.bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         try:
             while not stop.is_set():
-                try:
-                    messages = await subscription.fetch(FETCH_BATCH, timeout=POLL_SECONDS)
-                except (nats.errors.TimeoutError, TimeoutError):
-                    continue
-                for message in messages:
+                for message in await fetch_batch(subscription, FETCH_BATCH, POLL_SECONDS):
                     await self._settle(source, spec, message)
         finally:
             await subscription.unsubscribe()

@@ -244,12 +244,7 @@ class Bus:
         subscription = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         try:
             while stop is None or not stop.is_set():
-                try:
-                    messages = await subscription.fetch(batch, timeout=poll_seconds)
-                except (nats.errors.TimeoutError, TimeoutError):
-                    messages = []
-                _raise_if_cancel_was_swallowed()
-                for message in messages:
+                for message in await fetch_batch(subscription, batch, poll_seconds):
                     await self._handle(spec, handler, message)
         finally:
             await subscription.unsubscribe()
@@ -278,11 +273,18 @@ class Bus:
             await self.client.drain()
 
 
-def _raise_if_cancel_was_swallowed() -> None:
-    """nats-py waits for a fetched message with ``asyncio.wait_for``, which on Python 3.11 returns the
+async def fetch_batch(subscription: JetStreamContext.PullSubscription, batch: int, wait: float) -> list[Msg]:
+    """Up to ``batch`` messages from a pull subscription; none if nothing came within ``wait`` seconds.
+
+    nats-py waits for a fetched message with ``asyncio.wait_for``, which on Python 3.11 returns the
     message and drops a cancel that lands in the same loop turn (cpython gh-86296). The task still
-    counts the cancel as requested, so honour it here; otherwise the consumer polls on forever and
-    the service never stops."""
+    counts that cancel as requested, so it is raised here: otherwise a consume loop polls on and the
+    service never stops. The messages fetched with it are redelivered after their ack wait."""
+    try:
+        messages = await subscription.fetch(batch, timeout=wait)
+    except (nats.errors.TimeoutError, TimeoutError):
+        messages = []
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+    return messages

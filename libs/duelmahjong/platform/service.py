@@ -40,6 +40,7 @@ from duelmahjong.platform.db import apply_migrations, create_pool, register_pool
 from duelmahjong.platform.grpc_server import ServiceServer
 from duelmahjong.platform.logging import configure_logging, get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.tasks import cancel_and_wait
 
 _log = get_logger("service")
 
@@ -92,27 +93,12 @@ class ServiceRuntime(Generic[ConfigT]):
         return self.db
 
     async def cancel_background(self, *, within: float = 10.0) -> None:
-        """Cancel every background task and wait for them. A cancel can be lost inside a library
-        (``asyncio.wait_for`` on Python 3.11 drops one that races a result), so a task still running
-        after half of ``within`` (its cleanup's time) is cancelled again, every half second; one
-        still running after ``within`` seconds is logged and left behind rather than holding the
-        shutdown forever."""
-        pending = {task for task in self._tasks if not task.done()}
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + within
-        wait = within / 2
-        while pending and loop.time() < give_up:
-            for task in pending:
-                task.cancel()
-            _, pending = await asyncio.wait(pending, timeout=min(wait, max(0.0, give_up - loop.time())))
-            wait = 0.5
-        for task in pending:
-            fields = {"task": task.get_name()}
+        """Cancel every background task and wait for them; one that loses its cancel is cancelled
+        again after half of ``within`` (its cleanup's time), one still running after ``within``
+        seconds is logged and left behind rather than holding the shutdown forever."""
+        for task in await cancel_and_wait(self._tasks, within=within, first_wait=within / 2):
+            fields = {"task": task.get_name()} if isinstance(task, asyncio.Task) else {}
             _log.error("background task ignored its cancellation", extra={"fields": fields})
-        # Retrieve the outcomes so none is reported as "exception was never retrieved".
-        for task in self._tasks:
-            if task.done() and not task.cancelled():
-                task.exception()
 
 
 Wire = Callable[[ServiceRuntime[Any]], Awaitable[None]]
