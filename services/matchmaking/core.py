@@ -485,11 +485,11 @@ class Matchmaker:
             pairing.closing_lost = False
             pairing.lost_retry_at = self._clock() + LOST_RETRY_SECONDS
             return
-        if self.table_closed(pairing.table_id):
-            self.counts["table_lost", pairing.room.room_id] += 1
-            _log.warning(
-                "table server lost: its table is closed, the holds released", extra={"fields": fields}
-            )
+        # Our own TableClosed may come back through the table-events consumer before this resumes
+        # and end the pairing first: the table was lost and closed by us either way, count it once.
+        self.table_closed(pairing.table_id)
+        self.counts["table_lost", pairing.room.room_id] += 1
+        _log.warning("table server lost: its table is closed, the holds released", extra={"fields": fields})
 
     # --- after a hand (T7 progression, T10 leaving between hands) -----------------------------
     # Once the pair sits at a table, the table owns the pairing's live state: the continue-or-leave

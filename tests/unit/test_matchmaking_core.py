@@ -303,16 +303,21 @@ LOST_AFTER = 60.0
 
 
 class LostTables:
-    """The TableClosed matchmaking publishes for a lost table, recorded (or refused: NATS away)."""
+    """The TableClosed matchmaking publishes for a lost table, recorded (or refused: NATS away).
+    ``echo``: the published TableClosed comes back through matchmaking's own table-events consumer
+    before the publish returns (the consumer is quicker than the PubAck)."""
 
     def __init__(self) -> None:
         self.closed: list[tuple[str, str, str, str]] = []  # (table, server, pairing, reason)
         self.refuse = False
+        self.echo: Matchmaker | None = None
 
     async def close(self, pairing: Pairing, reason: str) -> None:
         if self.refuse:
             raise ConnectionError("nats is away")
         self.closed.append((pairing.table_id, pairing.server_id, pairing.pairing_id, reason))
+        if self.echo is not None:
+            self.echo.table_closed(pairing.table_id)
 
 
 class ReportingTables(Tables):
@@ -433,6 +438,16 @@ async def test_a_second_table_closed_is_harmless_whichever_comes_first() -> None
     clock.now += LOST_AFTER + 1
     await _tick(mm)
     assert closer.closed == [] and mm.counts["table_lost", "r"] == 0
+
+
+async def test_a_lost_table_counts_once_when_its_own_table_closed_comes_back_first() -> None:
+    mm, _directory, closer, clock, pairing = await _seated()
+    closer.echo = mm
+    clock.now += LOST_AFTER + 1
+    await _tick(mm)
+    assert pairing.state == ENDED and mm.counts["table_lost", "r"] == 1
+    await _tick(mm)
+    assert len(closer.closed) == 1 and mm.counts["table_lost", "r"] == 1
 
 
 async def test_a_lost_table_whose_close_cannot_be_published_keeps_its_players_until_it_is() -> None:
