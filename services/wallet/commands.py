@@ -61,6 +61,10 @@ class Command(ABC):
     kind: ClassVar[str] = "command"
     at_table: ClassVar[bool] = False  # play at a table draws on the players' holds (carry, fee reserve)
     houses: ClassVar[tuple[House, ...]] = ()  # house accounts the command may touch
+    # It only moves prestige between its accounts and changes holds that exist: it may be planned on a
+    # snapshot read and written by one version-checked statement (store.py); anything else (new
+    # holds, items, a table or a closure to record) takes the locked path.
+    snapshot_safe: ClassVar[bool] = False
 
     @abstractmethod
     def players(self) -> tuple[str, ...]:
@@ -149,6 +153,7 @@ class HandSettlement(TableCommand):
     payee: str = ""
     stake: int = 0
     kind: ClassVar[str] = "hand"
+    snapshot_safe: ClassVar[bool] = True
 
     def players(self) -> tuple[str, ...]:
         return (self.payer, self.payee) if self.payer else ()
@@ -176,6 +181,7 @@ class EscapePenalty(TableCommand):
     opponent: str = ""
     penalty: int = 0
     kind: ClassVar[str] = "escape"
+    snapshot_safe: ClassVar[bool] = True
 
     def players(self) -> tuple[str, ...]:
         return (self.escaper, self.opponent)
@@ -199,6 +205,7 @@ class Charge(TableCommand):
     amount: int = 0
     purpose: str = "fee"  # "fee" draws on the hold's fee reserve first; "exchange" on the carry
     kind: ClassVar[str] = "charge"
+    snapshot_safe: ClassVar[bool] = True
     houses: ClassVar[tuple[House, ...]] = (House.FEES,)
 
     def players(self) -> tuple[str, ...]:
@@ -252,6 +259,7 @@ class GuessSettlement(TableCommand):
     won: bool = False
     multiplier: int = 0
     kind: ClassVar[str] = "guess"
+    snapshot_safe: ClassVar[bool] = True
     houses: ClassVar[tuple[House, ...]] = (House.GUESS,)
 
     def players(self) -> tuple[str, ...]:

@@ -20,7 +20,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     config = runtime.config
-    store = WalletStore(runtime.require_db())
+    store = WalletStore(runtime.require_db(), runtime.metrics)
     core = WalletCore(store, config)
     runtime.server.add_service(
         SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)

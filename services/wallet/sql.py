@@ -1,42 +1,89 @@
 """The wallet's SQL statements (schema: migrations/001_ledger.sql), kept apart from the logic."""
 
-# The command's accounts locked first, in a statement of their own. In READ COMMITTED a statement that
-# waits for a row lock gets the locked rows' new versions but reads every other table (the holds) as
-# of its own start: a fee and a hand transfer of the same player settled concurrently would then write
-# back a stale hold (a lost update; seen end to end as a negative `held` on release). So the load is a
-# second statement, started after the locks are held, and sees everything committed before them.
-# Both run inside wallet.lock_and_load (migrations/005_lock_and_load.sql), a VOLATILE function — a
-# fresh snapshot per statement — so the two statements cost one round trip. The lock is in
-# account-id order (a fixed order: concurrent transactions never deadlock); the load returns the
-# accounts with each player's open hold (one at a time) and any hold of theirs in the command's
-# pairing — given ($3), or the pairing of the command's table ($4) — released or not, and whether
-# that pairing has closed.
-LOCK_AND_LOAD = "SELECT * FROM wallet.lock_and_load($1::text[], $2::text[], $3::text, $4::text)"
+# A locked ledger transaction locks the command's accounts first, in account-id order (a fixed
+# order: concurrent transactions never deadlock), in a statement of its own. In READ COMMITTED a
+# statement that waits for a row lock gets the locked rows' new versions but reads every other table
+# (the holds) as of its own start: a fee and a hand transfer of the same player settled concurrently
+# would then write back a stale hold (a lost update; seen end to end as a negative `held` on release).
+# So the load is a second statement, started after the locks are held, and sees everything committed
+# before them. On the snapshot path the load runs alone: one statement, one consistent snapshot.
+LOCK_ACCOUNTS = """
+SELECT 1 FROM wallet.accounts WHERE player_id = ANY($1::text[]) OR house = ANY($2::text[])
+ORDER BY id FOR UPDATE
+"""
+# The command's accounts (with their versions), each player's open hold (one at a time) and any hold
+# of theirs in the command's pairing — given ($3), or the pairing of the command's table ($4) —
+# released or not, and whether that pairing has closed.
+LOAD_COMMAND = """
+WITH p AS (
+    SELECT coalesce(
+        nullif($3::text, ''),
+        (SELECT t.pairing_id FROM wallet.tables t WHERE t.table_id = $4::text),
+        ''
+    ) AS id
+)
+SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed, a.version,
+       h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT p.id FROM p) AS pairing,
+       EXISTS (SELECT 1 FROM wallet.closed_pairings c WHERE c.pairing_id = (SELECT p.id FROM p)) AS closed
+FROM wallet.accounts a
+LEFT JOIN LATERAL (
+    SELECT o.pairing_id, o.carry, o.fee_reserve, o.open FROM wallet.holds o
+    WHERE o.player_id = a.player_id AND o.open  -- holds_open_by_player
+    UNION
+    SELECT o.pairing_id, o.carry, o.fee_reserve, o.open FROM wallet.holds o
+    WHERE o.pairing_id = (SELECT p.id FROM p) AND o.player_id = a.player_id
+) h ON true
+WHERE a.player_id = ANY($1::text[]) OR a.house = ANY($2::text[])
+ORDER BY a.id
+"""
 # The settlement workers' connections run the same few statements thousands of times with only
 # ids changing: plan them once (generic plans) instead of re-planning each execution — measured
 # 430 → 180 µs for the load on 20,000 accounts, and the planner's CPU is the database's.
 SETTLEMENT_SESSION = "SET plan_cache_mode = force_generic_plan"
 PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND open ORDER BY player_id"
 INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
-# The transaction row (its unique key makes a repeat a no-op), the new balances and the entries in
-# one statement: if the key exists, t is empty and nothing else is written. One round trip.
+# The whole write of a ledger transaction, in one statement (so, on its own, one database
+# transaction): lock the accounts it changes in id order; check that each player account it planned on
+# still has the version it was read with ($17, $18: nothing to check on a locked path, whose locks
+# were held since the load); insert the transaction row (its unique key makes a repeat a no-op); move
+# the balances by the planned amounts, bumping the players' versions; insert the entries, each
+# balance_after counted from the locked balance (a house account, which nothing checks, may have
+# moved since the read); write the changed holds. If the check fails or the key exists, t is empty and
+# nothing else is written. Returns the transaction id (or NULL) and whether the check held.
 WRITE_TRANSACTION = """
-WITH t AS (
+WITH locked AS (
+    SELECT id, balance, version FROM wallet.accounts
+    WHERE id = ANY($10::bigint[]) ORDER BY id FOR UPDATE
+), fresh AS (
+    SELECT count(*) = cardinality($17::bigint[]) AS ok
+    FROM locked l JOIN unnest($17::bigint[], $18::bigint[]) AS c(id, version)
+        ON c.id = l.id AND c.version = l.version
+), t AS (
     INSERT INTO wallet.transactions
         (idempotency_key, kind, status, reason, actor, pairing_id, table_id, hand_id, balances)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb WHERE (SELECT ok FROM fresh)
     ON CONFLICT (idempotency_key) DO NOTHING RETURNING id
 ), balances AS (
-    UPDATE wallet.accounts AS a SET balance = v.balance, held = v.held
-    FROM unnest($10::bigint[], $11::bigint[], $12::bigint[]) AS v(id, balance, held)
+    UPDATE wallet.accounts AS a
+    SET balance = a.balance + v.balance_delta, held = a.held + v.held_delta, version = a.version + v.bump
+    FROM unnest($10::bigint[], $11::bigint[], $12::bigint[], $19::integer[])
+        AS v(id, balance_delta, held_delta, bump)
     WHERE a.id = v.id AND EXISTS (SELECT 1 FROM t)
 ), entries AS (
     INSERT INTO wallet.entries (transaction_id, account_id, amount, purpose, balance_after)
-    SELECT t.id, e.account_id, e.amount, e.purpose, e.balance_after
-    FROM t, unnest($13::bigint[], $14::bigint[], $15::text[], $16::bigint[])
-        AS e(account_id, amount, purpose, balance_after)
+    SELECT t.id, e.account_id, e.amount, e.purpose, l.balance + e.since_read
+    FROM t CROSS JOIN unnest($13::bigint[], $14::bigint[], $15::text[], $16::bigint[])
+        AS e(account_id, amount, purpose, since_read)
+    JOIN locked l ON l.id = e.account_id
+), holds AS (
+    UPDATE wallet.holds AS h
+    SET carry = v.carry, fee_reserve = v.fee_reserve, open = v.open,
+        released_at = CASE WHEN v.open THEN NULL ELSE coalesce(h.released_at, now()) END
+    FROM unnest($20::text[], $21::text[], $22::bigint[], $23::bigint[], $24::boolean[])
+        AS v(pairing_id, player_id, carry, fee_reserve, open)
+    WHERE h.pairing_id = v.pairing_id AND h.player_id = v.player_id AND EXISTS (SELECT 1 FROM t)
 )
-SELECT id FROM t
+SELECT (SELECT id FROM t) AS id, (SELECT ok FROM fresh) AS fresh
 """
 RECORDED = """
 SELECT id, kind, status, reason, table_id, hand_id, balances
@@ -44,11 +91,6 @@ FROM wallet.transactions WHERE idempotency_key = $1
 """
 INSERT_HOLD = """
 INSERT INTO wallet.holds (pairing_id, player_id, carry, fee_reserve) VALUES ($1, $2, $3, $4)
-"""
-UPDATE_HOLD = """
-UPDATE wallet.holds SET carry = $3, fee_reserve = $4, open = $5,
-    released_at = CASE WHEN $5 THEN NULL ELSE now() END
-WHERE pairing_id = $1 AND player_id = $2
 """
 SET_INVENTORY = """
 INSERT INTO wallet.inventory (player_id, item, quantity) VALUES ($1, $2, $3)
@@ -71,6 +113,17 @@ GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)
 AUDIT_UNBALANCED = """
 SELECT transaction_id, sum(amount) AS total FROM wallet.entries
 GROUP BY transaction_id HAVING sum(amount) <> 0
+"""
+# Each entry's balance_after is its account's balance once that entry was written: the running sum
+# of the account's entries in id order (entries are numbered while their accounts are locked, so id
+# order is commit order per account). Checks the balance_after a snapshot-path write derives from the
+# locked balance of a house account that moved since the read.
+AUDIT_RUNNING = """
+SELECT id, account_id, balance_after, running FROM (
+    SELECT e.id, e.account_id, e.balance_after,
+           sum(e.amount) OVER (PARTITION BY e.account_id ORDER BY e.id) AS running
+    FROM wallet.entries e
+) r WHERE balance_after <> running ORDER BY id LIMIT 20
 """
 AUDIT_HELD = """
 SELECT a.id, a.held, coalesce(sum(h.carry + h.fee_reserve) FILTER (WHERE h.open), 0) AS in_holds

@@ -10,6 +10,7 @@ postings, balances, holds and items. A redelivered command returns the outcome r
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import json
@@ -20,6 +21,7 @@ from datetime import datetime
 import asyncpg
 
 from duelmahjong.platform.errors import FailedPrecondition
+from duelmahjong.platform.metrics import Children, ServiceMetrics
 from services.wallet import sql
 from services.wallet.commands import Command, ReleaseHolds
 from services.wallet.errors import UnknownPlayerError, WalletError
@@ -60,6 +62,24 @@ class RankedPlayer:
     player_id: str
     display_name: str
     prestige: int
+
+
+class _SharedLock(asyncio.Lock):
+    """A lock that knows how many commands want it, so an idle one can be dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.users = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What a command was planned on: each account's (balance, held), each hold's (carry, fee reserve,
+    released), and each player account's version."""
+
+    accounts: dict[int, tuple[int, int]]
+    holds: dict[tuple[str, str], tuple[int, int, bool]]
+    versions: dict[int, int]
 
 
 def _balances_json(draft: Draft) -> str:
@@ -109,8 +129,24 @@ class ConnectionLender:
 
 
 class WalletStore:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, metrics: ServiceMetrics | None = None) -> None:
         self._pool = pool
+        # How commands were written: "snapshot" (two round trips), "snapshot_stale" / "snapshot_refused"
+        # (planned on a snapshot, then taken the locked way), "locked".
+        self.paths: collections.Counter[str] = collections.Counter()
+        self._paths = (
+            Children(
+                metrics.counter(
+                    "ledger_paths",
+                    "total",
+                    "ledger commands by path: snapshot, snapshot_stale, snapshot_refused, locked",
+                    ["path"],
+                )
+            )
+            if metrics is not None
+            else None
+        )
+        self._player_locks: dict[str, _SharedLock] = {}
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -130,13 +166,19 @@ class WalletStore:
         return await self._execute(conn, command, record_rejection)
 
     async def _execute(self, conn: asyncpg.Connection, command: Command, record_rejection: bool) -> Outcome:
+        if command.snapshot_safe:
+            async with self._players_locked(command.players()):
+                outcome = await self._execute_on_snapshot(conn, command)
+            if outcome is not None:
+                return outcome
+        self._took("locked")
         async with conn.transaction():
             if isinstance(command, ReleaseHolds) and not command.seats:
                 seats = tuple(
                     r["player_id"] for r in await conn.fetch(sql.PAIRING_PLAYERS, command.pairing_id)
                 )
                 command = dataclasses.replace(command, seats=seats)
-            draft, originals = await self._lock_and_load(conn, command)
+            draft, originals = await self._load(conn, command, lock=True)
             try:
                 command.apply(draft)
                 draft.plan.check_balanced()
@@ -146,37 +188,101 @@ class WalletStore:
                     return recorded
                 if not record_rejection:
                     raise
-                draft, originals = await self._lock_and_load(conn, command)  # the untouched snapshot
+                draft, originals = await self._load(conn, command, lock=True)  # the untouched snapshot
                 draft.plan.status, draft.plan.reason = Status.REJECTED, str(err)
-            transaction_id = await self._write(conn, command, draft, originals)
+            # The locks are held since the load: nothing to check.
+            transaction_id, _fresh = await self._write(conn, command, draft, originals, check=False)
             if transaction_id is None:  # applied before under this key: nothing was written
-                recorded = await self._recorded(conn, command.key)
-                if recorded is None:  # the conflicting row is committed once ON CONFLICT waited on it
-                    raise RuntimeError(f"transaction {command.key!r} conflicted but is not visible")
-                return recorded
-            balances = {
-                ref.name: (s.balance, s.held) for ref, s in draft.accounts.items() if ref.kind == "player"
-            }
-            return Outcome(
-                command.key,
-                command.kind,
-                draft.plan.status,
-                draft.plan.reason,
-                transaction_id,
-                command.table,
-                command.hand,
-                balances,
-                moved=tuple((p.purpose, p.amount) for p in draft.plan.postings if p.amount > 0)
-                if draft.plan.status is Status.APPLIED
-                else (),
-            )
+                return await self._recorded_after_conflict(conn, command.key)
+            return self._outcome(command, draft, transaction_id)
 
-    async def _lock_and_load(self, conn: asyncpg.Connection, command: Command) -> tuple[Draft, dict]:
+    def _took(self, path: str) -> None:
+        self.paths[path] += 1
+        if self._paths is not None:
+            self._paths(path).inc()
+
+    @contextlib.asynccontextmanager
+    async def _players_locked(self, players: tuple[str, ...]) -> AsyncIterator[None]:
+        """This process's commands on the same players, one at a time (locks taken in id order): their
+        snapshots would otherwise go stale under each other (a quarter of them with 8 workers on 50
+        players). Other replicas are caught by the version check."""
+        locks = []
+        for player_id in sorted(set(players)):
+            lock = self._player_locks.get(player_id)
+            if lock is None:
+                lock = self._player_locks[player_id] = _SharedLock()
+            lock.users += 1
+            locks.append((player_id, lock))
+        taken = 0
+        try:
+            for _player_id, lock in locks:
+                await lock.acquire()
+                taken += 1
+            yield
+        finally:
+            for n, (player_id, lock) in enumerate(locks):
+                if n < taken:
+                    lock.release()
+                lock.users -= 1
+                if not lock.users:
+                    del self._player_locks[player_id]
+
+    async def _execute_on_snapshot(self, conn: asyncpg.Connection, command: Command) -> Outcome | None:
+        """The common case in two round trips: plan on a snapshot read, then one statement that locks,
+        checks that no player account planned on changed since, and writes (its own transaction).
+        None — nothing written — when that check fails or the command is refused: the locked path
+        then decides on the current state (and records a refusal)."""
+        draft, originals = await self._load(conn, command, lock=False)
+        try:
+            command.apply(draft)
+            draft.plan.check_balanced()
+        except WalletError:
+            self._took("snapshot_refused")
+            return None
+        plan = draft.plan
+        if plan.item_deltas or plan.table_opened or plan.pairing_closed or any(h.is_new for h in draft.holds):
+            raise RuntimeError(f"{type(command).__name__} is marked snapshot_safe but writes beyond it")
+        transaction_id, fresh = await self._write(conn, command, draft, originals, check=True)
+        if not fresh:
+            self._took("snapshot_stale")
+            return None
+        self._took("snapshot")
+        if transaction_id is None:
+            return await self._recorded_after_conflict(conn, command.key)
+        return self._outcome(command, draft, transaction_id)
+
+    @staticmethod
+    def _outcome(command: Command, draft: Draft, transaction_id: int) -> Outcome:
+        players = (item for item in draft.accounts.items() if item[0].kind == "player")
+        balances = {ref.name: (s.balance, s.held) for ref, s in players}
+        return Outcome(
+            command.key,
+            command.kind,
+            draft.plan.status,
+            draft.plan.reason,
+            transaction_id,
+            command.table,
+            command.hand,
+            balances,
+            moved=tuple((p.purpose, p.amount) for p in draft.plan.postings if p.amount > 0)
+            if draft.plan.status is Status.APPLIED
+            else (),
+        )
+
+    async def _recorded_after_conflict(self, conn: asyncpg.Connection, key: str) -> Outcome:
+        recorded = await self._recorded(conn, key)
+        if recorded is None:  # the conflicting row is committed once ON CONFLICT waited on it
+            raise RuntimeError(f"transaction {key!r} conflicted but is not visible")
+        return recorded
+
+    async def _load(self, conn: asyncpg.Connection, command: Command, *, lock: bool) -> tuple[Draft, _Read]:
         players = sorted(set(command.players()))
         houses = [h.value for h in command.houses]
-        # The lock, then the load as a statement of its own (see sql.py), in one round trip.
-        rows = await conn.fetch(sql.LOCK_AND_LOAD, players, houses, command.pairing, command.table)
+        if lock:  # then the load as a statement of its own (sql.py says why)
+            await conn.execute(sql.LOCK_ACCOUNTS, players, houses)
+        rows = await conn.fetch(sql.LOAD_COMMAND, players, houses, command.pairing, command.table)
         accounts: dict[int, AccountState] = {}
+        versions: dict[int, int] = {}
         holds: list[HoldState] = []
         for row in rows:
             if row["id"] not in accounts:
@@ -185,6 +291,8 @@ class WalletStore:
                 accounts[row["id"]] = AccountState(
                     row["id"], ref, row["balance"], row["held"], row["overdraft_allowed"]
                 )
+                if player_id:
+                    versions[row["id"]] = row["version"]
             if row["pairing_id"] is not None:
                 holds.append(
                     HoldState(
@@ -196,10 +304,11 @@ class WalletStore:
             inventory = {
                 row["item"]: row["quantity"] for row in await conn.fetch(sql.INVENTORY, command.item_owner)
             }
-        originals = {
-            "accounts": {a.account_id: (a.balance, a.held) for a in accounts.values()},
-            "holds": {(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
-        }
+        read = _Read(
+            accounts={a.account_id: (a.balance, a.held) for a in accounts.values()},
+            holds={(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
+            versions=versions,
+        )
         table_pairing = rows[0]["pairing"] if rows and command.at_table else ""
         draft = Draft(
             accounts.values(),
@@ -209,20 +318,37 @@ class WalletStore:
             table_pairing=table_pairing,
             pairing_closed=bool(rows) and rows[0]["closed"],
         )
-        return draft, originals
+        return draft, read
 
     async def _write(
-        self, conn: asyncpg.Connection, command: Command, draft: Draft, originals: dict
-    ) -> int | None:
-        """Write the plan; None (and nothing written) if the key was recorded meanwhile."""
+        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: _Read, *, check: bool
+    ) -> tuple[int | None, bool]:
+        """Write the plan: the transaction id, or None (nothing written) if the key was recorded
+        meanwhile or — with ``check`` — a player account changed since ``read``; and whether that
+        check held. Every player account of an applied transaction gets a new version, changed or
+        not: its holds may have changed."""
         applied = draft.plan.status is Status.APPLIED
-        changed = [
+        postings = draft.plan.postings if applied else []
+        posted = {p.account for p in postings}  # locked below: an entry joins its account's locked row
+        moved = [
             s
             for s in draft.accounts.values()
-            if applied and originals["accounts"][s.account_id] != (s.balance, s.held)
+            if applied
+            and (
+                s.ref.kind == "player"
+                or s.ref in posted
+                or read.accounts[s.account_id] != (s.balance, s.held)
+            )
         ]
-        postings = draft.plan.postings if applied else []
-        transaction_id = await conn.fetchval(
+        changed_holds = [
+            h
+            for h in draft.holds
+            if applied
+            and not h.is_new
+            and read.holds[(h.pairing_id, h.player_id)] != (h.carry, h.fee_reserve, h.released)
+        ]
+        checked = [a for a in moved if a.ref.kind == "player"] if check else []
+        row = await conn.fetchrow(
             sql.WRITE_TRANSACTION,
             command.key,
             command.kind,
@@ -233,30 +359,29 @@ class WalletStore:
             command.table,
             command.hand,
             _balances_json(draft),
-            [s.account_id for s in changed],
-            [s.balance for s in changed],
-            [s.held for s in changed],
+            [s.account_id for s in moved],
+            [s.balance - read.accounts[s.account_id][0] for s in moved],
+            [s.held - read.accounts[s.account_id][1] for s in moved],
             [draft.accounts[p.account].account_id for p in postings],
             [p.amount for p in postings],
             [p.purpose for p in postings],
-            [p.balance_after for p in postings],
+            [p.balance_after - read.accounts[draft.accounts[p.account].account_id][0] for p in postings],
+            [a.account_id for a in checked],
+            [read.versions[a.account_id] for a in checked],
+            [1 if s.ref.kind == "player" else 0 for s in moved],
+            [h.pairing_id for h in changed_holds],
+            [h.player_id for h in changed_holds],
+            [h.carry for h in changed_holds],
+            [h.fee_reserve for h in changed_holds],
+            [not h.released for h in changed_holds],
         )
+        transaction_id, fresh = row["id"], row["fresh"]
         if transaction_id is None or not applied:
-            return transaction_id
+            return transaction_id, fresh
         for hold in draft.holds:
-            before = originals["holds"].get((hold.pairing_id, hold.player_id))
             if hold.is_new:
                 await conn.execute(
                     sql.INSERT_HOLD, hold.pairing_id, hold.player_id, hold.carry, hold.fee_reserve
-                )
-            elif before != (hold.carry, hold.fee_reserve, hold.released):
-                await conn.execute(
-                    sql.UPDATE_HOLD,
-                    hold.pairing_id,
-                    hold.player_id,
-                    hold.carry,
-                    hold.fee_reserve,
-                    not hold.released,
                 )
         if draft.plan.pairing_closed:
             await conn.execute(sql.RECORD_CLOSED_PAIRING, draft.plan.pairing_closed)
@@ -265,7 +390,7 @@ class WalletStore:
         for player_id, item, delta in draft.plan.item_deltas:
             await conn.execute(sql.SET_INVENTORY, player_id, item, draft.inventory[item])
             await conn.execute(sql.INSERT_ITEM_MOVEMENT, transaction_id, player_id, item, delta)
-        return transaction_id
+        return transaction_id, fresh
 
     @staticmethod
     async def _recorded(conn: asyncpg.Connection, key: str) -> Outcome | None:
@@ -298,6 +423,11 @@ class WalletStore:
                 )
             for row in await conn.fetch(sql.AUDIT_UNBALANCED):
                 problems.append(f"transaction {row['transaction_id']}'s entries sum to {row['total']}")
+            for row in await conn.fetch(sql.AUDIT_RUNNING):
+                problems.append(
+                    f"entry {row['id']} of account {row['account_id']} says {row['balance_after']} after it, "
+                    f"its account's entries up to it sum to {row['running']}"
+                )
             for row in await conn.fetch(sql.AUDIT_HELD):
                 problems.append(
                     f"account {row['id']} holds {row['held']}, its open holds sum to {row['in_holds']}"

@@ -7,6 +7,7 @@ to zero, the grand total is zero, held prestige equals the open holds.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -15,6 +16,7 @@ from duelmahjong.platform import db
 from duelmahjong.rules.settlement import duel_transfer
 from services.wallet.commands import (
     Charge,
+    Command,
     EscapePenalty,
     GuessSettlement,
     HandSettlement,
@@ -189,6 +191,64 @@ async def test_a_redelivered_command_is_applied_once(store: WalletStore) -> None
     assert not first.duplicate and again.duplicate
     assert again.transaction_id == first.transaction_id and again.balances == first.balances
     assert (await store.balance("a"))[0] == 700
+
+
+async def _planned_on_a_snapshot(store: WalletStore, conn: Any, command: Command) -> tuple[Any, Any]:
+    """The snapshot path's first half: the read and the plan, with nothing written yet."""
+    draft, read = await store._load(conn, command, lock=False)
+    command.apply(draft)
+    return draft, read
+
+
+@pytest.mark.asyncio
+async def test_a_plan_whose_player_changed_after_the_read_writes_nothing_and_goes_the_locked_way(
+    store: WalletStore,
+) -> None:
+    """Another replica (no in-process lock shared) settles for the same player between the read and
+    the write: the version check refuses the write whole; the locked path then applies the command
+    on the current balances."""
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hold(store, "p1", "a", 500, fee=10)
+    await store.execute(TableOpening("open:t1", table_id="t1", pairing_id="p1"), record_rejection=False)
+    late = HandSettlement("hand:h1", table_id="t1", hand_id="h1", payer="a", payee="b", stake=400)
+    async with store.pool.acquire() as conn:
+        draft, read = await _planned_on_a_snapshot(store, conn, late)
+        other = HandSettlement("hand:h0", table_id="t1", hand_id="h0", payer="a", payee="b", stake=300)
+        assert (await store.execute(other, record_rejection=True)).status is Status.APPLIED
+        transaction_id, fresh = await store._write(conn, late, draft, read, check=True)
+    assert transaction_id is None and not fresh
+    assert (
+        await store.pool.fetchval(
+            "SELECT count(*) FROM wallet.transactions WHERE idempotency_key = $1", late.key
+        )
+        == 0
+    )
+    assert await store.balance("a") == (700, 210)  # untouched by the stale plan (carry 500 - 300 + fee 10)
+    outcome = await store.execute(late, record_rejection=True)  # planned again on what is there now
+    assert outcome.status is Status.APPLIED
+    assert outcome.balances["a"] == (500, 10)  # H1: the carry left (200) capped the 400
+    assert store.paths["snapshot"] >= 1
+
+
+@pytest.mark.asyncio
+async def test_a_house_account_that_moved_after_the_read_is_no_conflict(store: WalletStore) -> None:
+    """House accounts are not version-checked (any number of fees land on one): the write moves them
+    by the planned amount, and each entry's balance_after counts from the locked balance."""
+    await player(store, "a", 1000)
+    await player(store, "c", 1000)
+    fee = Charge("fee:h1:a", table_id="t1", hand_id="h1", player="a", amount=10)
+    async with store.pool.acquire() as conn:
+        draft, read = await _planned_on_a_snapshot(store, conn, fee)
+        other = Charge("fee:h1:c", table_id="t1", hand_id="h1", player="c", amount=20)
+        await store.execute(other, record_rejection=True)
+        transaction_id, fresh = await store._write(conn, fee, draft, read, check=True)
+    assert fresh and transaction_id is not None
+    fees = await store.pool.fetch(
+        "SELECT e.amount, e.balance_after FROM wallet.entries e "
+        "JOIN wallet.accounts a ON a.id = e.account_id WHERE a.house = 'fees' ORDER BY e.id"
+    )
+    assert [(r["amount"], r["balance_after"]) for r in fees] == [(20, 20), (10, 30)]
 
 
 @pytest.mark.asyncio

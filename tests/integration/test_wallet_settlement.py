@@ -108,43 +108,62 @@ async def drained(bus: Bus, consumer: SettlementConsumer) -> bool:
     return True
 
 
-async def run_until_drained(bus: Bus, consumer: SettlementConsumer, *, within: float) -> None:
+async def run_until_drained(bus: Bus, *consumers: SettlementConsumer, within: float) -> None:
+    """Run ``consumers`` (replicas sharing the durables) until nothing is pending or awaiting an ack."""
     stop = asyncio.Event()
-    task = asyncio.create_task(consumer.run(stop))
+    tasks = [asyncio.create_task(consumer.run(stop)) for consumer in consumers]
     try:
         async with asyncio.timeout(within):
-            await consumer.declare()
+            await consumers[0].declare()
             for _poll in itertools.count():  # polls JetStream's own counters, nothing to wait on
-                if task.done() or await drained(bus, consumer):
+                if any(task.done() for task in tasks) or await drained(bus, consumers[0]):
                     break
                 await asyncio.sleep(0.05)
     finally:
         stop.set()
-        await task  # raises whatever killed the consumer
+        await asyncio.gather(*tasks)  # raises whatever killed a consumer
 
 
-@pytest.mark.asyncio
-async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet: Wallet, bus: Bus) -> None:
-    players = await wallet.players(50, 5_000)
-    for player_id in players[::2]:  # half play from holds: fees and hands draw on them concurrently
+async def play_from_holds(wallet: Wallet, players: list[str]) -> None:
+    """Half the players play from holds: fees and hands draw on them concurrently."""
+    for player_id in players[::2]:
         await wallet.store.execute(
             PlaceHold(
                 f"hold:{player_id}", pairing_id=f"p-{player_id}", player=player_id, carry=3_000, fee=100
             ),
             record_rejection=False,
         )
-    rng = random.Random(20261130)
+
+
+def settlements(
+    players: list[str], count: int, *, seed: int, fee_every: int, top_stake: int
+) -> list[Message]:
+    """Hands between random pairs, every ``fee_every``-th a room fee (the house account moves too)."""
+    rng = random.Random(seed)
     events: list[Message] = []
-    for n in range(2_000):
+    for n in range(count):
         payer, payee = rng.sample(players, 2)
-        if n % 5 == 4:  # a fifth are room fees: the house accounts move too
+        if n % fee_every == fee_every - 1:
             events.append(fee_charged(f"h{n}", payer, rng.randint(1, 50)))
-        else:  # stakes large enough that carries (here: whole balances) often cap them (H1)
-            events.append(hand_scored(f"h{n}", payer, payee, rng.randint(1, 3_000)))
-    consumer = wallet.consumer(bus, workers=8, ack_wait_seconds=30.0)
-    await consumer.declare()  # the streams and durables exist before anything is published
+        else:
+            events.append(hand_scored(f"h{n}", payer, payee, rng.randint(1, top_stake)))
+    return events
+
+
+async def publish_all(wallet: Wallet, bus: Bus, events: list[Message]) -> None:
     for chunk in range(0, len(events), 200):
         await asyncio.gather(*(wallet.publish(bus, event) for event in events[chunk : chunk + 200]))
+
+
+@pytest.mark.asyncio
+async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet: Wallet, bus: Bus) -> None:
+    players = await wallet.players(50, 5_000)
+    await play_from_holds(wallet, players)
+    # A fifth are room fees; stakes large enough that carries (here: whole balances) often cap them (H1).
+    events = settlements(players, 2_000, seed=20261130, fee_every=5, top_stake=3_000)
+    consumer = wallet.consumer(bus, workers=8, ack_wait_seconds=30.0)
+    await consumer.declare()  # the streams and durables exist before anything is published
+    await publish_all(wallet, bus, events)
     await run_until_drained(bus, consumer, within=90)
 
     pool = wallet.store.pool
@@ -161,6 +180,37 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
         await wallet.store.execute(release, record_rejection=False)
     assert await pool.fetchval("SELECT max(held) FROM wallet.accounts") == 0
     assert await wallet.store.audit() == []
+
+
+@pytest.mark.asyncio
+async def test_two_replicas_settling_the_same_players_keep_every_invariant(wallet: Wallet, bus: Bus) -> None:
+    """Two wallet replicas (their own stores: no in-process lock between them) share the durable
+    consumers and settle 1,000 events among 10 players with 4 workers each: their snapshots go stale
+    under each other, the version check refuses those writes, and the locked path applies them."""
+    players = await wallet.players(10, 5_000)
+    await play_from_holds(wallet, players)
+    events = settlements(players, 1_000, seed=7, fee_every=4, top_stake=1_000)
+    replicas = [WalletStore(wallet.store.pool), WalletStore(wallet.store.pool)]
+    consumers = [
+        SettlementConsumer(
+            bus, store, ServiceMetrics("wallet"), workers=4, ack_wait_seconds=30.0, namespace=wallet.namespace
+        )
+        for store in replicas
+    ]
+    await consumers[0].declare()
+    await publish_all(wallet, bus, events)
+    await run_until_drained(bus, *consumers, within=90)
+
+    pool = wallet.store.pool
+    settled = "SELECT count(*) FROM wallet.transactions WHERE kind IN ('hand', 'charge')"
+    assert await pool.fetchval(settled) == 1_000
+    assert await wallet.store.audit() == []
+    total = "SELECT sum(balance) FROM wallet.accounts WHERE house IS DISTINCT FROM 'grants'"
+    assert await pool.fetchval(total) == 10 * 5_000
+    print("paths per replica:", [dict(store.paths) for store in replicas])
+    assert all(store.paths["snapshot"] for store in replicas), [store.paths for store in replicas]
+    written = sum(store.paths["snapshot"] + store.paths["locked"] for store in replicas)
+    assert written >= 1_000  # each event written once; a redelivered duplicate is read, not written
 
 
 class Killed(BaseException):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Generic, TypeVar
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
@@ -21,6 +22,29 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 _PART = re.compile(r"^[a-z][a-z0-9_]*$")
 # Latency buckets for RPCs and event handling: 0.5 ms .. 10 s.
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+M = TypeVar("M", Counter, Gauge, Histogram)
+
+
+class Children(Generic[M]):
+    """A labelled metric's children, each looked up once: ``labels()`` validates its arguments and
+    takes a lock on every call, which shows on a path taken for every event.
+
+    >>> handled = Children(Counter("handled", "events", ["kind"], registry=None))
+    >>> handled("hand") is handled("hand")
+    True
+    """
+
+    def __init__(self, metric: M) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
 
 
 class ServiceMetrics:
