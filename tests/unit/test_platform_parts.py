@@ -14,7 +14,6 @@ import grpc
 import pytest
 
 from duelmahjong.platform import auth, errors, subjects
-from duelmahjong.platform.bus import fetch_batch
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
@@ -197,31 +196,6 @@ def test_operations_doc_lists_every_setting_of_the_platform_and_the_skeleton_ser
     for config_class in (ServiceConfig, MatchmakingConfig, ScoringConfig, TableConfig):
         for variable, _default, _help in config_class.settings_table():
             assert f"`{variable}`" in doc, f"docs/operations.md does not document {variable}"
-
-
-class _SwallowingSubscription:
-    """Stands in for nats-py's pull subscription at the moment of cpython gh-86296: the fetch's
-    message arrives in the same loop turn as the cancel, and the message wins."""
-
-    async def fetch(self, batch: int, timeout: float) -> list[str]:  # noqa: ASYNC109 (nats-py's)
-        asyncio.current_task().cancel()  # type: ignore[union-attr]
-        try:
-            await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            pass
-        return ["message"]
-
-
-def test_a_fetch_whose_cancel_a_library_swallowed_still_ends_the_consume_loop() -> None:
-    async def consume() -> None:
-        while True:
-            await fetch_batch(_SwallowingSubscription(), 16, 1.0)  # type: ignore[arg-type]
-
-    async def main() -> None:
-        await asyncio.wait_for(asyncio.create_task(consume()), 5)
-
-    with pytest.raises(asyncio.CancelledError):
-        asyncio.run(main())
 
 
 def test_cancel_and_wait_repeats_a_lost_cancel_and_gives_up_on_a_deaf_task() -> None:

@@ -11,8 +11,8 @@ start — declaring is idempotent, so every replica does it — then publishes a
 
 Delivery is at least once: ``msg_id`` (header ``Nats-Msg-Id``) makes the server drop a second publish
 of the same id within the stream's duplicate window, and consumers must still be idempotent on their
-own keys. Consumers are durable *pull* consumers: every replica of a service binds the same durable
-name and fetches from it, so replicas share the work like a queue group. A handler that returns
+own keys. Consumers are durable *pull* consumers: every replica of a service asks the same durable
+for messages (``pull.PullFeed``), so replicas share the work like a queue group. A handler that returns
 normally acks the message; one that raises naks it with a delay so it is redelivered (up to
 ``max_deliver`` times).
 """
@@ -32,6 +32,7 @@ from nats.js import JetStreamContext, api
 
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.pull import PullFeed
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 # How often a service reads its durable consumers' backlog from JetStream (one consumer_info request
@@ -241,13 +242,15 @@ class Bus:
         """Fetch from the durable consumer and hand each message to ``handler`` until ``stop`` is set
         (or the task is cancelled). Returning acks the message; raising naks it for redelivery."""
         await self.declare_consumer(spec)
-        subscription = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        feed = PullFeed(self.client, spec.stream, spec.durable, batch=batch)
+        await feed.start()
         try:
             while stop is None or not stop.is_set():
-                for message in await fetch_batch(subscription, batch, poll_seconds):
+                message = await feed.next(poll_seconds)
+                if message is not None:
                     await self._handle(spec, handler, message)
         finally:
-            await subscription.unsubscribe()
+            await feed.close()
 
     async def _handle(self, spec: ConsumerSpec, handler: Handler, message: Msg) -> None:
         try:
@@ -271,20 +274,3 @@ class Bus:
         """Flush what is pending and close the connection."""
         if not self.client.is_closed:
             await self.client.drain()
-
-
-async def fetch_batch(subscription: JetStreamContext.PullSubscription, batch: int, wait: float) -> list[Msg]:
-    """Up to ``batch`` messages from a pull subscription; none if nothing came within ``wait`` seconds.
-
-    nats-py waits for a fetched message with ``asyncio.wait_for``, which on Python 3.11 returns the
-    message and drops a cancel that lands in the same loop turn (cpython gh-86296). The task still
-    counts that cancel as requested, so it is raised here: otherwise a consume loop polls on and the
-    service never stops. The messages fetched with it are redelivered after their ack wait."""
-    try:
-        messages = await subscription.fetch(batch, timeout=wait)
-    except (nats.errors.TimeoutError, TimeoutError):
-        messages = []
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-    return messages
