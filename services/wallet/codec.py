@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -38,6 +39,12 @@ def timestamp(moment: datetime) -> Timestamp:
     stamp = Timestamp()
     stamp.FromDatetime(moment)
     return stamp
+
+
+def now() -> Timestamp:
+    """This instant, without a datetime on the way (an event stamp per settlement: it shows)."""
+    nanoseconds = time.time_ns()
+    return Timestamp(seconds=nanoseconds // 1_000_000_000, nanos=nanoseconds % 1_000_000_000)
 
 
 def player_account(player_id: str) -> str:

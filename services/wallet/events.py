@@ -27,7 +27,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from google.protobuf.message import DecodeError, Message
@@ -35,9 +34,10 @@ from nats.aio.msg import Msg
 from nats.js import api
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec, fetch_batch
+from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec
 from duelmahjong.platform.logging import get_logger
-from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.metrics import Children, ServiceMetrics
+from duelmahjong.platform.pull import PullFeed
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec
@@ -52,8 +52,8 @@ _log = get_logger("wallet.events")
 # test (or a chaos drill) may stop the consumer there; the benchmark times events between them.
 Checkpoint = Callable[[str, str], Awaitable[None]]
 
-FETCH_BATCH = 16  # events a worker fetches per pull request
-POLL_SECONDS = 1.0  # a pull request's wait on an empty consumer; also how soon a stop is noticed
+FETCH_PER_WORKER = 4  # events asked for per pull request, per worker of the durable
+POLL_SECONDS = 1.0  # how long an idle worker waits for an event before it looks at the stop again
 # A PubAck not back by then: nak the input; its redelivery republishes under the same message id.
 PUBLISH_TIMEOUT_SECONDS = 5.0
 # Outputs sent and not yet stored, per consumer: bounds memory and what a crash leaves to redo.
@@ -91,7 +91,7 @@ def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) ->
         envelope=events_pb2.EventEnvelope(
             event_id=f"wallet:{outcome.key}",
             producer=producer,
-            occurred_at=codec.timestamp(datetime.now(UTC)),
+            occurred_at=codec.now(),
         ),
         source_event_id=source_event_id,
         transaction_id=str(outcome.transaction_id) if outcome.status is Status.APPLIED else "",
@@ -135,21 +135,30 @@ class SettlementConsumer:
         self._stored: asyncio.Queue[_Sent] = asyncio.Queue()  # outputs whose PubAck is in (or failed)
         self._unconfirmed = 0
         self._all_confirmed = asyncio.Event()
-        self._handled = metrics.counter(
-            "events_handled", "total", "consumed events by kind and outcome", ["kind", "outcome"]
+        # Each looked up once per label values (Children): these are touched for every event.
+        self._handled = Children(
+            metrics.counter(
+                "events_handled", "total", "consumed events by kind and outcome", ["kind", "outcome"]
+            )
         )
-        self._latency = metrics.histogram(
-            "settlement_duration", "seconds", "fetched → ledger transaction → output stored", ["kind"]
+        self._latency = Children(
+            metrics.histogram(
+                "settlement_duration", "seconds", "fetched → ledger transaction → output stored", ["kind"]
+            )
         )
-        self._lag = metrics.histogram(
-            "settlement_lag",
-            "seconds",
-            "the fact happened (a HandScored: the hand ended) → applied and published",
-            ["kind"],
-            buckets=LAG_BUCKETS,
+        self._lag = Children(
+            metrics.histogram(
+                "settlement_lag",
+                "seconds",
+                "the fact happened (a HandScored: the hand ended) → applied and published",
+                ["kind"],
+                buckets=LAG_BUCKETS,
+            )
         )
-        self._moved = metrics.counter(
-            "prestige_moved", "total", "prestige moved by applied events", ["kind", "purpose"]
+        self._moved = Children(
+            metrics.counter(
+                "prestige_moved", "total", "prestige moved by applied events", ["kind", "purpose"]
+            )
         )
 
     def consumer_spec(self, source: Source) -> ConsumerSpec:
@@ -179,14 +188,26 @@ class SettlementConsumer:
         self._stored = asyncio.Queue()
         self._unconfirmed = 0
         self._all_confirmed.set()
+        # One feed per durable, shared by its workers: each takes the next event as it is free.
+        feeds: list[tuple[Source, int, PullFeed]] = []
+        for source in self.sources:
+            spec = self.consumer_spec(source)
+            count = self.workers if source.hot else 1
+            feed = PullFeed(self.bus.client, spec.stream, spec.durable, batch=FETCH_PER_WORKER * count)
+            feeds.append((source, count, feed))
         confirmer = asyncio.create_task(self._confirm_stored(), name="wallet-confirm")
-        workers = [
-            asyncio.create_task(self._consume(source, stop or asyncio.Event()), name=f"{source.durable}-{n}")
-            for source in self.sources
-            for n in range(self.workers if source.hot else 1)
-        ]
+        workers: list[asyncio.Task[None]] = []
         confirmed: asyncio.Task[Any] | None = None
         try:
+            for _source, _count, feed in feeds:
+                await feed.start()
+            workers = [
+                asyncio.create_task(
+                    self._consume(source, feed, stop or asyncio.Event()), name=f"{source.durable}-{n}"
+                )
+                for source, count, feed in feeds
+                for n in range(count)
+            ]
             pending: set[asyncio.Future[Any]] = {*workers, confirmer}
             while pending - {confirmer}:
                 done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
@@ -201,18 +222,17 @@ class SettlementConsumer:
             leftovers = (*workers, confirmer, *([confirmed] if confirmed else []))
             # nats-py can drop a worker's cancel (platform.tasks): keep cancelling until all stop.
             await cancel_and_wait(leftovers)
+            for _source, _count, feed in feeds:
+                await feed.close()
             await self._lender.close()
 
-    async def _consume(self, source: Source, stop: asyncio.Event) -> None:
-        """One worker: fetch a batch, settle each event in turn (the outputs confirm behind it)."""
+    async def _consume(self, source: Source, feed: PullFeed, stop: asyncio.Event) -> None:
+        """One worker: settle the feed's next event, and the next (the outputs confirm behind it)."""
         spec = self.consumer_spec(source)
-        subscription = await self.bus.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
-        try:
-            while not stop.is_set():
-                for message in await fetch_batch(subscription, FETCH_BATCH, POLL_SECONDS):
-                    await self._settle(source, spec, message)
-        finally:
-            await subscription.unsubscribe()
+        while not stop.is_set():
+            message = await feed.next(POLL_SECONDS)
+            if message is not None:
+                await self._settle(source, spec, message)
 
     async def _settle(self, source: Source, spec: ConsumerSpec, message: Msg) -> None:
         started = time.perf_counter()
@@ -221,7 +241,7 @@ class SettlementConsumer:
         except DecodeError:
             # Redelivering bytes that do not parse cannot help: log loudly and ack.
             _log.error("undecodable event dropped", extra={"fields": {"subject": message.subject}})
-            self._handled.labels(kind=source.kind, outcome="undecodable").inc()
+            self._handled(source.kind, "undecodable").inc()
             await message.ack()
             return
         source_event_id = event.envelope.event_id  # type: ignore[attr-defined]
@@ -237,7 +257,7 @@ class SettlementConsumer:
             return
         await self._reached("committed", source_event_id)
         for purpose, amount in outcome.moved:  # empty for a duplicate: counted once, when it moved
-            self._moved.labels(kind=source.kind, purpose=purpose).inc(amount)
+            self._moved(source.kind, purpose).inc(amount)
         applied = settlement_applied(outcome, source_event_id, self.producer)
         await self._sending.acquire()
         try:
@@ -288,10 +308,10 @@ class SettlementConsumer:
                     continue
                 await self._reached("published", sent.source_event_id)
                 await sent.message.ack()
-                self._handled.labels(kind=sent.source.kind, outcome=sent.outcome).inc()
-                self._latency.labels(kind=sent.source.kind).observe(time.perf_counter() - sent.started)
+                self._handled(sent.source.kind, sent.outcome).inc()
+                self._latency(sent.source.kind).observe(time.perf_counter() - sent.started)
                 if sent.happened:  # clamped: the producer's clock may run a little ahead of ours
-                    self._lag.labels(kind=sent.source.kind).observe(max(0.0, time.time() - sent.happened))
+                    self._lag(sent.source.kind).observe(max(0.0, time.time() - sent.happened))
             finally:
                 self._sending.release()
                 self._unconfirmed -= 1
@@ -300,7 +320,7 @@ class SettlementConsumer:
 
     async def _retry(self, source: Source, spec: ConsumerSpec, message: Msg) -> None:
         await message.nak(delay=spec.nak_delay_seconds)
-        self._handled.labels(kind=source.kind, outcome="retried").inc()
+        self._handled(source.kind, "retried").inc()
 
     async def _reached(self, point: str, source_event_id: str) -> None:
         if self._checkpoint is not None:
