@@ -31,10 +31,9 @@ from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 from nats.aio.msg import Msg
-from nats.js import api
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import MSG_ID_HEADER, Bus, ConsumerSpec
+from duelmahjong.platform.bus import Bus, ConsumerSpec
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import Children, ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
@@ -78,7 +77,7 @@ class _Sent:
     source: Source
     spec: ConsumerSpec
     message: Msg
-    stored: asyncio.Future[api.PubAck]
+    stored: asyncio.Future[bool]  # resolved by the PubAck (True: a duplicate of the message id)
     timeout: asyncio.TimerHandle  # cancels ``stored`` if the PubAck is not back in time
     source_event_id: str
     outcome: str  # the metric label: applied, rejected, duplicate
@@ -261,10 +260,8 @@ class SettlementConsumer:
         applied = settlement_applied(outcome, source_event_id, self.producer)
         await self._sending.acquire()
         try:
-            stored = await self.bus.js.publish_async(
-                self.applied_subject,
-                applied.SerializeToString(),
-                headers={MSG_ID_HEADER: applied.envelope.event_id},
+            stored = await self.bus.publish_unconfirmed(
+                self.applied_subject, applied.SerializeToString(), msg_id=applied.envelope.event_id
             )
         except Exception:
             self._sending.release()

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
 
@@ -61,6 +62,24 @@ async def test_publish_event_uses_the_envelope_event_id(bus: Bus, unique_name: C
     assert (await bus.publish_event(f"{subject}.hand_ended", event)).duplicate
     with pytest.raises(ValueError, match="event_id"):
         await bus.publish_event(f"{subject}.hand_ended", events_pb2.HandEnded())
+
+
+async def test_an_unconfirmed_publish_resolves_on_the_streams_ack(
+    bus: Bus, unique_name: Callable[[str], str]
+) -> None:
+    stream, subject = await _declare(bus, unique_name)
+    first = await bus.publish_unconfirmed(f"{subject}.x", b"one", msg_id="u-1")
+    again = await bus.publish_unconfirmed(f"{subject}.x", b"one", msg_id="u-1")
+    assert await asyncio.wait_for(first, 5) is False and await asyncio.wait_for(again, 5) is True
+    info = await bus.js.stream_info(stream.name)
+    assert info.state.messages == 1
+    nowhere = await bus.publish_unconfirmed(
+        f"duel.nostream.{unique_name('x').lower()}", b"lost", msg_id="u-2"
+    )
+    with pytest.raises(nats.js.errors.NoStreamResponseError):  # no stream takes it: refused, not stored
+        await asyncio.wait_for(nowhere, 5)
+    with pytest.raises(ValueError, match="message id"):
+        await bus.publish_unconfirmed(f"{subject}.x", b"no id", msg_id="")
 
 
 async def test_a_failing_handler_naks_and_the_message_comes_again(
