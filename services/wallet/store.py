@@ -1,11 +1,13 @@
 """The wallet's SQL (asyncpg): one database transaction per ledger transaction.
 
-:meth:`WalletStore.execute` is the only way prestige moves. Inside one transaction it locks the
-command's accounts ``FOR UPDATE`` in account-id order (a fixed order, so concurrent settlements never
-deadlock), plans the command on that locked snapshot (``ledger.py``), inserts the transaction row
-whose unique idempotency key makes a second execution of the same key a no-op, and writes the
-postings, balances, holds and items. A redelivered command returns the outcome recorded the first time.
-"""
+:meth:`WalletStore.execute` is the only way prestige moves. A command is planned (``ledger.py``) on
+its accounts and holds and written with one statement that locks the accounts it changes in
+account-id order (a fixed order, so concurrent settlements never deadlock), inserts the transaction
+row whose unique idempotency key makes a second execution of the same key a no-op, and writes the
+postings, balances and holds. Commands that only move prestige are planned on a snapshot read and
+their write checks the players' account versions (two round trips, no BEGIN); everything else, and
+any plan that went stale, is planned on rows locked ``FOR UPDATE`` inside a transaction. A
+redelivered command returns the outcome recorded the first time. docs/wallet.md has the why."""
 
 from __future__ import annotations
 
@@ -242,7 +244,13 @@ class WalletStore:
         plan = draft.plan
         if plan.item_deltas or plan.table_opened or plan.pairing_closed or any(h.is_new for h in draft.holds):
             raise RuntimeError(f"{type(command).__name__} is marked snapshot_safe but writes beyond it")
-        transaction_id, fresh = await self._write(conn, command, draft, originals, check=True)
+        try:
+            transaction_id, fresh = await self._write(conn, command, draft, originals, check=True)
+        except asyncpg.CheckViolationError:
+            # A house account without overdraft moved under the plan and would go below zero: the
+            # statement wrote nothing; the locked way plans on its current balance and refuses.
+            self._took("snapshot_refused")
+            return None
         if not fresh:
             self._took("snapshot_stale")
             return None
