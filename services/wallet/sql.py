@@ -44,8 +44,9 @@ PAIRING_PLAYERS = "SELECT player_id FROM wallet.holds WHERE pairing_id = $1 AND 
 INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
 # The whole write of a ledger transaction, in one statement (so, on its own, one database
 # transaction): lock the accounts it changes in id order; check that each player account it planned on
-# still has the version it was read with ($17, $18: nothing to check on a locked path, whose locks
-# were held since the load); insert the transaction row (its unique key makes a repeat a no-op); move
+# still has the version it was read with ($17, $18) and that the command's table ($25) still has the
+# pairing the plan assumed ($26) — nothing to check on a locked path, whose locks were held since the
+# load; insert the transaction row (its unique key makes a repeat a no-op); move
 # the balances by the planned amounts, bumping the players' versions; insert the entries, each
 # balance_after counted from the locked balance (a house account, which nothing checks, may have
 # moved since the read); write the changed holds. If the check fails or the key exists, t is empty and
@@ -55,7 +56,10 @@ WITH locked AS (
     SELECT id, balance, version FROM wallet.accounts
     WHERE id = ANY($10::bigint[]) ORDER BY id FOR UPDATE
 ), fresh AS (
-    SELECT count(*) = cardinality($17::bigint[]) AS ok
+    SELECT count(*) = cardinality($17::bigint[])
+        AND ($25::text IS NULL OR $26::text = coalesce(
+            (SELECT tb.pairing_id FROM wallet.tables tb WHERE tb.table_id = $25::text), ''
+        )) AS ok
     FROM locked l JOIN unnest($17::bigint[], $18::bigint[]) AS c(id, version)
         ON c.id = l.id AND c.version = l.version
 ), t AS (

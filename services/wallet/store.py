@@ -27,6 +27,7 @@ from duelmahjong.platform.metrics import Children, ServiceMetrics
 from services.wallet import sql
 from services.wallet.commands import Command, ReleaseHolds
 from services.wallet.errors import UnknownPlayerError, WalletError
+from services.wallet.known import KnownRows, Read
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, Status
 
 
@@ -72,16 +73,6 @@ class _SharedLock(asyncio.Lock):
     def __init__(self) -> None:
         super().__init__()
         self.users = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """What a command was planned on: each account's (balance, held), each hold's (carry, fee reserve,
-    released), and each player account's version."""
-
-    accounts: dict[int, tuple[int, int]]
-    holds: dict[tuple[str, str], tuple[int, int, bool]]
-    versions: dict[int, int]
 
 
 def _balances_json(draft: Draft) -> str:
@@ -133,15 +124,16 @@ class ConnectionLender:
 class WalletStore:
     def __init__(self, pool: asyncpg.Pool, metrics: ServiceMetrics | None = None) -> None:
         self._pool = pool
-        # How commands were written: "snapshot" (two round trips), "snapshot_stale" / "snapshot_refused"
-        # (planned on a snapshot, then taken the locked way), "locked".
+        # How commands were written: "known" (planned on what this process knew: one round trip),
+        # "known_stale" / "known_refused" (then read afresh), "snapshot" (two round trips),
+        # "snapshot_stale" / "snapshot_refused" (then taken the locked way), "locked".
         self.paths: collections.Counter[str] = collections.Counter()
         self._paths = (
             Children(
                 metrics.counter(
                     "ledger_paths",
                     "total",
-                    "ledger commands by path: snapshot, snapshot_stale, snapshot_refused, locked",
+                    "ledger commands by path: known, snapshot, locked, and the attempts that fell back",
                     ["path"],
                 )
             )
@@ -149,6 +141,7 @@ class WalletStore:
             else None
         )
         self._player_locks: dict[str, _SharedLock] = {}
+        self._known = KnownRows()
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -174,6 +167,7 @@ class WalletStore:
             if outcome is not None:
                 return outcome
         self._took("locked")
+        self._known.forget(command)  # its players (or its table) change here: read them afresh next time
         async with conn.transaction():
             if isinstance(command, ReleaseHolds) and not command.seats:
                 seats = tuple(
@@ -230,33 +224,56 @@ class WalletStore:
                     del self._player_locks[player_id]
 
     async def _execute_on_snapshot(self, conn: asyncpg.Connection, command: Command) -> Outcome | None:
-        """The common case in two round trips: plan on a snapshot read, then one statement that locks,
-        checks that no player account planned on changed since, and writes (its own transaction).
-        None — nothing written — when that check fails or the command is refused: the locked path
-        then decides on the current state (and records a refusal)."""
-        draft, originals = await self._load(conn, command, lock=False)
+        """The common case: plan on what this process knows of the rows (``known.py``: one round
+        trip, the write) or on a snapshot read (two), then one statement that locks, checks that no
+        player account planned on changed since and that the table's pairing is the one assumed, and
+        writes (its own transaction). None — nothing written — when the check fails on a fresh read
+        or the command is refused: the locked path then decides on the current state (and records a
+        refusal)."""
+        known = self._known.draft(command)
+        if known is not None:
+            outcome = await self._plan_and_write(conn, command, *known)
+            if isinstance(outcome, Outcome):
+                self._took("known")
+                return outcome
+            self._took(f"known_{outcome}")
+            self._known.forget(command)  # stale or refused on old rows: read them afresh
+        draft, read = await self._load(conn, command, lock=False)
+        self._known.learn(command, draft, read)
+        outcome = await self._plan_and_write(conn, command, draft, read)
+        if isinstance(outcome, Outcome):
+            self._took("snapshot")
+            return outcome
+        self._known.forget(command)
+        self._took(f"snapshot_{outcome}")
+        return None
+
+    async def _plan_and_write(
+        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: Read
+    ) -> Outcome | str:
+        """The outcome, or why nothing was written: "refused" or "stale"."""
         try:
             command.apply(draft)
             draft.plan.check_balanced()
         except WalletError:
-            self._took("snapshot_refused")
-            return None
+            return "refused"
         plan = draft.plan
         if plan.item_deltas or plan.table_opened or plan.pairing_closed or any(h.is_new for h in draft.holds):
             raise RuntimeError(f"{type(command).__name__} is marked snapshot_safe but writes beyond it")
         try:
-            transaction_id, fresh = await self._write(conn, command, draft, originals, check=True)
+            transaction_id, fresh = await self._write(conn, command, draft, read, check=True)
         except asyncpg.CheckViolationError:
             # A house account without overdraft moved under the plan and would go below zero: the
             # statement wrote nothing; the locked way plans on its current balance and refuses.
-            self._took("snapshot_refused")
-            return None
+            return "refused"
+        except BaseException:
+            self._known.forget(command)  # written or not, we cannot tell: read afresh next time
+            raise
         if not fresh:
-            self._took("snapshot_stale")
-            return None
-        self._took("snapshot")
+            return "stale"
         if transaction_id is None:
             return await self._recorded_after_conflict(conn, command.key)
+        self._known.written(draft, read)
         return self._outcome(command, draft, transaction_id)
 
     @staticmethod
@@ -283,7 +300,7 @@ class WalletStore:
             raise RuntimeError(f"transaction {key!r} conflicted but is not visible")
         return recorded
 
-    async def _load(self, conn: asyncpg.Connection, command: Command, *, lock: bool) -> tuple[Draft, _Read]:
+    async def _load(self, conn: asyncpg.Connection, command: Command, *, lock: bool) -> tuple[Draft, Read]:
         players = sorted(set(command.players()))
         houses = [h.value for h in command.houses]
         if lock:  # then the load as a statement of its own (sql.py says why)
@@ -312,7 +329,7 @@ class WalletStore:
             inventory = {
                 row["item"]: row["quantity"] for row in await conn.fetch(sql.INVENTORY, command.item_owner)
             }
-        read = _Read(
+        read = Read(
             accounts={a.account_id: (a.balance, a.held) for a in accounts.values()},
             holds={(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
             versions=versions,
@@ -329,7 +346,7 @@ class WalletStore:
         return draft, read
 
     async def _write(
-        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: _Read, *, check: bool
+        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: Read, *, check: bool
     ) -> tuple[int | None, bool]:
         """Write the plan: the transaction id, or None (nothing written) if the key was recorded
         meanwhile or — with ``check`` — a player account changed since ``read``; and whether that
@@ -382,6 +399,9 @@ class WalletStore:
             [h.carry for h in changed_holds],
             [h.fee_reserve for h in changed_holds],
             [not h.released for h in changed_holds],
+            # The table's pairing the plan assumed, checked again (a command on no account plans on none).
+            command.table if check and command.at_table and command.table and draft.accounts else None,
+            draft.table_pairing,
         )
         transaction_id, fresh = row["id"], row["fresh"]
         if transaction_id is None or not applied:

@@ -252,6 +252,46 @@ async def test_a_house_account_that_moved_after_the_read_is_no_conflict(store: W
 
 
 @pytest.mark.asyncio
+async def test_what_this_process_knew_is_checked_again_when_another_replica_moved_it(
+    store: WalletStore,
+) -> None:
+    """The second hand is planned on what the first one left (one round trip); another replica then
+    settles for the same players, so the third plan's versions are old: the write refuses it whole,
+    the rows are read afresh, and it is applied on the balances that are there now."""
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hand(store, "h1", "a", "b", 100)
+    await hand(store, "h2", "a", "b", 100)
+    assert store.paths["known"] == 1
+    replica = WalletStore(store.pool)
+    await hand(replica, "h3", "b", "a", 50)
+    await hand(store, "h4", "a", "b", 100)
+    assert store.paths["known_stale"] == 1 and store.paths["snapshot"] == 2
+    assert await store.balance("a") == (1000 - 100 - 100 + 50 - 100, 0)
+    assert await store.balance("b") == (1000 + 100 + 100 - 50 + 100, 0)
+
+
+@pytest.mark.asyncio
+async def test_a_table_whose_pairing_was_recorded_after_it_was_known_is_read_again(
+    store: WalletStore,
+) -> None:
+    """A hand at t2 before the wallet heard of t2's pairing: known as "no pairing". TableOpening
+    changes no player's version, so the write itself looks the table up again and refuses the plan
+    that assumed none."""
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hold(store, "p9", "a", 100)
+    first = HandSettlement("hand:e1", table_id="t2", hand_id="e1", payer="a", payee="b", stake=10)
+    await store.execute(first, record_rejection=True)
+    replica = WalletStore(store.pool)  # another replica records the opening
+    await replica.execute(TableOpening("open:t2", table_id="t2", pairing_id="p9"), record_rejection=False)
+    late = HandSettlement("hand:e2", table_id="t2", hand_id="e2", payer="a", payee="b", stake=500)
+    outcome = await store.execute(late, record_rejection=True)
+    assert store.paths["known_stale"] == 1
+    assert outcome.status is Status.APPLIED and outcome.balances["a"] == (1000 - 10 - 90, 0)  # H1: p9's carry
+
+
+@pytest.mark.asyncio
 async def test_holds_reserve_prestige_and_release_it(store: WalletStore) -> None:
     await player(store, "a", 1000)
     with pytest.raises(InsufficientPrestigeError):
