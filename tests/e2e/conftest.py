@@ -4,6 +4,8 @@
   ``make run`` runs (four service processes, embedded NATS and Postgres) with those settings added to
   the environment, and stops it (and removes its data) afterwards. A module's ``stack`` fixture wraps
   it with the settings that module needs.
+- ``stored_messages`` — ``await stored_messages(nats_url, subject)``: the payload of every message the
+  stack's JetStream holds on ``subject`` (read with an ordered consumer until a second passes idle).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
+import nats
 import pytest
 
 from duelmahjong.platform.stack import Stack
@@ -44,3 +47,28 @@ def _running_stack(name: str, settings: dict[str, str]) -> Iterator[StackState]:
 @pytest.fixture(scope="session")
 def stack_with() -> StackWith:
     return _running_stack
+
+
+StoredMessages = Callable[[str, str], Awaitable[list[bytes]]]
+
+
+async def _stored_messages(nats_url: str, subject: str) -> list[bytes]:
+    connection = await nats.connect(nats_url)
+    try:
+        subscription = await connection.jetstream().subscribe(subject, ordered_consumer=True)
+        payloads = []
+        while True:
+            try:
+                message = await subscription.next_msg(timeout=1.0)
+            except TimeoutError:
+                break
+            payloads.append(message.data)
+        await subscription.unsubscribe()
+        return payloads
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def stored_messages() -> StoredMessages:
+    return _stored_messages

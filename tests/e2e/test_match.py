@@ -14,11 +14,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 
 from duelmahjong.cli.demo import ledger_balances
@@ -28,6 +27,9 @@ from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import subjects
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
+
+# tests/e2e/conftest.py's fixture (conftest modules are not imported by name here).
+StoredMessages = Callable[[str, str], Awaitable[list[bytes]]]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -117,24 +119,6 @@ async def _balance_becomes(player: Player, expected: int) -> int:
     return balance
 
 
-async def _table_log(stack: StackState, table_id: str) -> list[events_pb2.TableEventAppended]:
-    connection = await nats.connect(stack.nats_url)
-    try:
-        js = connection.jetstream()
-        subscription = await js.subscribe(subjects.table_log_subject(table_id), ordered_consumer=True)
-        records = []
-        while True:
-            try:
-                message = await subscription.next_msg(timeout=1.0)
-            except TimeoutError:
-                break
-            records.append(events_pb2.TableEventAppended.FromString(message.data))
-        await subscription.unsubscribe()
-        return records
-    finally:
-        await connection.close()
-
-
 def _check_nothing_hidden(player: Player, secrets: list[bytes]) -> None:
     """No message to ``player`` holds the opponent's concealed tiles or draws, nor any hand's seed."""
     me = player.seat
@@ -188,9 +172,10 @@ def _check_nothing_hidden(player: Player, secrets: list[bytes]) -> None:
                         assert meld.tiles == ""
 
 
-async def _seeds(stack: StackState, table_id: str) -> list[bytes]:
+async def _seeds(stack: StackState, table_id: str, stored_messages: StoredMessages) -> list[bytes]:
     seeds = []
-    for record in await _table_log(stack, table_id):
+    for payload in await stored_messages(stack.nats_url, subjects.table_log_subject(table_id)):
+        record = events_pb2.TableEventAppended.FromString(payload)
         if record.record.WhichOneof("kind") == "hand_begun":
             seeds.append(record.record.hand_begun.hidden.seed)
     return [seed for seed in seeds if len(seed) >= 8]
@@ -206,7 +191,9 @@ def _own_postings(outcome: PlayOutcome, player_id: str) -> int:
 
 
 @pytest.mark.parametrize("profile", ["duel", "erren"])
-async def test_a_full_match_then_one_leaves_between_hands(stack: StackState, profile: str) -> None:
+async def test_a_full_match_then_one_leaves_between_hands(
+    stack: StackState, profile: str, stored_messages: StoredMessages
+) -> None:
     total_before = sum((await ledger_balances(stack.database_url) or {}).values())
     players, readies = await _seat_two(stack, profile)
     hands = 3
@@ -234,14 +221,16 @@ async def test_a_full_match_then_one_leaves_between_hands(stack: StackState, pro
     assert ledger is not None and sum(ledger.values()) == total_before
     assert ledger.get("house:fees", 0) >= 2 * FEE * hands
 
-    secrets = await _seeds(stack, readies[0].table_id)
+    secrets = await _seeds(stack, readies[0].table_id, stored_messages)
     assert len(secrets) == hands
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()
 
 
-async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackState) -> None:
+async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(
+    stack: StackState, stored_messages: StoredMessages
+) -> None:
     players, readies = await _seat_two(stack, "duel", multiplier=1)
     escaper = 0
     plans = [MatchPlan(hands=5), MatchPlan(hands=5)]
@@ -259,13 +248,15 @@ async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(stack: StackStat
     )
     lost = players[escaper].start_balance - (await players[escaper].client.balance()).balance
     assert lost == penalty  # no fee for the escaped hand: only the penalty moved
-    secrets = await _seeds(stack, readies[0].table_id)
+    secrets = await _seeds(stack, readies[0].table_id, stored_messages)
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()
 
 
-async def test_a_client_that_drops_its_stream_resumes_where_it_left_off(stack: StackState) -> None:
+async def test_a_client_that_drops_its_stream_resumes_where_it_left_off(
+    stack: StackState, stored_messages: StoredMessages
+) -> None:
     players, readies = await _seat_two(stack, "duel", multiplier=1)
     plans = [MatchPlan(hands=2, drop_after_actions=4), MatchPlan(hands=2)]
     outcomes = await _play(players, readies, plans)
@@ -278,14 +269,14 @@ async def test_a_client_that_drops_its_stream_resumes_where_it_left_off(stack: S
         if m.WhichOneof("kind") == "event" and m.event.WhichOneof("kind") != "hand_settled"
     ]
     assert sequences == sorted(sequences) and len(sequences) == len(set(sequences))
-    secrets = await _seeds(stack, readies[0].table_id)
+    secrets = await _seeds(stack, readies[0].table_id, stored_messages)
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()
 
 
 async def test_lonely_players_play_the_house_fill_bot_in_turn_through_the_same_table_api(
-    stack: StackState,
+    stack: StackState, stored_messages: StoredMessages
 ) -> None:
     # The stack runs one house bot (MATCHMAKING_BOT_POOL=1): the second fill gets it back once the
     # first table has ended — the same player, not a new guest.
@@ -301,7 +292,7 @@ async def test_lonely_players_play_the_house_fill_bot_in_turn_through_the_same_t
         )
         assert outcome.hands_settled == 1  # the bot played the hand out, then the player left
         player.seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
-        _check_nothing_hidden(player, await _seeds(stack, ready.table_id))
+        _check_nothing_hidden(player, await _seeds(stack, ready.table_id, stored_messages))
         await player.client.close()
 
 

@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import asyncpg
@@ -67,25 +67,6 @@ async def _until_a_decision(client: DuelClient, ready: mm.TableReady, dealt: asy
             dealt.set()  # the hand is under way: a seat is asked to act
 
 
-async def _table_closed_events(stack: StackState, table_id: str) -> list[events_pb2.TableClosed]:
-    connection = await nats.connect(stack.nats_url)
-    try:
-        subscription = await connection.jetstream().subscribe(subjects.TABLE_CLOSED, ordered_consumer=True)
-        found = []
-        while True:
-            try:
-                message = await subscription.next_msg(timeout=1.0)
-            except TimeoutError:
-                break
-            event = events_pb2.TableClosed.FromString(message.data)
-            if event.table_id == table_id:
-                found.append(event)
-        await subscription.unsubscribe()
-        return found
-    finally:
-        await connection.close()
-
-
 async def _held_becomes_zero(clients: list[DuelClient], within: float) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
@@ -104,7 +85,9 @@ def _table_lost_total(stack: StackState) -> float:
     return 0.0
 
 
-async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(stack: StackState) -> None:
+async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
+    stack: StackState, stored_messages: Callable[[str, str], Awaitable[list[bytes]]]
+) -> None:
     clients = [
         DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
         for _ in range(2)
@@ -130,7 +113,11 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         # Declared lost after LOST_SECONDS of silence (plus a tick and the wallet's consumer).
         await _held_becomes_zero(clients, within=LOST_SECONDS + 15)
         assert [(await c.balance()).balance for c in clients] == before  # the void hand moved nothing
-        (closed,) = await _table_closed_events(stack, table_id)
+        closed_events = [
+            events_pb2.TableClosed.FromString(payload)
+            for payload in await stored_messages(stack.nats_url, subjects.TABLE_CLOSED)
+        ]
+        (closed,) = [event for event in closed_events if event.table_id == table_id]
         assert closed.reason == "the table server was lost"
         assert closed.envelope.producer == "matchmaking" and closed.pairing_id and closed.server_id
         assert _table_lost_total(stack) == 1
