@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from services.wallet.commands import Command
@@ -34,6 +35,17 @@ class Read:
     accounts: dict[int, tuple[int, int]]
     holds: dict[tuple[str, str], tuple[int, int, bool]]
     versions: dict[int, int]
+
+    @classmethod
+    def of(
+        cls, accounts: Iterable[AccountState], holds: Iterable[HoldState], versions: dict[int, int]
+    ) -> Read:
+        """The read of these rows, before anything is planned on them."""
+        return cls(
+            accounts={a.account_id: (a.balance, a.held) for a in accounts},
+            holds={(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
+            versions=versions,
+        )
 
 
 @dataclass(slots=True)
@@ -123,11 +135,7 @@ class KnownRows:
                 )
             )
         accounts.sort(key=lambda account: account.account_id)  # as the read orders them
-        read = Read(
-            accounts={a.account_id: (a.balance, a.held) for a in accounts},
-            holds={(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
-            versions=versions,
-        )
+        read = Read.of(accounts, holds, versions)
         draft = Draft(accounts, holds, {}, at_table=command.at_table, table_pairing=pairing)
         return draft, read
 

@@ -236,16 +236,14 @@ class WalletStore:
             if isinstance(outcome, Outcome):
                 self._took("known")
                 return outcome
-            self._took(f"known_{outcome}")
-            self._known.forget(command)  # stale or refused on old rows: read them afresh
+            self._took(f"known_{outcome}")  # stale or refused on old rows: read afresh (learn replaces them)
         draft, read = await self._load(conn, command, lock=False)
         self._known.learn(command, draft, read)
         outcome = await self._plan_and_write(conn, command, draft, read)
         if isinstance(outcome, Outcome):
             self._took("snapshot")
             return outcome
-        self._known.forget(command)
-        self._took(f"snapshot_{outcome}")
+        self._took(f"snapshot_{outcome}")  # the locked path forgets what this command read
         return None
 
     async def _plan_and_write(
@@ -329,11 +327,7 @@ class WalletStore:
             inventory = {
                 row["item"]: row["quantity"] for row in await conn.fetch(sql.INVENTORY, command.item_owner)
             }
-        read = Read(
-            accounts={a.account_id: (a.balance, a.held) for a in accounts.values()},
-            holds={(h.pairing_id, h.player_id): (h.carry, h.fee_reserve, h.released) for h in holds},
-            versions=versions,
-        )
+        read = Read.of(accounts.values(), holds, versions)
         table_pairing = rows[0]["pairing"] if rows and command.at_table else ""
         draft = Draft(
             accounts.values(),
