@@ -31,7 +31,6 @@ from google.protobuf.message import Message
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
-from prometheus_client import Counter
 
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
@@ -219,25 +218,25 @@ class Bus:
         self, subject: str, payload: bytes, *, msg_id: str, headers: dict[str, str] | None = None
     ) -> api.PubAck:
         """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is truthy for a repeat id."""
-        if not msg_id:
-            raise ValueError("every JetStream publish needs a message id for de-duplication")
-        all_headers = {**(headers or {}), MSG_ID_HEADER: msg_id}
-        ack = await self.js.publish(subject, payload, headers=all_headers)
-        if self._published is not None:
-            self._published.labels(outcome="duplicate" if ack.duplicate else "stored").inc()
+        ack = await self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers))
+        self._stored(bool(ack.duplicate))
         return ack
+
+    def _stored(self, duplicate: bool) -> None:
+        """Count a publish the stream acknowledged."""
+        if self._published is not None:
+            self._published.labels(outcome="duplicate" if duplicate else "stored").inc()
 
     async def publish_unconfirmed(self, subject: str, payload: bytes, *, msg_id: str) -> asyncio.Future[bool]:
         """Publish to JetStream without waiting: the future resolves once the stream has stored the
         message (True if it was a duplicate of ``msg_id``) or fails if the stream refused it. Cancel
         it to stop waiting (a timeout). Cheaper than nats-py's ``publish_async`` per message (no
         random token, no semaphore, no PubAck object), which shows where every event publishes."""
-        if not msg_id:
-            raise ValueError("every JetStream publish needs a message id for de-duplication")
+        headers = _with_msg_id(msg_id)
         if self._pub_acks is None:
-            self._pub_acks = _PubAcks(self.client, self._published)
+            self._pub_acks = _PubAcks(self.client, self._stored)
             await self._pub_acks.start()
-        return await self._pub_acks.publish(subject, payload, {MSG_ID_HEADER: msg_id})
+        return await self._pub_acks.publish(subject, payload, headers)
 
     async def publish_event(self, subject: str, event: Message) -> api.PubAck:
         """Publish an event of ``events.proto``: its ``envelope.event_id`` is the message id."""
@@ -255,8 +254,9 @@ class Bus:
         poll_seconds: float = 1.0,
         stop: asyncio.Event | None = None,
     ) -> None:
-        """Fetch from the durable consumer and hand each message to ``handler`` until ``stop`` is set
-        (or the task is cancelled). Returning acks the message; raising naks it for redelivery."""
+        """Take the durable consumer's messages (a ``PullFeed`` asking ``batch`` at a time) and hand
+        each to ``handler`` until ``stop`` is set (or the task is cancelled). Returning acks the
+        message; raising naks it for redelivery."""
         await self.declare_consumer(spec)
         feed = PullFeed(self.client, spec.stream, spec.durable, batch=batch)
         await feed.start()
@@ -296,9 +296,9 @@ class _PubAcks:
     """The PubAcks of :meth:`Bus.publish_unconfirmed`: one wildcard reply subscription, a counter
     for reply subjects, a future per publish (dropped once done, or cancelled by its waiter)."""
 
-    def __init__(self, client: Client, published: Counter | None) -> None:
+    def __init__(self, client: Client, on_stored: Callable[[bool], None]) -> None:
         self._client = client
-        self._published = published
+        self._on_stored = on_stored
         self._prefix = ""
         self._numbers = itertools.count()
         self._waiting: dict[str, asyncio.Future[bool]] = {}
@@ -331,6 +331,11 @@ class _PubAcks:
             future.set_exception(nats.js.errors.APIError.from_error(reply["error"]))
             return
         duplicate = bool(reply.get("duplicate"))
-        if self._published is not None:
-            self._published.labels(outcome="duplicate" if duplicate else "stored").inc()
+        self._on_stored(duplicate)
         future.set_result(duplicate)
+
+
+def _with_msg_id(msg_id: str, headers: dict[str, str] | None = None) -> dict[str, str]:
+    if not msg_id:
+        raise ValueError("every JetStream publish needs a message id for de-duplication")
+    return {**(headers or {}), MSG_ID_HEADER: msg_id}
