@@ -43,9 +43,8 @@ _RETRY_SECONDS = 1.0
 
 @dataclass(slots=True)
 class _Request:
-    remaining: int
-    delivered: int
-    timer: asyncio.TimerHandle
+    timer: asyncio.TimerHandle  # ends the request here if the server never says it ended
+    delivered: int = 0
 
 
 class PullFeed:
@@ -124,7 +123,7 @@ class PullFeed:
             return
         number = next(self._numbers)
         timer = asyncio.get_running_loop().call_later(self._expires + 1.0, self._timed_out, number)
-        self._open[number] = _Request(self._batch, 0, timer)
+        self._open[number] = _Request(timer)
         try:
             await self._client.publish(self._api_subject, self._ask_body, reply=f"{self._prefix}.{number}")
         except Exception:  # disconnected: the timer ends the request and it is asked again
@@ -139,33 +138,29 @@ class PullFeed:
             self._queue.put_nowait(message)
             if self._open:
                 number = min(self._open)
-                request = self._open[number]
-                request.delivered += 1
-                request.remaining -= 1
-                if request.remaining <= 0:
-                    self._ended(number, request, "")
+                self._open[number].delivered += 1
+                if self._open[number].delivered >= self._batch:
+                    self._ended(number, "")
             return
         # A status comes on the reply subject of the request it ends.
         prefix, _, number_text = message.subject.rpartition(".")
         if status == HEARTBEAT or prefix != self._prefix or not number_text.isdigit():
             return
-        request = self._open.get(int(number_text))
-        if request is None:
+        if int(number_text) not in self._open:
             return
         if status not in _ROUTINE_ENDS:
             description = message.headers.get(api.Header.DESCRIPTION)
             fields = {"status": status, "description": description}
             _log.warning("pull request ended by the server", extra={"fields": fields})
-        self._ended(int(number_text), request, status)
+        self._ended(int(number_text), status)
 
     def _timed_out(self, number: int) -> None:
-        request = self._open.get(number)
-        if request is not None:
-            self._ended(number, request, "")
+        if number in self._open:
+            self._ended(number, "")
 
-    def _ended(self, number: int, request: _Request, status: str) -> None:
+    def _ended(self, number: int, status: str) -> None:
         """Replace the request that ended: now, or once the workers have made room in the queue."""
-        del self._open[number]
+        request = self._open.pop(number)
         request.timer.cancel()
         if self._closed:
             return
