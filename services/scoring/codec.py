@@ -18,7 +18,15 @@ from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2, tiles_pb2
-from services.scoring.core import Breakdown, HandClaim, SeatClaim, SettlementFigures, TaskClaim
+from services.scoring.core import (
+    MAX_FAN_RATE,
+    MAX_PRESTIGE,
+    Breakdown,
+    HandClaim,
+    SeatClaim,
+    SettlementFigures,
+    TaskClaim,
+)
 from services.scoring.replay import HandBegunFacts, LogRecord
 
 
@@ -42,10 +50,6 @@ FIRST_TURN_WINS = _enum_words(rules_pb2.FirstTurnWin, "FIRST_TURN_WIN_")
 _CONTEXT_FLAGS = tuple(
     f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
 )
-_POSTING_REASONS = {
-    "hand": rules_pb2.POSTING_REASON_HAND_TRANSFER,
-    "escape": rules_pb2.POSTING_REASON_ESCAPE_PENALTY,
-}
 
 
 def profile_name(profile: int) -> str:
@@ -100,6 +104,12 @@ def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
     return out
 
 
+def _bounded(what: str, value: int, lowest: int, highest: int) -> None:
+    """An amount of the contract within its bounds (rules.proto), else INVALID_ARGUMENT saying so."""
+    if not lowest <= value <= highest:
+        raise InvalidArgument(f"{what} must be {lowest:,} to {highest:,}, got {value:,}")
+
+
 def _seat(value: int, what: str, *, required: bool) -> int:
     if value in SEATS:
         return SEATS[value]
@@ -122,8 +132,7 @@ def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
             raise InvalidArgument("the two players must sit in different seats")
         if not player.player_id:
             raise InvalidArgument("every player of a hand result needs a player_id")
-        if player.carry < 0:
-            raise InvalidArgument(f"carry must not be negative, got {player.carry}")
+        _bounded("players[].carry", player.carry, 0, MAX_PRESTIGE)
         seats[seat] = SeatClaim(player.player_id, player.carry)
     winner = _seat(result.winner, "winner", required=outcome == "win")
     escaper = _seat(result.escaper, "escaper", required=outcome == "escape")
@@ -140,6 +149,9 @@ def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
     )
     if len(set(doubled)) != len(doubled):
         raise InvalidArgument("doubling.start_doubled names a seat twice (each seat chooses 开始加倍 once)")
+    fan_rate = result.multipliers.fan_rate or result.rules.fan_rate
+    _bounded("multipliers.fan_rate (or rules.fan_rate)", fan_rate, 1, MAX_FAN_RATE)
+    _bounded("rules.fee", result.rules.fee, 0, MAX_PRESTIGE)
     task = None
     if result.HasField("task") and result.task.kind:
         task = TaskClaim(
@@ -161,13 +173,14 @@ def hand_claim(result: rules_pb2.HandResult) -> HandClaim:
         description=description_json(result.description) if outcome == "win" else None,
         negotiated=result.multipliers.negotiated or 1,
         progressive=result.multipliers.progressive or 1,
-        fan_rate=result.multipliers.fan_rate or result.rules.fan_rate,
+        fan_rate=fan_rate,
         players=(seats[0], seats[1]),
         start_doubled=doubled,
         win_declines=result.doubling.win_declines,
         task=task,
         minimum_fan=result.rules.minimum_fan,
         last_sequence=result.last_sequence,
+        fee=result.rules.fee if outcome != "escape" else 0,  # H1: each finished hand costs the fee
     )
 
 
@@ -241,7 +254,8 @@ def catalogue_response(catalogue: Catalogue) -> scoring_pb2.GetCatalogueResponse
 
 
 def settlement_message(figures: SettlementFigures) -> rules_pb2.Settlement:
-    """The settlement with its two postings (invariant: they sum to 0)."""
+    """The settlement as scored (rules.proto): the breakdown, the uncapped transfer (amount =
+    fan_amount) and the fee; no postings — what the ledger moves is the wallet's to say."""
     message = rules_pb2.Settlement(
         hand_id=figures.hand_id,
         total_fan=figures.total_fan,
@@ -249,7 +263,7 @@ def settlement_message(figures: SettlementFigures) -> rules_pb2.Settlement:
             negotiated=figures.negotiated, progressive=figures.progressive, fan_rate=figures.fan_rate
         ),
         fan_amount=figures.fan_amount,
-        capped_by_carry=figures.capped_by_carry,
+        fee=figures.fee,
     )
     doubling = figures.doubling
     if doubling is not None:
@@ -265,15 +279,8 @@ def settlement_message(figures: SettlementFigures) -> rules_pb2.Settlement:
     if figures.payer:
         message.transfer.CopyFrom(
             rules_pb2.Transfer(
-                from_player_id=figures.payer, to_player_id=figures.payee, amount=figures.amount
+                from_player_id=figures.payer, to_player_id=figures.payee, amount=figures.fan_amount
             )
-        )
-        reason = _POSTING_REASONS[figures.reason]
-        message.postings.extend(
-            [
-                rules_pb2.Posting(account=f"player:{figures.payee}", amount=figures.amount, reason=reason),
-                rules_pb2.Posting(account=f"player:{figures.payer}", amount=-figures.amount, reason=reason),
-            ]
         )
     return message
 

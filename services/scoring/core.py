@@ -4,6 +4,11 @@ The fan evaluation is the rules library's (``rules.evaluate``), the money math i
 (H1 duel transfer, H2 erren doubling, H3 escape): this module only feeds them a hand result and
 gathers their answers. Stateless: every answer is a function of its input.
 
+Scoring never caps by the carries: a settlement here is **as scored** — the uncapped amount (fan ×
+multipliers × N, or the escape penalty) and its breakdown. The wallet alone caps (H1, H3), with the
+carries it holds at the moment it applies the hand, and publishes what it moved; a carry stated in
+a hand result was frozen when the pairing opened and says nothing about the holds by then.
+
 >>> core = ScoringCore()
 >>> claim = HandClaim(table_id="t1", hand_id="h1", hand_number=1, room_id="r", profile="duel",
 ...     outcome="win", dealer=0, winner=0, escaper=-1, negotiated=5, progressive=1, fan_rate=10,
@@ -11,7 +16,7 @@ gathers their answers. Stateless: every answer is a function of its input.
 ...     description={"profile": "duel", "concealed": "234567m234p678s5s", "win_tile": "5s",
 ...                  "self_drawn": True})
 >>> scored = core.score(claim)
->>> scored.evaluation.total_fan, scored.settlement.amount, scored.settlement.payer  # H1: 3 x 5 x 1 x 10
+>>> scored.evaluation.total_fan, scored.settlement.fan_amount, scored.settlement.payer  # H1: 3 x 5 x 1 x 10
 (3, 150, 'bob')
 """
 
@@ -27,10 +32,17 @@ from duelmahjong.rules.errors import RulesError
 from duelmahjong.rules.evaluate import Evaluation, evaluate
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_transfer, escape_penalty
+from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_doubling, erren_transfer
 
 # The rule profiles of the product card (ARCHITECTURE.md): id → ruleset.
 PROFILES: dict[str, str] = {"duel": "决斗麻将 Duel Mahjong", "erren": "二人麻将"}
+
+# The contract's bounds (rules.proto): inputs outside them are refused where they enter (codec);
+# an amount computed from them is shown at most MAX_AMOUNT, which exceeds any carry, so the capped
+# amount the wallet moves is the same as for the exact product.
+MAX_FAN_RATE = 1_000_000
+MAX_PRESTIGE = 10**12  # a carry, a fee
+MAX_AMOUNT = 10**15
 
 
 class InvalidHand(InvalidArgument):
@@ -40,7 +52,7 @@ class InvalidHand(InvalidArgument):
 @dataclass(frozen=True, slots=True)
 class SeatClaim:
     player_id: str
-    carry: int  # 携带威望: bounds the transfer (H1) and the penalty (H3)
+    carry: int  # 携带威望 at the pairing's start: replay checks it; the wallet's hold caps (H1, H3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +88,16 @@ class HandClaim:
     win_declines: int = 0  # erren 胡加倍 k (H2's H)
     task: TaskClaim | None = None
     minimum_fan: int = 0  # the room's 起和; 0 = the profile's default
+    fee: int = 0  # the room fee each player owes for a finished hand (H1)
 
 
 @dataclass(frozen=True, slots=True)
 class SettlementFigures:
-    """One hand's prestige movement (RULES.md §6) before it becomes a ``Settlement`` message.
+    """One hand's settlement as scored (RULES.md §6) before it becomes a ``Settlement`` message.
 
-    ``amount`` = min(``fan_amount``, winner's carry, loser's carry) (H1) or the escape penalty
-    capped by the escaper's carry (H3); ``payer`` is empty on a drawn hand (nothing moves).
+    ``fan_amount`` is uncapped: total fan × negotiated × progressive × N (H1, erren's F × N) or the
+    escape penalty (H3), at most :data:`MAX_AMOUNT`; the wallet caps it by the carries it holds.
+    ``payer`` is empty on a drawn hand (only the fees move); ``fee`` is 0 for an escape.
     """
 
     hand_id: str
@@ -92,15 +106,16 @@ class SettlementFigures:
     progressive: int
     fan_rate: int
     fan_amount: int = 0
-    amount: int = 0
     payer: str = ""
     payee: str = ""
     reason: str = ""  # hand, escape
     doubling: Doubling | None = None
+    fee: int = 0
 
-    @property
-    def capped_by_carry(self) -> bool:
-        return self.amount < self.fan_amount
+
+def _shown(amount: int) -> int:
+    """An amount as the contract carries it: at most MAX_AMOUNT (more than any carry can cap to)."""
+    return min(amount, MAX_AMOUNT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +174,10 @@ class ScoringCore:
                 return self._win(claim, claim.minimum_fan if minimum_fan is None else minimum_fan)
             if claim.outcome == "escape":
                 return ScoredHand(claim, self._escape(claim))
-            return ScoredHand(
-                claim,
-                SettlementFigures(claim.hand_id, 0, claim.negotiated, claim.progressive, claim.fan_rate),
+            figures = SettlementFigures(
+                claim.hand_id, 0, claim.negotiated, claim.progressive, claim.fan_rate, fee=claim.fee
             )
+            return ScoredHand(claim, figures)
         except RulesError as err:
             raise InvalidHand(f"hand {claim.hand_id}: {err}") from None
 
@@ -182,8 +197,8 @@ class ScoringCore:
                 start_doublers=len(claim.start_doubled),
                 win_doublings=claim.win_declines,
                 task_multiplier=task.multiplier if completed and task is not None else None,
-                winner_carry=winner.carry,
-                loser_carry=loser.carry,
+                winner_carry=0,  # the caps are the wallet's: only the uncapped fan_amount is used
+                loser_carry=0,
             )
             total, negotiated, progressive = doubling.doubled_fan, 1, 1
         else:
@@ -192,8 +207,8 @@ class ScoringCore:
                 fan_rate=claim.fan_rate,
                 negotiated=claim.negotiated,
                 progressive=claim.progressive,
-                winner_carry=winner.carry,
-                loser_carry=loser.carry,
+                winner_carry=0,  # the caps are the wallet's: only the uncapped fan_amount is used
+                loser_carry=0,
             )
             total, negotiated, progressive = evaluation.total_fan, claim.negotiated, claim.progressive
         figures = SettlementFigures(
@@ -202,36 +217,44 @@ class ScoringCore:
             negotiated,
             progressive,
             claim.fan_rate,
-            fan_amount=transfer.fan_amount,
-            amount=transfer.amount,
+            fan_amount=_shown(transfer.fan_amount),
             payer=loser.player_id,
             payee=winner.player_id,
             reason="hand",
             doubling=doubling,
+            fee=claim.fee,
         )
         return ScoredHand(claim, figures, evaluation)
 
     def _escape(self, claim: HandClaim) -> SettlementFigures:
-        """H3: the profile's highest fan × the hand's multipliers × N, capped by the escaper's carry."""
+        """H3: the profile's highest fan × the hand's multipliers × N, uncapped (the wallet caps it by
+        the escaper's carry). The multipliers: duel negotiated × progressive (T7); erren the 开始加倍
+        factor S of H2 (seed 000: 该倍数为当局倍数), shown as the doubling of the highest fan."""
         escaper, opponent = claim.players[claim.escaper], claim.players[1 - claim.escaper]
-        negotiated, progressive = claim.negotiated, claim.progressive  # erren: both 1 (no T7)
         highest = get_profile(claim.profile).escape_fan
-        penalty = escape_penalty(
-            claim.profile,
+        doubling = None
+        if claim.profile == "erren":
+            doubling = erren_doubling(highest, start_doublers=len(claim.start_doubled))
+            total, negotiated, progressive = doubling.doubled_fan, 1, 1
+        else:
+            total, negotiated, progressive = highest, claim.negotiated, claim.progressive
+        product = duel_transfer(
+            total,
             fan_rate=claim.fan_rate,
             negotiated=negotiated,
             progressive=progressive,
-            escaper_carry=escaper.carry,
+            winner_carry=0,  # the cap is the wallet's: only the uncapped fan_amount is used
+            loser_carry=0,
         )
         return SettlementFigures(
             claim.hand_id,
-            highest,
+            total,
             negotiated,
             progressive,
             claim.fan_rate,
-            fan_amount=highest * negotiated * progressive * claim.fan_rate,
-            amount=penalty,
+            fan_amount=_shown(product.fan_amount),
             payer=escaper.player_id,
             payee=opponent.player_id,
             reason="escape",
+            doubling=doubling,
         )

@@ -191,7 +191,8 @@ class HandEndedHandler:
                 hand_id=claim.hand_id,
                 escaper_player_id=figures.payer,
                 opponent_player_id=figures.payee,
-                amount=figures.amount,
+                amount=figures.fan_amount,  # uncapped: the wallet caps it by the escaper's carry (H3)
+                settlement=codec.settlement_message(figures),
             )
             await self._bus.publish_event(subjects.ESCAPE_PENALTY, penalty)
             return
@@ -200,6 +201,7 @@ class HandEndedHandler:
             table_id=claim.table_id,
             hand_id=claim.hand_id,
             settlement=codec.settlement_message(figures),
+            player_ids=[player.player_id for player in claim.players],  # who owes the fee
         )
         if scored.evaluation is not None:
             event.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))

@@ -121,16 +121,8 @@ class HandCycle:
             players=self.request.players,
             last_sequence=self._log.sequence,
         )
+        # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
         await journal.hand_ended(hand_result)
-        if outcome != "escape" and self.request.rules.fee > 0:
-            for player in self.request.players:
-                await journal.fee_charged(
-                    self.table_id,
-                    self.hand_id,
-                    self.request.room_id,
-                    player.player_id,
-                    self.request.rules.fee,
-                )
         self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._send_views()
         scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
@@ -139,7 +131,7 @@ class HandCycle:
         if winner >= 0:
             guessed = results.guess_resolved(
                 result,
-                scored,
+                applied,
                 table_id=self.table_id,
                 hand_id=self.hand_id,
                 player_id=self.request.players[winner].player_id,

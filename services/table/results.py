@@ -132,15 +132,18 @@ def exchange_charged(
 
 def guess_resolved(
     result: dict[str, Any],
-    scored: events_pb2.HandScored | None,
+    applied: events_pb2.SettlementApplied | None,
     *,
     table_id: str,
     hand_id: str,
     player_id: str,
 ) -> events_pb2.GuessResolved | None:
-    """T12: the winner's 猜大小 on the hand's winnings (the settled transfer), once it is known."""
+    """T12: the winner's 猜大小 on the hand's winnings — the transfer the wallet moved to them
+    (``applied``), once it is known; none without the wallet's settlement of the hand."""
     guess = result.get("guess")
-    if not guess or guess.get("choice") not in ("big", "small") or scored is None:
+    if not guess or guess.get("choice") not in ("big", "small"):
+        return None
+    if applied is None or not applied.settlement.HasField("transfer"):
         return None
     return events_pb2.GuessResolved(
         table_id=table_id,
@@ -150,5 +153,5 @@ def guess_resolved(
         dice=[int(d) for d in guess.get("dice", ())],
         won=bool(guess.get("right")),
         payout_multiplier=int(guess.get("factor", 0)),
-        stake=scored.settlement.transfer.amount,
+        stake=applied.settlement.transfer.amount,
     )

@@ -339,11 +339,14 @@ def hand_settled(
     players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
     sequence: int,
 ) -> play_pb2.SeatEvent:
-    """The settlement both seats are shown: scoring's breakdown and the wallet's new balances. Not an
+    """The settlement both seats are shown: exactly what the wallet applied for the hand — its
+    settlement as applied (scoring's breakdown, the transfer it capped and moved, every posting, fees
+    included) and both players' balances after it. ``scored`` is never shown: its transfer is the
+    uncapped figure. Empty if the wallet's answer did not come in time (nothing is guessed). Not an
     engine event: it carries the sequence of the last event the seats were sent."""
     settled = play_pb2.HandSettled()
-    if scored is not None:
-        settled.settlement.CopyFrom(scored.settlement)
+    if applied is not None and applied.HasField("settlement"):
+        settled.settlement.CopyFrom(applied.settlement)
     seat_of = {f"player:{player.player_id}": seat for seat, player in enumerate(players)}
     for balance in applied.balances if applied is not None else ():
         if balance.account in seat_of:

@@ -50,3 +50,40 @@ def now() -> Timestamp:
 def player_account(player_id: str) -> str:
     """The contract's account name of a player (``AccountBalance.account``)."""
     return f"player:{player_id}"
+
+
+# A hand's postings in one order whatever path wrote or re-read them: fees, then the transfer.
+_POSTING_ORDER = {"fee": 0, "hand": 1, "escape": 1}
+
+
+def applied_settlement(
+    scored: rules_pb2.Settlement,
+    postings: tuple[tuple[str, int, str], ...],
+    *,
+    payer: str,
+    payee: str,
+    uncapped: int,
+) -> rules_pb2.Settlement:
+    """The settlement as applied (rules.proto): scoring's breakdown as it came, with the transfer
+    this wallet moved (the HAND_TRANSFER / ESCAPE_PENALTY credit, 0 if a carry was empty), whether a
+    carry capped it, and every posting of the hand's ledger transaction."""
+    applied = rules_pb2.Settlement()
+    applied.CopyFrom(scored)
+    applied.ClearField("transfer")
+    applied.ClearField("postings")
+    ordered = sorted(postings, key=lambda p: (_POSTING_ORDER.get(p[2], 2), p[0], p[1]))
+    applied.postings.extend(
+        rules_pb2.Posting(account=account, amount=amount, reason=POSTING_REASONS[purpose])
+        for account, amount, purpose in ordered
+    )
+    if payer:
+        moved = sum(
+            amount
+            for account, amount, purpose in postings
+            if purpose in ("hand", "escape") and account == player_account(payee) and amount > 0
+        )
+        applied.transfer.CopyFrom(rules_pb2.Transfer(from_player_id=payer, to_player_id=payee, amount=moved))
+        applied.capped_by_carry = moved < uncapped
+    else:
+        applied.capped_by_carry = False
+    return applied

@@ -1,8 +1,10 @@
 """Wallet commands: every input that changes prestige, holds or items, each with its idempotency key.
 
 A command names the accounts it touches (so the store can lock them in a fixed order before
-planning) and says what it does to a :class:`~services.wallet.ledger.Draft`. Caps are applied here:
-H1 (a hand's transfer is bounded by both carries) and H3 (an escape penalty by the escaper's carry).
+planning) and says what it does to a :class:`~services.wallet.ledger.Draft`. Caps are applied here
+and nowhere else: H1 (a hand's transfer is bounded by both carries) and H3 (an escape penalty by the
+escaper's carry), on the holds as they stand when the hand is applied. Scoring sends the uncapped
+amounts; what the command moved is what the table shows the seats.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ _ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # int64 and item counts int32 in Postgres, so anything near those limits is a typo, not a grant.
 MAX_GRANT = 10**12
 MAX_ITEM_GRANT = 100_000
+# The contract's bounds (rules.proto): a fee or a carry at most 10^12, an amount computed from them
+# (an uncapped stake or penalty) at most 10^15; anything larger is a malformed event, refused.
+MAX_FEE = 10**12
+MAX_AMOUNT = 10**15
 
 
 def check_ids(*ids: str) -> None:
@@ -39,6 +45,13 @@ def _check_non_negative(**amounts: int) -> None:
     for name, value in amounts.items():
         if value < 0:
             raise InvalidAmountError(f"{name} must be >= 0, got {value}")
+
+
+def _check_at_most(highest: int, **amounts: int) -> None:
+    _check_non_negative(**amounts)
+    for name, value in amounts.items():
+        if value > highest:
+            raise InvalidAmountError(f"{name} must be at most {highest}, got {value}")
 
 
 def carried_transfer(stake: int, winner_carry: int, loser_carry: int) -> int:
@@ -141,32 +154,54 @@ class TableOpening(TableCommand):
         draft.plan.table_opened = (self.table_id, self.pairing_id)
 
 
+def charge_fee(draft: Draft, player: str, fee: int) -> None:
+    """H1: each finished hand costs the fee (to the house); a player who has less pays what they have.
+    It comes out of the hold's fee reserve first, then its carry, then free prestige."""
+    amount = min(fee, draft.payable(player))
+    draft.move(AccountRef.player(player), FEES, amount, "fee", fee=True)
+
+
 @dataclass(frozen=True, slots=True)
 class HandSettlement(TableCommand):
-    """A scored hand: the loser pays the winner, bounded by both carries (H1).
+    """A scored hand, as one ledger transaction: each seated player pays the room fee, then the loser
+    pays the winner, bounded by both carries as they stand after the fees (H1).
 
     ``stake`` is the uncapped amount: total fan x negotiated x progressive x N. A drawn hand has no
-    payer and moves nothing (its fees arrive as :class:`Charge` commands).
+    payer: only the fees move. ``seated`` are the hand's two players (who owe ``fee``).
     """
 
     payer: str = ""
     payee: str = ""
     stake: int = 0
+    seated: tuple[str, ...] = ()
+    fee: int = 0
     kind: ClassVar[str] = "hand"
     snapshot_safe: ClassVar[bool] = True
+    houses: ClassVar[tuple[House, ...]] = (House.FEES,)
 
     def players(self) -> tuple[str, ...]:
-        return (self.payer, self.payee) if self.payer else ()
+        named = (self.payer, self.payee) if self.payer else ()
+        return tuple(dict.fromkeys((*named, *self.seated)))
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_non_negative(stake=self.stake)
+        _check_at_most(MAX_AMOUNT, stake=self.stake)
+        _check_at_most(MAX_FEE, fee=self.fee)
         if bool(self.payer) != bool(self.payee) or (self.payer and self.payer == self.payee):
             raise InvalidAmountError(
                 f"a hand is paid by one player to another, got {self.payer!r} -> {self.payee!r}"
             )
+        if len(set(self.seated)) != len(self.seated) or len(self.seated) > 2:
+            raise InvalidAmountError(f"a hand has two players, got {list(self.seated)}")
+        if self.seated and self.payer and {self.payer, self.payee} != set(self.seated):
+            raise InvalidAmountError(f"the hand's payer and payee are not its players {list(self.seated)}")
+        if self.fee and not self.seated:
+            raise InvalidAmountError("a hand's fee needs the hand's players")
 
     def apply(self, draft: Draft) -> None:
+        if self.fee:
+            for player in self.seated:
+                charge_fee(draft, player, self.fee)
         if not self.payer:
             return
         amount = carried_transfer(self.stake, draft.carry(self.payee), draft.carry(self.payer))
@@ -175,7 +210,8 @@ class HandSettlement(TableCommand):
 
 @dataclass(frozen=True, slots=True)
 class EscapePenalty(TableCommand):
-    """H3: the escaper pays the penalty (top fan x multipliers x N) to the opponent."""
+    """H3: the escaper pays the penalty (top fan x multipliers x N, uncapped as scored) to the
+    opponent, capped here by the escaper's carry. No fee: the hand did not finish."""
 
     escaper: str = ""
     opponent: str = ""
@@ -188,7 +224,7 @@ class EscapePenalty(TableCommand):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_non_negative(penalty=self.penalty)
+        _check_at_most(MAX_AMOUNT, penalty=self.penalty)
         if self.escaper == self.opponent:
             raise InvalidAmountError("the escaper cannot be their own opponent")
 
@@ -219,11 +255,9 @@ class Charge(TableCommand):
 
     def apply(self, draft: Draft) -> None:
         if self.purpose == "fee":
-            # Each finished hand costs the fee; a player who has less pays what they have.
-            amount = min(self.amount, draft.payable(self.player))
-        else:
-            amount = self.amount  # a 换牌 the player cannot pay is refused
-        draft.move(AccountRef.player(self.player), FEES, amount, self.purpose, fee=self.purpose == "fee")
+            charge_fee(draft, self.player, self.amount)
+        else:  # a 换牌 the player cannot pay is refused
+            draft.move(AccountRef.player(self.player), FEES, self.amount, self.purpose)
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,8 +85,42 @@ class _Sent:
     happened: float  # Unix seconds the fact happened (the hand ended), 0 if unknown
 
 
-def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) -> events_pb2.SettlementApplied:
-    return events_pb2.SettlementApplied(
+def hand_settlement(event: Message, outcome: Outcome) -> rules_pb2.Settlement | None:
+    """What a hand's transaction moved, as the seats are shown it (rules.proto "as applied"): for an
+    applied HandScored or EscapePenalty; None for every other event and for a refusal."""
+    if outcome.status is not Status.APPLIED:
+        return None
+    if isinstance(event, events_pb2.HandScored):
+        transfer = event.settlement.transfer
+        uncapped = event.settlement.fan_amount or transfer.amount
+        return codec.applied_settlement(
+            event.settlement,
+            outcome.postings,
+            payer=transfer.from_player_id,
+            payee=transfer.to_player_id,
+            uncapped=uncapped,
+        )
+    if isinstance(event, events_pb2.EscapePenalty):
+        scored = event.settlement
+        if not event.HasField("settlement"):  # from a producer that predates it: the amount alone
+            scored = rules_pb2.Settlement(hand_id=event.hand_id, fan_amount=event.amount)
+        return codec.applied_settlement(
+            scored,
+            outcome.postings,
+            payer=event.escaper_player_id,
+            payee=event.opponent_player_id,
+            uncapped=event.amount,
+        )
+    return None
+
+
+def settlement_applied(
+    outcome: Outcome, source_event_id: str, producer: str, event: Message | None = None
+) -> events_pb2.SettlementApplied:
+    """The answer to one applied (or refused, or repeated) event; ``event`` is the input, whose
+    settlement an applied hand's answer carries as applied."""
+    settlement = hand_settlement(event, outcome) if event is not None else None
+    applied = events_pb2.SettlementApplied(
         envelope=events_pb2.EventEnvelope(
             event_id=f"wallet:{outcome.key}",
             producer=producer,
@@ -102,6 +136,9 @@ def settlement_applied(outcome: Outcome, source_event_id: str, producer: str) ->
         ],
         rejected_reason=outcome.reason if outcome.status is Status.REJECTED else "",
     )
+    if settlement is not None:
+        applied.settlement.CopyFrom(settlement)
+    return applied
 
 
 class SettlementConsumer:
@@ -257,7 +294,7 @@ class SettlementConsumer:
         await self._reached("committed", source_event_id)
         for purpose, amount in outcome.moved:  # empty for a duplicate: counted once, when it moved
             self._moved(source.kind, purpose).inc(amount)
-        applied = settlement_applied(outcome, source_event_id, self.producer)
+        applied = settlement_applied(outcome, source_event_id, self.producer, event)
         await self._sending.acquire()
         try:
             stored = await self.bus.publish_unconfirmed(

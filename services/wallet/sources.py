@@ -35,7 +35,7 @@ def _hand_scored(event: events_pb2.HandScored) -> Command:
     stake = 0
     if settlement.HasField("transfer"):
         payer, payee = settlement.transfer.from_player_id, settlement.transfer.to_player_id
-        # The wallet applies H1 with its own carries (the holds), so it takes the uncapped amount.
+        # Scored uncapped: the wallet alone caps (H1), with the carries its holds have now.
         stake = settlement.fan_amount or settlement.transfer.amount
     return HandSettlement(
         f"hand:{event.hand_id}",
@@ -44,6 +44,8 @@ def _hand_scored(event: events_pb2.HandScored) -> Command:
         payer=payer,
         payee=payee,
         stake=stake,
+        seated=tuple(event.player_ids),
+        fee=settlement.fee if event.player_ids else 0,
     )
 
 

@@ -93,6 +93,15 @@ RECORDED = """
 SELECT id, kind, status, reason, table_id, hand_id, balances
 FROM wallet.transactions WHERE idempotency_key = $1
 """
+# A recorded transaction's entries in the order they were written, named as the contract names
+# accounts: what a redelivered hand reports it moved.
+TRANSACTION_ENTRIES = """
+SELECT CASE WHEN a.player_id IS NOT NULL THEN 'player:' || a.player_id ELSE 'house:' || a.house END
+           AS account,
+       e.amount, e.purpose
+FROM wallet.entries e JOIN wallet.accounts a ON a.id = e.account_id
+WHERE e.transaction_id = $1 ORDER BY e.id
+"""
 INSERT_HOLD = """
 INSERT INTO wallet.holds (pairing_id, player_id, carry, fee_reserve) VALUES ($1, $2, $3, $4)
 """

@@ -46,6 +46,9 @@ class Outcome:
     duplicate: bool = False
     # (posting purpose, amount) of every credit this execution wrote: what moved, for the metrics.
     moved: tuple[tuple[str, int], ...] = ()
+    # Every entry of the transaction, in order: (account "player:<id>" / "house:<name>", amount,
+    # purpose); read back from the ledger for a repeat, so a redelivery reports the same entries.
+    postings: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,9 @@ class WalletStore:
             moved=tuple((p.purpose, p.amount) for p in draft.plan.postings if p.amount > 0)
             if draft.plan.status is Status.APPLIED
             else (),
+            postings=tuple((str(p.account), p.amount, p.purpose) for p in draft.plan.postings)
+            if draft.plan.status is Status.APPLIED
+            else (),
         )
 
     async def _recorded_after_conflict(self, conn: asyncpg.Connection, key: str) -> Outcome:
@@ -420,6 +426,12 @@ class WalletStore:
         if row is None:
             return None
         balances = {player: (pair[0], pair[1]) for player, pair in json.loads(row["balances"]).items()}
+        postings: tuple[tuple[str, int, str], ...] = ()
+        if row["status"] == Status.APPLIED.value:
+            postings = tuple(
+                (entry["account"], entry["amount"], entry["purpose"])
+                for entry in await conn.fetch(sql.TRANSACTION_ENTRIES, row["id"])
+            )
         return Outcome(
             key,
             row["kind"],
@@ -430,6 +442,7 @@ class WalletStore:
             row["hand_id"],
             balances,
             duplicate=True,
+            postings=postings,
         )
 
     async def audit(self) -> list[str]:

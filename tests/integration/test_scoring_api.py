@@ -176,24 +176,25 @@ async def test_score_hand_follows_h1_with_the_seed_example(scoring: Any) -> None
         False,
     )
     assert (settlement.transfer.from_player_id, settlement.transfer.to_player_id) == ("bob", "alice")
-    assert sorted((p.account, p.amount) for p in settlement.postings) == [
-        ("player:alice", 150),
-        ("player:bob", -150),
-    ]
+    assert not settlement.postings  # as scored: what the ledger moves is the wallet's to say
 
 
-async def test_score_hand_caps_the_transfer_by_the_smaller_carry_h1(scoring: Any) -> None:
+async def test_score_hand_leaves_the_carry_caps_to_the_wallet_h1(scoring: Any) -> None:
     stub, token = scoring
     poor = [
         rules_pb2.SeatPlayer(seat=FIRST, player_id="alice", carry=1000),
         rules_pb2.SeatPlayer(seat=SECOND, player_id="bob", carry=120),
     ]
     multipliers = rules_pb2.Multipliers(negotiated=10, progressive=4, fan_rate=10)
+    rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=7)
     reply = await stub.ScoreHand(
-        scoring_pb2.ScoreHandRequest(result=result(players=poor, multipliers=multipliers)), metadata=token
+        scoring_pb2.ScoreHandRequest(result=result(players=poor, multipliers=multipliers, rules=rules)),
+        metadata=token,
     )
-    assert (reply.settlement.fan_amount, reply.settlement.transfer.amount) == (1200, 120)
-    assert reply.settlement.capped_by_carry
+    # As scored: uncapped (3 fan × 10 × 4 × 10); the wallet caps by the carries it holds when it applies.
+    assert (reply.settlement.fan_amount, reply.settlement.transfer.amount) == (1200, 1200)
+    assert not reply.settlement.capped_by_carry
+    assert reply.settlement.fee == 7
 
 
 async def test_score_hand_doubles_erren_hands_h2(scoring: Any) -> None:
@@ -227,9 +228,10 @@ async def test_score_hand_settles_escapes_h3_and_drawn_hands(scoring: Any) -> No
         multipliers=rules_pb2.Multipliers(negotiated=2, progressive=2, fan_rate=10),
     )
     reply = await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=escape), metadata=token)
-    # H3: duel's highest fan 64 × 2 × 2 × 10 = 2560, capped by bob's carry of 1000.
-    assert (reply.settlement.fan_amount, reply.settlement.transfer.amount) == (2560, 1000)
+    # H3: duel's highest fan 64 × 2 × 2 × 10 = 2560, uncapped (bob's carry of 1000 is the wallet's cap).
+    assert (reply.settlement.fan_amount, reply.settlement.transfer.amount) == (2560, 2560)
     assert reply.settlement.transfer.from_player_id == "bob"
+    assert reply.settlement.fee == 0  # no fee for an escaped hand
     assert not reply.HasField("evaluation")
     drawn = result(outcome=rules_pb2.HAND_OUTCOME_DRAWN, winner=rules_pb2.SEAT_UNSPECIFIED, description=None)
     reply = await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=drawn), metadata=token)
@@ -249,3 +251,71 @@ async def test_score_hand_refuses_a_result_that_breaks_the_contract(scoring: Any
             await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=broken), metadata=token)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert says in (refused.value.details() or "")
+
+
+def erren_escape(doubled: list[int], **fields: Any) -> rules_pb2.HandResult:
+    return result(
+        rules=rules_pb2.RoomRules(profile=rules_pb2.PROFILE_ERREN, fan_rate=10),
+        outcome=rules_pb2.HAND_OUTCOME_ESCAPE,
+        winner=rules_pb2.SEAT_UNSPECIFIED,
+        escaper=FIRST,
+        description=None,
+        multipliers=rules_pb2.Multipliers(negotiated=1, progressive=1, fan_rate=10),
+        doubling=rules_pb2.DoublingChoices(start_doubled=doubled),
+        **fields,
+    )
+
+
+async def test_H3_an_erren_escape_costs_88_times_the_start_doubling_factor(scoring: Any) -> None:
+    """H3, erren: the penalty is 88 × S × N with S = 2^(players who chose 开始加倍) (seed 000:
+    该倍数为当局倍数), before the escaper's carry caps it (the wallet's)."""
+    stub, token = scoring
+    for doubled, s in (([], 1), ([SECOND], 2), ([FIRST, SECOND], 4)):
+        reply = await stub.ScoreHand(
+            scoring_pb2.ScoreHandRequest(result=erren_escape(doubled)), metadata=token
+        )
+        settlement = reply.settlement
+        assert settlement.fan_amount == settlement.transfer.amount == 88 * s * 10, doubled
+        assert (settlement.total_fan, settlement.doubling.base_fan, settlement.doubling.s) == (88 * s, 88, s)
+        assert (settlement.transfer.from_player_id, settlement.transfer.to_player_id) == ("alice", "bob")
+
+
+async def test_out_of_range_amounts_are_invalid_argument_never_internal(scoring: Any) -> None:
+    """A fan rate whose product does not fit int64 (3 fan × 3074457345618258603) used to fail inside
+    the encoder (INTERNAL); every amount the contract carries is bounded where it enters."""
+    stub, token = scoring
+    huge = rules_pb2.Multipliers(negotiated=1, progressive=1, fan_rate=3074457345618258603)
+    for broken, says in (
+        (result(multipliers=huge), "fan_rate"),
+        (result(multipliers=rules_pb2.Multipliers(negotiated=1, progressive=1, fan_rate=-5)), "fan_rate"),
+        (result(rules=rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=10**13)), "fee"),
+        (result(rules=rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=-1)), "fee"),
+        (
+            result(
+                players=[
+                    rules_pb2.SeatPlayer(seat=FIRST, player_id="alice", carry=10**13),
+                    rules_pb2.SeatPlayer(seat=SECOND, player_id="bob", carry=1000),
+                ]
+            ),
+            "carry",
+        ),
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=broken), metadata=token)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+        assert says in (refused.value.details() or "")
+    # At the bounds every figure fits: the largest product is shown as 10^15, more than any carry.
+    longest = rules_pb2.Multipliers(negotiated=10, progressive=2**31, fan_rate=1_000_000)
+    reply = await stub.ScoreHand(
+        scoring_pb2.ScoreHandRequest(result=result(multipliers=longest)), metadata=token
+    )
+    assert reply.settlement.fan_amount == reply.settlement.transfer.amount == 10**15
+    escape = result(
+        outcome=rules_pb2.HAND_OUTCOME_ESCAPE,
+        winner=rules_pb2.SEAT_UNSPECIFIED,
+        escaper=SECOND,
+        description=None,
+        multipliers=longest,
+    )
+    reply = await stub.ScoreHand(scoring_pb2.ScoreHandRequest(result=escape), metadata=token)
+    assert reply.settlement.fan_amount == 10**15

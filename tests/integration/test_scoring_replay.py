@@ -292,9 +292,28 @@ def test_escape_mid_hand_replays_and_costs_the_t10_h3_penalty() -> None:
     claim = codec.hand_claim(hand_result(table, result))
     verify_hand(records_of(table), claim)
     scored = ScoringCore().score(claim)
-    # H3: 64 fan × 1 × 1 × N=10 = 640, capped by the escaper's carry of 300.
+    # H3: 64 fan × 1 × 1 × N=10 = 640, uncapped: the wallet caps it by the carry it holds for bob.
     assert (scored.settlement.payer, scored.settlement.payee) == ("bob", "alice")
-    assert (scored.settlement.fan_amount, scored.settlement.amount) == (640, 300)
+    assert scored.settlement.fan_amount == 640
+    settlement = codec.settlement_message(scored.settlement)
+    assert settlement.transfer.amount == 640 and not settlement.capped_by_carry and not settlement.postings
+
+
+def test_H3_an_erren_escape_after_both_doubled_replays_and_costs_88_x_4_x_n() -> None:
+    """H3, erren: the hand's multiplier is H2's 开始加倍 factor S (seed 000: 该倍数为当局倍数)."""
+    table = LoggedTable("erren", players=(("alice", 5000), ("bob", 5000)))
+    table.deal(seed=7)
+    for seat in (0, 1):
+        table.play(f"{seat} double")
+    table.play("1 leave")
+    result = table.engine.outcome
+    assert result is not None and result["outcome"] == "escape" and result["doubling"] == [True, True]
+    claim = codec.hand_claim(hand_result(table, result))
+    verify_hand(records_of(table), claim)
+    settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
+    assert settlement.fan_amount == settlement.transfer.amount == 88 * 4 * 10
+    assert (settlement.doubling.base_fan, settlement.doubling.s, settlement.total_fan) == (88, 4, 352)
+    assert (settlement.transfer.from_player_id, settlement.fee) == ("bob", 0)
 
 
 def test_a_drawn_hand_moves_nothing() -> None:
@@ -423,12 +442,10 @@ async def test_a_good_hand_is_scored_and_published_once(
     assert event.evaluation.total_fan == fan
     winner, loser = genuine.players[result["winner"]], genuine.players[1 - result["winner"]]
     assert event.settlement.transfer.to_player_id == winner.player_id
-    assert event.settlement.transfer.amount == fan * 1 * 1 * 10  # H1 with N = 10
-    assert sum(p.amount for p in event.settlement.postings) == 0
-    assert {p.account for p in event.settlement.postings} == {
-        f"player:{winner.player_id}",
-        f"player:{loser.player_id}",
-    }
+    assert event.settlement.transfer.amount == fan * 1 * 1 * 10  # H1 with N = 10, uncapped as scored
+    assert event.settlement.transfer.from_player_id == loser.player_id
+    assert not event.settlement.postings  # what moves is the wallet's to say (SettlementApplied)
+    assert list(event.player_ids) == [p.player_id for p in genuine.players]  # who owes the fee
     # Both deliveries were verified and scored (other tests' hands may share the durable consumer).
     assert metric(runtime, 'duel_scoring_hands_scored_total{outcome="win",profile="duel"}') >= 2
 

@@ -182,6 +182,65 @@ async def test_h1_fee_on_a_drawn_hand(store: WalletStore) -> None:
 
 
 @pytest.mark.asyncio
+async def test_h1_a_drawn_hands_fees_are_its_own_transaction_with_both_balances(store: WalletStore) -> None:
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hold(store, "p1", "a", 500, fee=10)
+    await hold(store, "p1", "b", 500, fee=10)
+    drawn = HandSettlement("hand:h1", table_id="t1", hand_id="h1", seated=("a", "b"), fee=10)
+    outcome = await store.execute(drawn, record_rejection=True)
+    assert outcome.balances == {"a": (990, 500), "b": (990, 500)}  # the reserves paid, carries whole
+    assert sorted(outcome.postings) == [
+        ("house:fees", 10, "fee"),
+        ("house:fees", 10, "fee"),
+        ("player:a", -10, "fee"),
+        ("player:b", -10, "fee"),
+    ]
+
+
+@pytest.mark.asyncio
+async def test_h1_fees_come_first_then_the_transfer_capped_by_what_the_carries_have_left(
+    store: WalletStore,
+) -> None:
+    """One transaction per hand: both fees (reserve first, then the carry), then the transfer capped
+    by the carries as they stand after them; a repeat reports the same entries from the ledger."""
+    await player(store, "a", 1000)
+    await player(store, "b", 1000)
+    await hold(store, "p1", "a", 100, fee=5)
+    await hold(store, "p1", "b", 50)  # no fee reserve: b's fee comes out of the carry
+    won = HandSettlement(
+        "hand:h1", table_id="t1", hand_id="h1", payer="b", payee="a", stake=640, seated=("a", "b"), fee=5
+    )
+    outcome = await store.execute(won, record_rejection=True)
+    assert ("player:a", 45, "hand") in outcome.postings  # b's carry after its fee: 50 - 5
+    assert sorted(outcome.postings) == [
+        ("house:fees", 5, "fee"),
+        ("house:fees", 5, "fee"),
+        ("player:a", -5, "fee"),
+        ("player:a", 45, "hand"),
+        ("player:b", -45, "hand"),
+        ("player:b", -5, "fee"),
+    ]
+    assert outcome.balances == {"a": (1040, 145), "b": (950, 0)}
+    again = await store.execute(won, record_rejection=True)
+    assert again.duplicate and sorted(again.postings) == sorted(outcome.postings)
+    assert again.balances == outcome.balances and again.transaction_id == outcome.transaction_id
+
+
+@pytest.mark.asyncio
+async def test_a_hand_names_its_two_players_and_bounded_amounts(store: WalletStore) -> None:
+    for broken in (
+        HandSettlement("hand:x", table_id="t1", hand_id="x", payer="a", payee="b", seated=("a", "c")),
+        HandSettlement("hand:x", table_id="t1", hand_id="x", fee=5),
+        HandSettlement("hand:x", table_id="t1", hand_id="x", payer="a", payee="b", stake=10**15 + 1),
+        HandSettlement("hand:x", table_id="t1", hand_id="x", seated=("a", "b"), fee=10**12 + 1),
+        EscapePenalty("escape:x", table_id="t1", hand_id="x", escaper="a", opponent="b", penalty=10**16),
+    ):
+        with pytest.raises(InvalidAmountError):
+            await store.execute(broken, record_rejection=True)
+
+
+@pytest.mark.asyncio
 async def test_a_redelivered_command_is_applied_once(store: WalletStore) -> None:
     await player(store, "a", 1000)
     await player(store, "b", 1000)

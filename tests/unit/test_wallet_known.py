@@ -6,7 +6,7 @@ these tests pin what is remembered, what counts as known, and what is forgotten.
 
 from __future__ import annotations
 
-from services.wallet.commands import FEES, Charge, HandSettlement, PlaceHold
+from services.wallet.commands import FEES, Charge, EscapePenalty, HandSettlement, PlaceHold
 from services.wallet.known import KnownRows, Read
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState
 
@@ -16,14 +16,16 @@ def _hand(key: str = "hand:h1", table: str = "t1", stake: int = 300) -> HandSett
 
 
 def _read_of(table_pairing: str = "p1") -> tuple[Draft, Read]:
-    """What a snapshot read of a hand at t1 (pairing p1) returns: a holds 500 + 10 in p1, b holds nothing."""
+    """What a snapshot read of a hand at t1 (pairing p1) returns: a holds 500 + 10 in p1, b holds
+    nothing; and the fee account (a hand's transaction charges the fees)."""
     accounts = [
         AccountState(11, AccountRef.player("a"), 1000, 510, False),
         AccountState(12, AccountRef.player("b"), 800, 0, False),
+        AccountState(2, FEES, 40, 0, False),
     ]
     holds = [HoldState("p1", "a", 500, 10)]
     read = Read(
-        accounts={11: (1000, 510), 12: (800, 0)},
+        accounts={11: (1000, 510), 12: (800, 0), 2: (40, 0)},
         holds={("p1", "a"): (500, 10, False)},
         versions={11: 7, 12: 3},
     )
@@ -63,7 +65,7 @@ def test_a_written_plan_is_what_is_known_next_one_version_on() -> None:
     assert after is not None
     next_draft, next_read = after
     assert next_read.versions == {11: 8, 12: 4}
-    assert next_read.accounts == {11: (700, 210), 12: (1100, 0)}
+    assert next_read.accounts == {11: (700, 210), 12: (1100, 0), 2: (40, 0)}
     assert next_read.holds == {("p1", "a"): (200, 10, False)}
     assert next_draft.plan.postings == []  # a fresh draft: the plan is not remembered
 
@@ -75,8 +77,6 @@ def test_anything_not_read_yet_is_not_known() -> None:
     assert known.draft(_hand(table="t9")) is None  # another table: its pairing was never read
     other = HandSettlement("hand:x", table_id="t1", hand_id="x", payer="a", payee="c", stake=1)
     assert known.draft(other) is None  # c was never read
-    fee = Charge("fee:h1:a", table_id="t1", hand_id="h1", player="a", amount=5)
-    assert known.draft(fee) is None  # the fee account was never read
     hold = PlaceHold("hold:p2:a", pairing_id="p2", player="a", carry=10, fee=1)
     assert known.draft(hold) is None  # not snapshot-safe: always the locked way
     drawn = HandSettlement("hand:d", table_id="t1", hand_id="d")
@@ -98,10 +98,15 @@ def test_a_pairing_whose_holds_were_not_read_is_not_known() -> None:
 
 def test_house_accounts_are_remembered_with_what_they_may_do() -> None:
     known = KnownRows()
+    without, read_without = _read_of()
+    del without.accounts[FEES], read_without.accounts[2]
+    escape = EscapePenalty("escape:h0", table_id="t1", hand_id="h0", escaper="a", opponent="b", penalty=5)
+    known.learn(escape, without, read_without)  # an escape reads no house account
+    assert known.draft(escape) is not None
+    unread = Charge("fee:h0:a", table_id="t1", hand_id="h0", player="a", amount=5)
+    assert known.draft(unread) is None  # the fee account was never read
     fee = Charge("fee:h1:a", table_id="t1", hand_id="h1", player="a", amount=5)
     loaded, read = _read_of()
-    loaded.accounts[FEES] = AccountState(2, FEES, 40, 0, False)
-    read.accounts[2] = (40, 0)
     del loaded.accounts[AccountRef.player("b")]
     known.learn(fee, loaded, read)
     draft, _read = known.draft(fee) or (None, None)
