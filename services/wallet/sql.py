@@ -47,10 +47,12 @@ INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
 # still has the version it was read with ($17, $18) and that the command's table ($25) still has the
 # pairing the plan assumed ($26) — nothing to check on a locked path, whose locks were held since the
 # load; insert the transaction row (its unique key makes a repeat a no-op); move
-# the balances by the planned amounts, bumping the players' versions; insert the entries, each
-# balance_after counted from the locked balance (a house account, which nothing checks, may have
-# moved since the read); write the changed holds. If the check fails or the key exists, t is empty and
-# nothing else is written. Returns the transaction id (or NULL) and whether the check held.
+# the balances by the planned amounts, bumping the players' versions; insert the entries in the
+# plan's order (numbered in that order: an account with two entries in one transaction, a hand's fee
+# and its transfer, keeps its running balance in id order), each balance_after counted from the
+# locked balance (a house account, which nothing checks, may have moved since the read); write the
+# changed holds. If the check fails or the key exists, t is empty and nothing else is written.
+# Returns the transaction id (or NULL) and whether the check held.
 WRITE_TRANSACTION = """
 WITH locked AS (
     SELECT id, balance, version FROM wallet.accounts
@@ -77,8 +79,9 @@ WITH locked AS (
     INSERT INTO wallet.entries (transaction_id, account_id, amount, purpose, balance_after)
     SELECT t.id, e.account_id, e.amount, e.purpose, l.balance + e.since_read
     FROM t CROSS JOIN unnest($13::bigint[], $14::bigint[], $15::text[], $16::bigint[])
-        AS e(account_id, amount, purpose, since_read)
+        WITH ORDINALITY AS e(account_id, amount, purpose, since_read, n)
     JOIN locked l ON l.id = e.account_id
+    ORDER BY e.n
 ), holds AS (
     UPDATE wallet.holds AS h
     SET carry = v.carry, fee_reserve = v.fee_reserve, open = v.open,

@@ -222,6 +222,19 @@ async def test_h1_fees_come_first_then_the_transfer_capped_by_what_the_carries_h
         ("player:b", -5, "fee"),
     ]
     assert outcome.balances == {"a": (1040, 145), "b": (950, 0)}
+    # Numbered in the plan's order, so each account's balance_after runs on in id order (the audit).
+    entries = await store.pool.fetch(
+        "SELECT purpose, balance_after FROM wallet.entries WHERE transaction_id = $1 ORDER BY id",
+        outcome.transaction_id,
+    )
+    assert [(e["purpose"], e["balance_after"]) for e in entries] == [
+        ("fee", 995),
+        ("fee", 5),
+        ("fee", 995),
+        ("fee", 10),
+        ("hand", 950),
+        ("hand", 1040),
+    ]
     again = await store.execute(won, record_rejection=True)
     assert again.duplicate and sorted(again.postings) == sorted(outcome.postings)
     assert again.balances == outcome.balances and again.transaction_id == outcome.transaction_id
