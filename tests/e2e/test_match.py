@@ -213,9 +213,16 @@ async def test_a_full_match_then_one_leaves_between_hands(
         assert progressive == [1, 2, 4]
         assert all(s.settlement.multipliers.negotiated == 2 for s in outcomes[0].settlements)
 
-    # Balances move exactly by the settlements shown, plus each finished hand's fee (H1).
+    # Balances move exactly by the settlements shown: their postings hold each finished hand's fee (H1).
     for player, outcome in zip(players, outcomes, strict=True):
-        expected = player.start_balance + _own_postings(outcome, player.client.player_id) - FEE * hands
+        fees = [
+            p.amount
+            for settled in outcome.settlements
+            for p in settled.settlement.postings
+            if p.reason == rules_pb2.POSTING_REASON_FEE and p.account == f"player:{player.client.player_id}"
+        ]
+        assert fees == [-FEE] * hands
+        expected = player.start_balance + _own_postings(outcome, player.client.player_id)
         assert await _balance_becomes(player, expected) == expected
     ledger = await ledger_balances(stack.database_url)
     assert ledger is not None and sum(ledger.values()) == total_before

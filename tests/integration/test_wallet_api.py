@@ -219,28 +219,55 @@ async def test_holds_and_a_hand_scored_event_over_the_running_service(
         await applied.put(events_pb2.SettlementApplied.FromString(message.data))
 
     subscription = await bus.client.subscribe(namespace.subject(subjects.SETTLEMENT_APPLIED), cb=collect)
-    # 3 fan x 5 x 1 x 10 = 150 (H1), within both carries of 500.
-    transfer = rules_pb2.Transfer(from_player_id=loser, to_player_id=winner, amount=150)
+    # As scored: 4 fan x 16 x 10 = 640 (H1), uncapped; the room fee 10 each. The wallet charges the
+    # fees (from the holds' reserves), then caps the transfer by the carries: min(640, 500, 500) = 500.
+    transfer = rules_pb2.Transfer(from_player_id=loser, to_player_id=winner, amount=640)
     scored = events_pb2.HandScored(
         envelope=events_pb2.EventEnvelope(event_id="scored-h1", producer="test"),
         table_id="t1",
         hand_id="h1",
-        settlement=rules_pb2.Settlement(hand_id="h1", total_fan=3, fan_amount=150, transfer=transfer),
+        settlement=rules_pb2.Settlement(hand_id="h1", total_fan=4, fan_amount=640, transfer=transfer, fee=10),
+        player_ids=[winner, loser],
     )
-    await bus.publish(namespace.subject(subjects.HAND_SCORED), scored.SerializeToString(), msg_id="scored-h1")
+    for copy in ("a", "b"):  # delivered twice (a redelivery beyond JetStream's duplicate window)
+        await bus.publish(
+            namespace.subject(subjects.HAND_SCORED), scored.SerializeToString(), msg_id=f"scored-h1-{copy}"
+        )
     result = await asyncio.wait_for(applied.get(), timeout=20)
+    again = await asyncio.wait_for(applied.get(), timeout=20)
     await subscription.unsubscribe()
     assert result.source_event_id == "scored-h1" and result.hand_id == "h1" and not result.rejected_reason
     assert {b.account: b.balance for b in result.balances} == {
-        f"player:{winner}": 1150,
-        f"player:{loser}": 850,
+        f"player:{winner}": 1490,
+        f"player:{loser}": 490,
     }
+    applied_settlement = result.settlement  # what moved: the seats are shown exactly this
+    assert (applied_settlement.fan_amount, applied_settlement.total_fan) == (640, 4)
+    assert applied_settlement.transfer.amount == 500 and applied_settlement.capped_by_carry
+    hand, fee = rules_pb2.POSTING_REASON_HAND_TRANSFER, rules_pb2.POSTING_REASON_FEE
+    assert [(p.account, p.amount, p.reason) for p in applied_settlement.postings] == sorted(
+        [
+            (f"player:{winner}", -10, fee),
+            (f"player:{loser}", -10, fee),
+            ("house:fees", 10, fee),
+            ("house:fees", 10, fee),
+            (f"player:{winner}", 500, hand),
+            (f"player:{loser}", -500, hand),
+        ],
+        key=lambda p: (p[2] != fee, p[0], p[1]),
+    )
+    # The redelivery applied nothing more and reports the same transaction, balances and settlement.
+    assert (again.transaction_id, again.envelope.event_id) == (
+        result.transaction_id,
+        result.envelope.event_id,
+    )
+    assert again.settlement == result.settlement and list(again.balances) == list(result.balances)
 
     released = wallet_pb2.ReleaseHoldRequest(player_id=loser, pairing_id="pair-1")
     await expect(grpc.StatusCode.PERMISSION_DENIED, client.stub.ReleaseHold(released, metadata=loser_token))
-    assert (await client.stub.ReleaseHold(released, metadata=matchmaking)).available == 850
+    assert (await client.stub.ReleaseHold(released, metadata=matchmaking)).available == 490
     winner_balance = await client.balance("", winner_token)
-    assert (winner_balance.balance, winner_balance.held) == (1150, 660)  # the carry grew by the win
+    assert (winner_balance.balance, winner_balance.held) == (1490, 1000)  # the carry grew by the win
 
 
 async def test_a_refused_event_is_reported_once_with_its_reason(

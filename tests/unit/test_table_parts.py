@@ -118,24 +118,62 @@ def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None
 
 
 def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_guess() -> None:
-    scored = events_pb2.HandScored(
+    # The wallet moved 40 of the 160 scored (a carry capped it): the guess stakes what moved.
+    applied = events_pb2.SettlementApplied(
         settlement=rules_pb2.Settlement(
-            transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=80)
+            fan_amount=160,
+            capped_by_carry=True,
+            transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=40),
         )
     )
     result = {"guess": {"choice": "big", "dice": [6, 5, 1], "right": True, "factor": 3}}
-    guessed = results.guess_resolved(result, scored, table_id="t", hand_id="t-h1", player_id="a")
+    guessed = results.guess_resolved(result, applied, table_id="t", hand_id="t-h1", player_id="a")
     assert guessed is not None
     assert (guessed.stake, guessed.won, guessed.payout_multiplier, list(guessed.dice)) == (
-        80,
+        40,
         True,
         3,
         [6, 5, 1],
     )
     assert guessed.guess == rules_pb2.GUESS_BIG
     collected = {"guess": {"choice": "collect"}}
-    assert results.guess_resolved(collected, scored, table_id="t", hand_id="t-h1", player_id="a") is None
+    assert results.guess_resolved(collected, applied, table_id="t", hand_id="t-h1", player_id="a") is None
     assert results.guess_resolved(result, None, table_id="t", hand_id="t-h1", player_id="a") is None
+    refused = events_pb2.SettlementApplied(rejected_reason="no player 'a'")  # nothing moved: no stake
+    assert results.guess_resolved(result, refused, table_id="t", hand_id="t-h1", player_id="a") is None
+
+
+def test_the_seats_are_shown_the_settlement_the_wallet_applied_not_the_scored_one() -> None:
+    players = (
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="a"),
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="b"),
+    )
+    uncapped = rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=160)
+    scored = events_pb2.HandScored(settlement=rules_pb2.Settlement(fan_amount=160, transfer=uncapped))
+    moved = rules_pb2.Settlement(
+        fan_amount=160,
+        capped_by_carry=True,
+        transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=40),
+        postings=[
+            rules_pb2.Posting(account="player:a", amount=40, reason=rules_pb2.POSTING_REASON_HAND_TRANSFER),
+            rules_pb2.Posting(account="player:b", amount=-40, reason=rules_pb2.POSTING_REASON_HAND_TRANSFER),
+        ],
+    )
+    applied = events_pb2.SettlementApplied(
+        settlement=moved,
+        balances=[
+            rules_pb2.AccountBalance(account="player:a", balance=1040),
+            rules_pb2.AccountBalance(account="player:b", balance=960),
+        ],
+    )
+    shown = views.hand_settled(scored, applied, players, 9).hand_settled
+    assert shown.settlement == moved
+    assert [(b.seat, b.balance) for b in shown.balances] == [
+        (rules_pb2.SEAT_FIRST, 1040),
+        (rules_pb2.SEAT_SECOND, 960),
+    ]
+    late = views.hand_settled(scored, None, players, 9).hand_settled  # the wallet did not answer in time
+    assert not late.HasField("settlement") and not late.balances
 
 
 def test_t4_only_the_paid_part_of_an_exchange_is_charged() -> None:
