@@ -249,7 +249,7 @@ class Charge(TableCommand):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_non_negative(amount=self.amount)
+        _check_at_most(MAX_AMOUNT, amount=self.amount)
         if self.purpose not in ("fee", "exchange"):
             raise InvalidAmountError(f"unknown charge {self.purpose!r}")
 
@@ -301,7 +301,7 @@ class GuessSettlement(TableCommand):
 
     def validate(self) -> None:
         Command.validate(self)
-        _check_non_negative(stake=self.stake)
+        _check_at_most(MAX_AMOUNT, stake=self.stake)  # x 5 at most: still within int64
         if self.won and not 2 <= self.multiplier <= 5:
             raise InvalidAmountError(f"a right guess pays 2-5 times, got {self.multiplier}")
 

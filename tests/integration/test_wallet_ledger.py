@@ -241,13 +241,17 @@ async def test_h1_fees_come_first_then_the_transfer_capped_by_what_the_carries_h
 
 
 @pytest.mark.asyncio
-async def test_a_hand_names_its_two_players_and_bounded_amounts(store: WalletStore) -> None:
+async def test_a_hand_names_its_two_players_and_every_amount_is_bounded(store: WalletStore) -> None:
     for broken in (
         HandSettlement("hand:x", table_id="t1", hand_id="x", payer="a", payee="b", seated=("a", "c")),
         HandSettlement("hand:x", table_id="t1", hand_id="x", fee=5),
         HandSettlement("hand:x", table_id="t1", hand_id="x", payer="a", payee="b", stake=10**15 + 1),
         HandSettlement("hand:x", table_id="t1", hand_id="x", seated=("a", "b"), fee=10**12 + 1),
         EscapePenalty("escape:x", table_id="t1", hand_id="x", escaper="a", opponent="b", penalty=10**16),
+        Charge("exchange:t1:9", table_id="t1", hand_id="x", player="a", amount=10**16, purpose="exchange"),
+        GuessSettlement(
+            "guess:x", table_id="t1", hand_id="x", player="a", stake=2**62, won=True, multiplier=5
+        ),
     ):
         with pytest.raises(InvalidAmountError):
             await store.execute(broken, record_rejection=True)
