@@ -35,8 +35,8 @@ _QUICK = {
     "fee": 2,
     "carry_max": 1000,
     "bot_fill_seconds": 0.2,
-    "decision_millis": 3000,
-    "time_bank_millis": 3000,
+    "decision_millis": 10000,
+    "time_bank_millis": 10000,
     "negotiation_seconds": 10,
 }
 ROOMS = [

@@ -439,8 +439,10 @@ function checkHand(hand, ledger, room, session) {
   const pairs = [...new Set([...shown.keys(), ...moved.keys()])]
     .map((r) => `${short(r, 'POSTING_REASON_')} shown ${shown.has(r) ? shown.get(r) : '-'} ledger ${moved.get(r) ?? 0n}`)
     .join('; ');
+  const m = hand.multipliers;
+  const times = m ? ` (${m.negotiated}x negotiated, ${m.progressive}x progressive)` : '';
   const line =
-    `${where}: seat ${seatName(hand.seat)}, ${outcome}${winner},${fan}; ${pairs || 'nothing moved'}; ` +
+    `${where}: seat ${seatName(hand.seat)}, ${outcome}${winner},${fan}${times}; ${pairs || 'nothing moved'}; ` +
     `balance shown ${balance ? balance.balance : '-'} ledger ${after ?? '-'} — ${problems.length ? 'MISMATCH' : 'ok'}`;
   return { problems, line };
 }
