@@ -21,7 +21,11 @@ import pytest
 
 from duelmahjong.platform.stackfile import StackState
 
-pytestmark = pytest.mark.e2e
+NODE = shutil.which("node")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(NODE is None, reason="node is not installed: tests/node's client cannot run"),
+]
 
 CLIENT_DIR = Path(__file__).resolve().parents[1] / "node"
 CLIENT = CLIENT_DIR / "client.js"
@@ -66,18 +70,11 @@ def _only_known_mismatches(stdout: str) -> bool:
 
 @pytest.fixture(scope="module")
 def stack(stack_with: Any) -> Iterator[StackState]:
+    if not (CLIENT_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
+        pytest.fail("tests/node's npm packages are not installed: run `make node-client` (make test does)")
     settings = {"MATCHMAKING_ROOMS": json.dumps(ROOMS), "MATCHMAKING_BOT_POOL": "2"}
     with stack_with("node", settings) as state:
         yield state
-
-
-def _node() -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed: the Node.js client (tests/node) cannot run")
-    if not (CLIENT_DIR / "node_modules" / "@grpc" / "grpc-js").is_dir():
-        pytest.fail("tests/node's npm packages are not installed: run `make node-client` (make test does)")
-    return node
 
 
 @pytest.mark.timeout(90)
@@ -88,9 +85,9 @@ def _node() -> str:
     "HandSettled.balances is empty on a drawn hand",
 )
 def test_a_node_client_plays_both_profiles_and_its_settlements_equal_its_ledger(stack: StackState) -> None:
-    node = _node()
+    assert NODE is not None  # the module is skipped without it
     command = [
-        node,
+        NODE,
         str(CLIENT),
         "--wallet",
         stack.services["wallet"].grpc,
