@@ -9,8 +9,9 @@ GEN_STAMP := libs/duelmahjong/v1/.generated
 PROTOS := $(wildcard proto/duelmahjong/v1/*.proto)
 TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
+NODE_CLIENT := tests/node/node_modules/.installed
 
-.PHONY: install gen run test lint buf bench soak demo clean deploy-tools deploy-check
+.PHONY: install gen run test lint buf bench soak demo clean deploy-tools deploy-check node-client
 
 install: $(STAMP) $(GEN_STAMP)
 
@@ -42,6 +43,16 @@ $(GEN_STAMP): $(STAMP) $(PROTOS)
 $(BUF):
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS) @bufbuild/buf
 
+# The Node.js client of tests/node (tests/e2e/test_node_client.py): its npm packages, at the versions
+# of its package-lock.json, from the npm registry. Skipped, saying so, on a machine without npm (the
+# test then skips too).
+node-client: $(NODE_CLIENT)
+
+$(NODE_CLIENT): tests/node/package.json tests/node/package-lock.json
+	@if command -v npm >/dev/null; then \
+		npm ci --silent --no-audit --no-fund --prefix tests/node && touch $@; \
+	else echo "node-client: no npm here; tests/e2e/test_node_client.py will skip"; fi
+
 # buf lint plus a breaking-change check of proto/ against the previous commit.
 buf: $(BUF)
 	$(BUF) lint proto
@@ -51,7 +62,7 @@ lint: install buf
 	$(VENV)/bin/ruff check libs services tests bench deploy
 	$(VENV)/bin/ruff format --check libs services tests bench deploy
 
-test: install deploy-tools
+test: install deploy-tools node-client
 	$(MAKE) --no-print-directory lint
 	$(VENV)/bin/pytest
 
@@ -77,4 +88,4 @@ demo: install
 	$(VENV)/bin/duel demo
 
 clean:
-	rm -rf $(VENV) $(TOOLS) .local libs/duelmahjong/v1 .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(TOOLS) .local tests/node/node_modules libs/duelmahjong/v1 .pytest_cache .ruff_cache .hypothesis

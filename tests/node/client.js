@@ -1,0 +1,568 @@
+#!/usr/bin/env node
+// A game client in another language, written against proto/ and docs/protocol.md only.
+//
+// It logs in as a guest, and in each room it is given it queues, negotiates the multiplier (T7) as
+// its seat requires, plays whole hands at the table against the room's house bot and leaves; then it
+// reads its balance and its ledger (ListHistory) and checks that what the Play stream showed of each
+// settlement is what the ledger did. The .proto files are loaded at run time (no generated code).
+//
+//   node tests/node/client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM[:CARRY] [--room …]
+//        [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75]
+//
+// Each --room is played in turn, with its own carry (携带威望) when it names one, else --carry.
+//
+// Policy: win when WIN is legal; between hands continue until --hands are played, then leave;
+// otherwise the decision's default_action (T11: discard the drawn tile, pass, keep the hand). LEAVE is
+// legal in every decision, but during a hand it is escape (H3): this client never sends it there.
+//
+// Exit status: 0 when every check held; 1 with the list of mismatches; 2 on an error (a refused call,
+// a rejected action, the timeout), with its reason.
+'use strict';
+
+const path = require('node:path');
+const grpc = require('@grpc/grpc-js');
+const protoLoader = require('@grpc/proto-loader');
+
+const CALL_SECONDS = 10; // deadline of each unary call
+const LEDGER_WAIT_SECONDS = 15; // how long the wallet may take to apply what a table sent it
+
+// --- the contract, loaded from proto/ ---------------------------------------------------------
+
+function loadContract(protoDir) {
+  const definition = protoLoader.loadSync(
+    ['duelmahjong/v1/wallet.proto', 'duelmahjong/v1/matchmaking.proto', 'duelmahjong/v1/table.proto'],
+    {
+      includeDirs: [protoDir],
+      keepCase: true, // field names exactly as in the .proto files
+      longs: String, // int64 as decimal strings: compared exactly as BigInt
+      enums: String, // enum values by name ("SEAT_FIRST")
+      defaults: true, // unset scalars read as their zero value, unset messages as null
+      oneofs: true, // each oneof also names its set field ("kind": "discard")
+    },
+  );
+  return grpc.loadPackageDefinition(definition).duelmahjong.v1;
+}
+
+// --- small helpers ----------------------------------------------------------------------------
+
+class ClientError extends Error {}
+
+function big(value) {
+  return BigInt(value ?? 0);
+}
+
+function callError(method, err) {
+  const code = grpc.status[err.code] ?? String(err.code);
+  return new ClientError(`${method} failed: ${code}: ${err.details || err.message}`);
+}
+
+function unary(client, method, request, metadata) {
+  return new Promise((resolve, reject) => {
+    const deadline = new Date(Date.now() + CALL_SECONDS * 1000);
+    client[method](request, metadata ?? new grpc.Metadata(), { deadline }, (err, response) =>
+      err ? reject(callError(method, err)) : resolve(response),
+    );
+  });
+}
+
+function sleep(millis) {
+  return new Promise((resolve) => setTimeout(resolve, millis));
+}
+
+function seatName(seat) {
+  return seat === 'SEAT_FIRST' ? 'first' : seat === 'SEAT_SECOND' ? 'second' : String(seat);
+}
+
+function short(enumValue, prefix) {
+  return String(enumValue).replace(prefix, '').toLowerCase();
+}
+
+// A PlayBatch is read as if its responses had come one by one (docs/protocol.md "Batches").
+function* flatten(response) {
+  if (response.kind === 'batch') {
+    for (const inner of response.batch.responses) yield* flatten(inner);
+  } else {
+    yield response;
+  }
+}
+
+// --- the session: login, rooms, queue, negotiation ---------------------------------------------
+
+class Session {
+  constructor(contract, args) {
+    this.contract = contract;
+    this.args = args;
+    const insecure = grpc.credentials.createInsecure();
+    this.wallet = new contract.WalletService(args.wallet, insecure);
+    this.matchmaking = new contract.MatchmakingService(args.matchmaking, insecure);
+    this.playerId = '';
+    this.metadata = new grpc.Metadata();
+  }
+
+  get account() {
+    return `player:${this.playerId}`;
+  }
+
+  async login(name) {
+    const reply = await unary(this.wallet, 'GuestLogin', { display_name: name });
+    this.playerId = reply.player_id;
+    this.metadata.set('authorization', `Bearer ${reply.session.token}`);
+  }
+
+  async balance() {
+    return unary(this.wallet, 'GetBalance', { player_id: this.playerId }, this.metadata);
+  }
+
+  // A closed table's holds are released by the wallet a moment after the stream ends (TableClosed).
+  async holdsReleased() {
+    const until = Date.now() + LEDGER_WAIT_SECONDS * 1000;
+    for (;;) {
+      const balance = await this.balance();
+      if (big(balance.held) === 0n) return balance;
+      if (Date.now() > until) throw new ClientError(`the wallet still holds ${balance.held} after the table closed`);
+      await sleep(100);
+    }
+  }
+
+  async history() {
+    const entries = [];
+    let pageToken = '';
+    do {
+      const page = await unary(
+        this.wallet,
+        'ListHistory',
+        { player_id: this.playerId, page_size: 100, page_token: pageToken },
+        this.metadata,
+      );
+      entries.push(...page.entries);
+      pageToken = page.next_page_token;
+    } while (pageToken);
+    return entries.reverse(); // ListHistory is newest first; oldest first reads as a statement
+  }
+
+  async rooms() {
+    const reply = await unary(this.matchmaking, 'ListRooms', { profile: 'PROFILE_UNSPECIFIED' }, this.metadata);
+    return new Map(reply.rooms.map((room) => [room.room_id, room]));
+  }
+
+  // Enqueue and follow the QueueUpdates until table_ready; negotiate when it is this seat's turn.
+  async findTable(room, carry, log) {
+    const call = this.matchmaking.Enqueue({ room_id: room.room_id, carry: String(carry) }, this.metadata);
+    try {
+      for await (const response of call) {
+        const update = response.update;
+        switch (update.kind) {
+          case 'matched':
+            log(
+              `matched: seat ${seatName(update.matched.seat)} against ${update.matched.opponent_player_id}` +
+                (update.matched.opponent_is_bot ? ' (house bot)' : ''),
+            );
+            break;
+          case 'negotiation':
+            await this.negotiate(update.negotiation, log);
+            break;
+          case 'table_ready':
+            return update.table_ready; // the server ends the stream after it
+          case 'expired':
+            throw new ClientError(`the queue entry expired: ${update.expired.reason}`);
+          default:
+            break; // queued, position
+        }
+      }
+    } catch (err) {
+      if (err instanceof ClientError) throw err;
+      throw callError('Enqueue', err);
+    }
+    throw new ClientError('the Enqueue stream ended without table_ready or expired');
+  }
+
+  async negotiate(negotiation, log) {
+    if (!negotiation.your_turn) return;
+    const pairing_id = negotiation.pairing_id;
+    if (negotiation.state === 'NEGOTIATION_STATE_AWAITING_PROPOSAL') {
+      await unary(this.matchmaking, 'ProposeMultiplier', { pairing_id, multiplier: this.args.multiplier }, this.metadata);
+      log(`negotiation: proposed ${this.args.multiplier}x`);
+    } else if (negotiation.state === 'NEGOTIATION_STATE_PROPOSED') {
+      await unary(this.matchmaking, 'RespondMultiplier', { pairing_id, accept: true }, this.metadata);
+      log(`negotiation: accepted ${negotiation.multiplier}x`);
+    }
+  }
+
+  close() {
+    this.wallet.close();
+    this.matchmaking.close();
+  }
+}
+
+// --- the table: one Play stream --------------------------------------------------------------
+
+// Plays at the table of `ready` until the table ends; returns the hands as the stream showed them.
+function playTable(session, ready, room, log) {
+  const contract = session.contract;
+  const table = new contract.TableService(ready.address, grpc.credentials.createInsecure());
+  const stream = table.Play(session.metadata);
+  const hands = [];
+  const eventKinds = new Map();
+  let current = null; // the hand being played
+  let lastSeen = 0; // the last event sequence received
+  let seat = ready.seat;
+  let players = new Map(); // seat -> player id, from the views
+  let answered = ''; // the last decision answered, so a repeated view is not answered twice
+  let actionId = 0;
+  let tableEnded = '';
+  let failure = null;
+
+  function send(action, legal) {
+    actionId += 1;
+    const sequence = Math.max(lastSeen, Number(legal.sequence));
+    // Only the first request carries the table ticket; later ones carry the action and the sequence.
+    stream.write({ action, last_seen_sequence: sequence, client_action_id: actionId });
+  }
+
+  function decide(legal) {
+    if (!legal || legal.actions.length === 0) return;
+    const key = `${legal.sequence}|${JSON.stringify(legal.deadline)}|${legal.actions.map((a) => a.kind).join(',')}`;
+    if (key === answered) return;
+    answered = key;
+    const kinds = new Set(legal.actions.map((a) => a.kind));
+    if (kinds.has('ACTION_KIND_CONTINUE')) {
+      const more = hands.length < session.args.hands;
+      send(more ? { continue_playing: {} } : { leave: {} }, legal);
+      return;
+    }
+    if (kinds.has('ACTION_KIND_WIN')) {
+      send({ win: {} }, legal);
+      return;
+    }
+    const fallback = legal.default_action;
+    if (!fallback || !fallback.kind) throw new ClientError(`a decision without a default_action: ${JSON.stringify(legal)}`);
+    if (fallback.kind === 'leave') throw new ClientError('the default action during a hand is LEAVE (escape)');
+    send({ [fallback.kind]: fallback[fallback.kind] }, legal);
+  }
+
+  function onEvent(event) {
+    lastSeen = Math.max(lastSeen, Number(event.sequence));
+    const kind = event.kind ?? '(untyped)';
+    eventKinds.set(kind, (eventKinds.get(kind) ?? 0) + 1);
+    switch (kind) {
+      case 'hand_started':
+        current = {
+          room: room.room_id,
+          profile: short(room.rules.profile, 'PROFILE_'),
+          hand_id: event.hand_started.hand_id,
+          number: event.hand_started.hand_number,
+          multipliers: event.hand_started.multipliers,
+          seat,
+          players: new Map(players),
+          revealed: null,
+          settled: null,
+        };
+        hands.push(current);
+        break;
+      case 'hand_revealed':
+        if (current) current.revealed = event.hand_revealed;
+        break;
+      case 'hand_settled':
+        if (!current) throw new ClientError('hand_settled before any hand_started');
+        if (current.settled) throw new ClientError(`a second hand_settled for hand ${current.hand_id}`);
+        current.settled = event.hand_settled;
+        current.players = new Map(players);
+        break;
+      case 'table_ended':
+        tableEnded = event.table_ended.reason || '(no reason)';
+        break;
+      default:
+        break;
+    }
+  }
+
+  function onView(view) {
+    seat = view.seat;
+    if (view.table) for (const s of view.table.seats) if (s.player_id) players.set(s.seat, s.player_id);
+    if (current) current.players = new Map(players);
+    decide(view.legal_actions);
+  }
+
+  return new Promise((resolve, reject) => {
+    let done = false;
+    let closing = false;
+    const finish = (err) => {
+      if (done) return;
+      done = true;
+      table.close();
+      if (err) return reject(err);
+      log(`table ended: ${tableEnded}; events by kind: ${[...eventKinds].map(([k, n]) => `${k} ${n}`).join(', ')}`);
+      resolve(hands);
+    };
+    const fail = (err) => {
+      if (!failure) failure = err instanceof ClientError ? err : callError('Play', err);
+      stream.cancel();
+      finish(failure);
+    };
+    stream.on('data', (response) => {
+      try {
+        for (const one of flatten(response)) {
+          switch (one.kind) {
+            case 'event':
+              onEvent(one.event);
+              break;
+            case 'view':
+              onView(one.view);
+              break;
+            case 'legal_actions':
+              decide(one.legal_actions);
+              break;
+            case 'rejected':
+              throw new ClientError(
+                `action ${one.rejected.client_action_id} rejected: ${one.rejected.code}: ${one.rejected.reason}`,
+              );
+            default:
+              throw new ClientError(`a PlayResponse of no known kind: ${JSON.stringify(one)}`);
+          }
+        }
+        if (tableEnded && !closing) {
+          closing = true;
+          stream.end(); // nothing more to send: close this side too
+        }
+      } catch (err) {
+        fail(err);
+      }
+    });
+    stream.on('error', (err) => fail(err));
+    stream.on('end', () => {
+      if (failure) return finish(failure);
+      if (!tableEnded) return finish(new ClientError('the Play stream ended without table_ended'));
+      finish(null);
+    });
+    // The first request carries the table ticket (bound to this seat) and the last sequence seen.
+    stream.write({ table_ticket: ready.table_ticket, last_seen_sequence: 0, accept_batches: true });
+  });
+}
+
+// --- what was shown against what the ledger did --------------------------------------------
+
+function shownAmounts(hand, account, playerId) {
+  // What the stream showed this player of the hand's settlement, by posting reason.
+  const amounts = new Map();
+  const settlement = hand.settled.settlement;
+  if (!settlement) return amounts;
+  for (const posting of settlement.postings) {
+    if (posting.account !== account) continue;
+    amounts.set(posting.reason, (amounts.get(posting.reason) ?? 0n) + big(posting.amount));
+  }
+  if (!amounts.has('POSTING_REASON_HAND_TRANSFER') && settlement.transfer) {
+    const transfer = settlement.transfer;
+    const amount = big(transfer.amount);
+    if (transfer.to_player_id === playerId) amounts.set('POSTING_REASON_HAND_TRANSFER', amount);
+    if (transfer.from_player_id === playerId) amounts.set('POSTING_REASON_HAND_TRANSFER', -amount);
+  }
+  return amounts;
+}
+
+function ledgerAmounts(entries) {
+  const amounts = new Map();
+  for (const entry of entries) amounts.set(entry.reason, (amounts.get(entry.reason) ?? 0n) + big(entry.amount));
+  return amounts;
+}
+
+function entriesOf(ledger, hand) {
+  // A hand's ledger entries name the hand in their reference (the idempotency key, wallet.proto).
+  return ledger.filter((entry) => entry.reference.includes(hand.hand_id));
+}
+
+// What the ledger must hold for a hand the stream showed, before it is compared (the wallet applies
+// a table's events from its own consumers, a moment after the stream shows them).
+function ledgerHasCaughtUp(ledger, hands, rooms, session) {
+  return hands.every((hand) => {
+    const entries = entriesOf(ledger, hand);
+    const reasons = new Set(entries.map((e) => e.reason));
+    const shown = hand.settled ? shownAmounts(hand, session.account, session.playerId) : new Map();
+    for (const [reason, amount] of shown) if (amount !== 0n && !reasons.has(reason)) return false;
+    return big(rooms.get(hand.room).rules.fee) === 0n || reasons.has('POSTING_REASON_FEE');
+  });
+}
+
+function checkHand(hand, ledger, room, session) {
+  const problems = [];
+  const where = `${hand.room} hand ${hand.number} (${hand.hand_id})`;
+  if (!hand.settled) return { problems: [`${where}: no hand_settled arrived`], line: `${where}: no settlement` };
+  const settlement = hand.settled.settlement;
+  const entries = entriesOf(ledger, hand);
+  const shown = shownAmounts(hand, session.account, session.playerId);
+  const moved = ledgerAmounts(entries);
+
+  if (!settlement) problems.push(`${where}: hand_settled carries no settlement`);
+  else {
+    if (settlement.hand_id !== hand.hand_id)
+      problems.push(`${where}: the settlement names hand ${settlement.hand_id}`);
+    const sum = settlement.postings.reduce((total, p) => total + big(p.amount), 0n);
+    if (sum !== 0n) problems.push(`${where}: the settlement's postings sum to ${sum}, not 0`);
+    if (settlement.transfer && big(settlement.transfer.amount) > big(settlement.fan_amount))
+      problems.push(`${where}: transfer ${settlement.transfer.amount} exceeds the fan amount ${settlement.fan_amount}`);
+    const outcome = hand.revealed?.outcome;
+    if (outcome === 'HAND_OUTCOME_WIN' && settlement.transfer) {
+      const winner = hand.players.get(hand.revealed.winner);
+      if (winner && settlement.transfer.to_player_id !== winner)
+        problems.push(`${where}: the transfer goes to ${settlement.transfer.to_player_id}, the winner is ${winner}`);
+    }
+  }
+
+  // Every amount the stream showed this player is the ledger's, reason by reason.
+  for (const [reason, amount] of shown) {
+    const inLedger = moved.get(reason) ?? 0n;
+    if (amount !== inLedger)
+      problems.push(`${where}: shown ${short(reason, 'POSTING_REASON_')} ${amount}, the ledger moved ${inLedger}`);
+  }
+  // What the ledger moved that the stream did not show: only the room's fee, which ListRooms states.
+  for (const [reason, amount] of moved) {
+    if (shown.has(reason)) continue;
+    if (reason === 'POSTING_REASON_FEE') {
+      const fee = big(room.rules.fee);
+      if (amount !== -fee) problems.push(`${where}: the ledger charged a fee of ${-amount}, the room's is ${fee}`);
+    } else if (amount !== 0n) {
+      problems.push(`${where}: the ledger moved ${short(reason, 'POSTING_REASON_')} ${amount}, never shown`);
+    }
+  }
+  // The balance shown after the hand is the one the ledger has after the hand's last entry.
+  const balance = hand.settled.balances.find((b) => b.seat === hand.seat);
+  const after = entries.length ? big(entries[entries.length - 1].balance_after) : null;
+  if (!balance) problems.push(`${where}: HandSettled.balances has no balance for this seat`);
+  else if (after !== null && big(balance.balance) !== after)
+    problems.push(`${where}: shown balance ${balance.balance}, the ledger's after the hand is ${after}`);
+  if (hand.settled.balances.length && hand.settled.balances.length !== 2)
+    problems.push(`${where}: HandSettled.balances has ${hand.settled.balances.length} seats, not 2`);
+
+  const outcome = hand.revealed ? short(hand.revealed.outcome, 'HAND_OUTCOME_') : 'not revealed';
+  const winner = hand.revealed?.winner && hand.revealed.winner !== 'SEAT_UNSPECIFIED' ? ` by ${seatName(hand.revealed.winner)}` : '';
+  const capped = settlement?.capped_by_carry ? ' capped by a carry' : '';
+  const fan = settlement ? ` fan ${settlement.total_fan} amount ${settlement.fan_amount}${capped}` : '';
+  const pairs = [...new Set([...shown.keys(), ...moved.keys()])]
+    .map((r) => `${short(r, 'POSTING_REASON_')} shown ${shown.has(r) ? shown.get(r) : '-'} ledger ${moved.get(r) ?? 0n}`)
+    .join('; ');
+  const m = hand.multipliers;
+  const times = m ? ` (${m.negotiated}x negotiated, ${m.progressive}x progressive)` : '';
+  const line =
+    `${where}: seat ${seatName(hand.seat)}, ${outcome}${winner},${fan}${times}; ${pairs || 'nothing moved'}; ` +
+    `balance shown ${balance ? balance.balance : '-'} ledger ${after ?? '-'} — ${problems.length ? 'MISMATCH' : 'ok'}`;
+  return { problems, line };
+}
+
+function checkLedger(ledger, balance) {
+  const problems = [];
+  for (let i = 1; i < ledger.length; i += 1) {
+    const expected = big(ledger[i - 1].balance_after) + big(ledger[i].amount);
+    if (big(ledger[i].balance_after) !== expected)
+      problems.push(`ledger entry ${ledger[i].transaction_id}: balance_after ${ledger[i].balance_after}, expected ${expected}`);
+  }
+  const last = ledger.length ? big(ledger[ledger.length - 1].balance_after) : 0n;
+  if (big(balance.balance) !== last) problems.push(`GetBalance says ${balance.balance}, the ledger's last balance is ${last}`);
+  if (big(balance.held) !== 0n) problems.push(`GetBalance still holds ${balance.held} after every table closed`);
+  if (big(balance.available) !== big(balance.balance) - big(balance.held))
+    problems.push(`GetBalance: available ${balance.available} is not balance - held`);
+  return problems;
+}
+
+// --- main ------------------------------------------------------------------------------------
+
+function parseArgs(argv) {
+  const args = {
+    wallet: '',
+    matchmaking: '',
+    rooms: [],
+    hands: 2,
+    carry: 500,
+    multiplier: 2,
+    name: 'node-client',
+    timeoutSeconds: 75,
+    proto: path.resolve(__dirname, '..', '..', 'proto'),
+  };
+  for (let i = 0; i < argv.length; i += 1) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (value === undefined) throw new ClientError(`${flag} needs a value`);
+    i += 1;
+    switch (flag) {
+      case '--wallet': args.wallet = value; break;
+      case '--matchmaking': args.matchmaking = value; break;
+      case '--room': args.rooms.push(value); break;
+      case '--hands': args.hands = Number(value); break;
+      case '--carry': args.carry = Number(value); break;
+      case '--multiplier': args.multiplier = Number(value); break;
+      case '--name': args.name = value; break;
+      case '--timeout-seconds': args.timeoutSeconds = Number(value); break;
+      case '--proto': args.proto = path.resolve(value); break;
+      default: throw new ClientError(`unknown option ${flag}`);
+    }
+  }
+  if (!args.wallet || !args.matchmaking || args.rooms.length === 0)
+    throw new ClientError('usage: client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM [--room ROOM…]');
+  if (!(args.hands >= 1)) throw new ClientError('--hands must be at least 1');
+  return args;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const timer = setTimeout(() => {
+    console.error(`node client: ERROR: not done within ${args.timeoutSeconds}s`);
+    process.exit(2);
+  }, args.timeoutSeconds * 1000);
+  const session = new Session(loadContract(args.proto), args);
+  const log = (line) => console.log(`  ${line}`);
+  try {
+    await session.login(args.name);
+    const start = await session.balance();
+    console.log(`logged in as ${session.playerId} (${args.name}), balance ${start.balance}`);
+    const rooms = await session.rooms();
+    const hands = [];
+    for (const wanted of args.rooms) {
+      const [roomId, carryText] = wanted.split(':');
+      const carry = carryText === undefined ? args.carry : Number(carryText);
+      const room = rooms.get(roomId);
+      if (!room) throw new ClientError(`ListRooms has no room ${roomId} (it lists ${[...rooms.keys()].join(', ')})`);
+      const rules = room.rules;
+      console.log(
+        `room ${roomId} (${short(rules.profile, 'PROFILE_')}, 1 fan = ${rules.fan_rate}, fee ${rules.fee}), carry ${carry}`,
+      );
+      const ready = await session.findTable(room, carry, log);
+      log(`table ${ready.table_id} at ${ready.address}, seat ${seatName(ready.seat)}`);
+      const played = await playTable(session, ready, room, log);
+      if (played.length !== args.hands) throw new ClientError(`${roomId}: ${played.length} hands played, ${args.hands} wanted`);
+      hands.push(...played);
+      await session.holdsReleased(); // the next Enqueue needs the carry back
+    }
+
+    let ledger = await session.history();
+    let balance = await session.balance();
+    const waitUntil = Date.now() + LEDGER_WAIT_SECONDS * 1000;
+    while ((!ledgerHasCaughtUp(ledger, hands, rooms, session) || big(balance.held) !== 0n) && Date.now() < waitUntil) {
+      await sleep(200);
+      ledger = await session.history();
+      balance = await session.balance();
+    }
+
+    const problems = [];
+    console.log('settlements, as shown on the Play stream and as in ListHistory:');
+    for (const hand of hands) {
+      const checked = checkHand(hand, ledger, rooms.get(hand.room), session);
+      console.log(`  ${checked.line}`);
+      problems.push(...checked.problems);
+    }
+    problems.push(...checkLedger(ledger, balance));
+    console.log(`balance ${start.balance} -> ${balance.balance} (held ${balance.held}); ${ledger.length} ledger entries`);
+    if (problems.length) {
+      console.log(`node client: FAILED: ${problems.length} mismatch(es) between the stream and the ledger:`);
+      for (const problem of problems) console.log(`  - ${problem}`);
+      process.exitCode = 1;
+    } else {
+      console.log(`node client: OK: ${hands.length} hands in ${args.rooms.length} rooms, every settlement shown equals the ledger`);
+    }
+  } finally {
+    clearTimeout(timer);
+    session.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(`node client: ERROR: ${err instanceof ClientError ? err.message : err.stack || err}`);
+  process.exit(2);
+});
