@@ -158,7 +158,7 @@ def _turn_actions(state: TableState, seat: int) -> list[Action]:
     if state.ready[seat]:
         # T3: the hand is locked; erren still chooses whether to kong with the drawn tile.
         if can_kong and not state.duel and drawn >= 0:
-            if counts[drawn] == 4 and _kong_keeps_waits(state, seat, drawn):
+            if counts[drawn] == 4 and _kong_keeps_waits(state, seat, drawn, drawn=True):
                 out.append(act(seat, A.CONCEALED_KONG, drawn))
             if ("pong", drawn) in state.melds[seat]:
                 out.append(act(seat, A.ADDED_KONG, drawn))
@@ -252,9 +252,15 @@ def _item_usable(state: TableState, seat: int, item: str) -> bool:
     return settings.is_duel and settings.items_enabled and state.items[seat].get(item, 0) > 0
 
 
-def _kong_keeps_waits(state: TableState, seat: int, tile: int) -> bool:
+def _kong_keeps_waits(state: TableState, seat: int, tile: int, *, drawn: bool) -> bool:
+    """T3 (erren): whether a kong of ``tile`` leaves a declared-ready hand waiting on the same tiles.
+
+    ``drawn``: the fourth copy is the drawn tile (a concealed kong), else the opponent's discard (an
+    exposed kong). The waits compared are those the hand can still win on (kinds whose four copies it
+    holds are none, docs/rules.md "Waits by shape, waits by the tiles left")."""
     counts = list(state.hands[seat])
-    counts[tile] -= 1
+    if drawn:
+        counts[tile] -= 1
     before = hand_waits(state, seat, counts)
     counts[tile] -= 3
     after = waits(
@@ -266,12 +272,20 @@ def _kong_keeps_waits(state: TableState, seat: int, tile: int) -> bool:
 
 
 def claim_actions(state: TableState, seat: int) -> list[Action]:
-    """T2: the opponent's discard may be won, konged, ponged or chowed; ready hands only win (T3)."""
+    """T2: the opponent's discard may be won, konged, ponged or chowed. A declared-ready hand only wins,
+    except that in erren it may kong the discard when the kong keeps its waits (T3)."""
     tile = state.last_discard
     out: list[Action] = []
     if win_allowed(state, seat, tile, self_drawn=False):
         out.append(act(seat, A.WIN, tile))
     if state.ready[seat]:
+        if (
+            not state.duel
+            and state.wall_remaining > 0
+            and state.hands[seat][tile] == 3
+            and _kong_keeps_waits(state, seat, tile, drawn=False)
+        ):
+            out.append(act(seat, A.KONG, tile))
         if out:
             out.append(act(seat, A.PASS))
         return out

@@ -1,4 +1,5 @@
-"""Hand shape analysis: decompositions, win check, waits, shanten — all table lookups.
+"""Hand shape analysis: decompositions, win check, waits (and waits by shape, E15), shanten — all table
+lookups.
 
 The public functions take the 34-entry count vector of the *concealed* tiles (declared melds removed,
 see :func:`duelmahjong.rules.tiles.counts_of`) and validate it; a winning shape has 3k+2 tiles
@@ -316,6 +317,53 @@ def waits(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterabl
     melded, green_melds = _melds(melded_tiles)
     found = waits_keys(counts, m, p, s, z, size, duel, green_melds)
     return [kind for kind in found if counts[kind] + melded[kind] < COPIES]
+
+
+def shape_waits(
+    counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterable[int] = ()
+) -> list[int]:
+    """The kinds that complete a concealed 3k+1 hand *by shape*, ascending (E15).
+
+    Unlike :func:`waits`, a kind counts even when the hand already holds all four copies of it: in its
+    melds, or concealed (then the fifth copy would complete the shape). This is how 边张/坎张/单钓 are
+    judged, as in Chinese Official rules; what a player can still win on is :func:`waits`. Melds count
+    only for duel's 绿一色 free form, as in :func:`waits`.
+
+    >>> from duelmahjong.rules.tiles import counts_of, parse_tiles, format_tiles
+    >>> hand = counts_of(parse_tiles("1222233445556m"))
+    >>> format_tiles(shape_waits(hand)), format_tiles(waits(hand))
+    ('25m', '5m')
+    """
+    m, p, s, z, size = _keys_of(counts, READY_SIZES, "a ready shape")
+    duel = _is_duel(profile, counts, p, s)
+    green_melds = 0 if not melded_tiles else _melds(melded_tiles)[1]
+    found = waits_keys(counts, m, p, s, z, size, duel, green_melds)  # kinds held four times left out
+    if COPIES not in counts:
+        return found
+    green = duel and m == p == 0 and _all_green(s, z, size, green_melds, 13)
+    keys = [m, p, s, z]
+    for kind in range(NUM_KINDS):
+        if counts[kind] == COPIES and (_fifth_copy_completes(keys, kind) or (green and kind in GREEN_TILES)):
+            found.append(kind)
+    return sorted(found)
+
+
+def _fifth_copy_completes(keys: list[int], kind: int) -> bool:
+    """Whether a fifth copy of ``kind`` (held four times) completes the standard form. Five copies need a
+    pung or a pair of the kind (chows hold one each, and a hand has at most four sets), so the hand with
+    the fifth copy is complete iff without a pung of it (two left) it is sets and a pair, or without a
+    pair of it (three left) sets only. Seven pairs and thirteen orphans never hold five."""
+    suit = min(kind // 9, 3)
+    place = 5 ** ((8 if suit < 3 else 6) - (kind - 9 * suit))
+    codes = [_SUIT_WIN[keys[0]], _SUIT_WIN[keys[1]], _SUIT_WIN[keys[2]], _HONOR_WIN[keys[3]]]
+    table = _HONOR_WIN if suit == 3 else _SUIT_WIN
+    others = 1
+    for other, code in enumerate(codes):
+        if other != suit:
+            others *= code
+    without_pung = table[keys[suit] - 2 * place]  # 4 + 1 − 3 = 2 copies left
+    without_pair = table[keys[suit] - place]  # 4 + 1 − 2 = 3 copies left
+    return others * without_pung == 2 or others * without_pair == 1
 
 
 def shanten(counts: Sequence[int], *, profile: str = "duel", melded_tiles: Iterable[int] = ()) -> int:

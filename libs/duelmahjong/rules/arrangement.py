@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from duelmahjong.rules.analysis import waits
+from duelmahjong.rules.analysis import shape_waits
 from duelmahjong.rules.facts import (
     FACT_NAMES,
     FACTS,
@@ -197,13 +197,14 @@ class Arrangement:
 
     @property
     def hand_waits(self) -> list[int]:
-        """Tile kinds the 13 tiles before the win were waiting on (E15); computed once per hand."""
+        """Tile kinds the 13 tiles before the win were waiting on by shape, kinds whose four copies the
+        hand holds included (E15, ``analysis.shape_waits``); computed once per hand."""
         hand = self._hand
         if hand.waits is None:
             before = hand.closed[:]
             before[self.win_tile] -= 1
             melded = [tile for meld in self.desc.melds for tile in meld.tiles]
-            hand.waits = waits(before, profile=self.desc.profile, melded_tiles=melded)
+            hand.waits = shape_waits(before, profile=self.desc.profile, melded_tiles=melded)
         return hand.waits
 
     def __repr__(self) -> str:

@@ -290,12 +290,16 @@ def _check_context(
             )
     if context.declared_first_turn:
         # 天听 is declared on the first turn, before any claim, and a declared-ready hand claims
-        # nothing but the win (T3): only a concealed kong (erren may still kong) can stand beside it.
-        opened = [meld for meld in desc.melds if meld.kind != "concealed_kong"]
+        # nothing but the win (T3), except that erren may still kong: a concealed kong, or an exposed
+        # kong of the opponent's discard. A pong (so an added kong) or a chow cannot stand beside it.
+        kongs = ("concealed_kong", "exposed_kong") if desc.profile == "erren" else ("concealed_kong",)
+        opened = [meld for meld in desc.melds if meld.kind not in kongs]
         if opened:
+            allowed = "a concealed or exposed kong" if desc.profile == "erren" else "a concealed kong"
             raise InvalidHandError(
                 f"context.declared_first_turn (天听) comes before any claim and a ready hand claims "
-                f"only the win, so the hand holds no open meld; got {opened[0]}"
+                f"only the win (T3), so beside it the hand holds no open meld but {allowed}; "
+                f"got {opened[0]}"
             )
     if context.robbing_kong:
         # D13: only an added kong is robbed, so the opponent's pong holds the other three copies.

@@ -409,11 +409,9 @@ def last_tile(a: Arrangement) -> int:
 
 
 def _unique_wait(a: Arrangement) -> bool:
-    """E15: the 13 tiles wait on exactly one kind."""
-    # A kind whose four copies the hand already held (melds included) was no wait.
-    held = a.counts
-    win = a.win_tile
-    return sum(1 for kind in a.hand_waits if held[kind] - (kind == win) < 4) == 1
+    """E15: the 13 tiles wait on exactly one kind, judged by shape: a kind whose four copies the hand
+    already holds still counts (``5566778m`` + ``888m`` waits on 5m and 8m: no 单钓)."""
+    return len(a.hand_waits) == 1
 
 
 def _wait_is(kind: str) -> Detect:

@@ -1,9 +1,12 @@
-"""More rules with stacked walls: 补花 wins (E14), erren kongs while ready (T3), who draws extra when
+"""More rules with stacked walls: 补花 wins (E14), erren kongs while ready (T3: with the drawn tile or
+the opponent's discard), who draws extra when
 both are ready (T9), revealed bonus tiles in the description (D1), task completion (T8)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from duelmahjong.rules.tiles import parse_tiles
 
 READY_DEALER = "234567m23456p33z7z"  # declares with 7z, then waits on 1p 4p 7p
 READY_OTHER = "111s222s333s456s1z"  # ready on 1z from the deal
@@ -38,6 +41,51 @@ def test_T3_erren_ready_hand_may_still_kong(script_of) -> None:  # type: ignore[
     assert set(erren.legal(0)) == {"0 ankan 1m", "0 discard 1m"}
     events = erren.do("0 ankan 1m")
     assert [e.kind for e in events][:2] == ["konged", "drew"]
+
+
+# T3 (erren): seat 1 declares 天听 on its first draw, waiting on 5z alone; its 111z stays a kong chance.
+KONG_DEALER = "2m3m4m6m7m8m1z2z2z3z3z4z6z7z"
+KONG_OTHER = "123m456m789m111z5z"
+
+
+def _ready_and_offered_1z(erren, **stacked: Any) -> None:  # type: ignore[no-untyped-def]
+    erren.deal(dealer_hand=KONG_DEALER, other_hand=KONG_OTHER, draws="7z6z9m", **stacked)
+    erren.do("0 discard 6z")
+    erren.do("1 ready 7z")
+    erren.do("0 discard 1z")
+
+
+def test_T3_erren_exposed_kong_offered_after_ready_when_it_keeps_the_waits(erren) -> None:  # type: ignore[no-untyped-def]
+    _ready_and_offered_1z(erren, replacements="5z")
+    assert erren.state.ready == [False, True] and erren.state.ready_first_turn[1]
+    assert erren.table.to_move == 1 and erren.legal(1) == ["1 kong 1z", "1 pass"]
+    assert str(erren.table.default_action(1)) == "1 pass"  # T11: a timeout declines the kong
+    events = erren.do("1 kong 1z")
+    assert [e.kind for e in events] == ["claimed", "drew"]
+    assert erren.legal(1) == ["1 tsumo 5z", "1 discard 5z"]  # still locked: win or the drawn tile
+    erren.do("1 tsumo 5z")
+    ids = erren.pattern_ids()
+    # 天听 beside the exposed kong claimed after it is a valid description (T3, E8).
+    assert erren.context()["declared_first_turn"] is True
+    assert {"heavenly_ready", "out_with_replacement_tile", "melded_kong", "single_wait"} <= set(ids)
+
+
+def test_T3_erren_declining_the_exposed_kong_keeps_the_auto_play(erren) -> None:  # type: ignore[no-untyped-def]
+    _ready_and_offered_1z(erren)
+    events = erren.do("1 pass")
+    # The ready seat draws its turn and the table discards the drawn tile for it (T3 auto-play).
+    assert [(e.kind, e.seat) for e in events][:3] == [("passed", 1), ("drew", 1), ("discarded", 1)]
+    assert events[2].public["tile"] == parse_tiles("9m")[0]  # the drawn tile, discarded for the seat
+    assert erren.state.ready[1] and erren.state.melds[1] == []
+
+
+def test_T3_erren_no_exposed_kong_after_ready_when_it_changes_the_waits(erren) -> None:  # type: ignore[no-untyped-def]
+    # 1112m waits on 2m and 3m; konging 1m would leave 2m alone, so only the draw follows.
+    erren.deal(dealer_hand="1m3m4m6m7m8m1z2z2z3z3z4z6z7z", other_hand="1112m456m789m555z", draws="7z6z")
+    erren.do("0 discard 6z")
+    erren.do("1 ready 7z")
+    events = erren.do("0 discard 1m")
+    assert [e.kind for e in events][:2] == ["discarded", "drew"] and events[1].seat == 1
 
 
 def test_T9_both_ready_the_first_ready_draws_extra(duel) -> None:  # type: ignore[no-untyped-def]

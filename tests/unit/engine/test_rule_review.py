@@ -209,8 +209,8 @@ def test_T5_an_offer_is_seen_only_by_its_seat_and_lists_kinds_not_wall_order(scr
 
 
 def test_T3_ready_hand_claims_only_the_win(duel) -> None:  # type: ignore[no-untyped-def]
-    """A locked hand claims no kong from a discard (erren's kong choice is the drawn fourth copy: the
-    rules library rejects an open meld beside 天听, which such a claim could produce)."""
+    """A locked duel hand claims no kong from a discard (only erren keeps the choice to kong, T3; the
+    rules library rejects a duel open meld beside 天听, which such a claim could produce)."""
     duel.deal(dealer_hand="111m234m567m99m55z7z", other_hand="1m468m112233446z", draws="2m")
     duel.do("0 ready 7z")
     events = duel.do("1 discard 1m")

@@ -19,6 +19,7 @@ from duelmahjong.rules.analysis import (
     is_thirteen_orphans,
     is_winning,
     shanten,
+    shape_waits,
     waits,
 )
 from duelmahjong.rules.errors import InvalidHandError, UnknownProfileError
@@ -83,6 +84,14 @@ def oracle_waits(counts: Sequence[int], profile: str = "duel") -> list[int]:
             if oracle_winning(more, profile):
                 found.append(kind)
     return found
+
+
+def oracle_shape_waits(counts: Sequence[int], profile: str = "duel") -> list[int]:
+    """E15: every kind one more copy of which completes the shape, a fifth copy included."""
+    kinds = range(34) if profile == "duel" else ERREN_KINDS
+    return [
+        kind for kind in kinds if oracle_winning([c + (k == kind) for k, c in enumerate(counts)], profile)
+    ]
 
 
 # --- strategies --------------------------------------------------------------------------------------
@@ -155,6 +164,45 @@ def test_decompositions_are_exactly_every_distinct_reading(counts: list[int]) ->
 @given(hands13)
 def test_waits_are_exactly_the_tiles_that_make_it_winning(counts: list[int]) -> None:
     assert waits(counts) == oracle_waits(counts)
+
+
+@st.composite
+def with_a_quad(draw: st.DrawFn, kinds: Sequence[int] = tuple(range(34))) -> list[int]:
+    """A 13-tile hand of near-winning shape holding four copies of some kind (E15's fifth copy)."""
+    counts = draw(near_winning(kinds=kinds, size=13))
+    quad = draw(st.sampled_from([k for k in kinds if counts[k]]))
+    while counts[quad] < 4:
+        out = draw(st.sampled_from([k for k in range(34) if counts[k] and k != quad]))
+        counts[out] -= 1
+        counts[quad] += 1
+    return counts
+
+
+@settings(max_examples=300)
+@given(st.one_of(hands13, with_a_quad()))
+def test_E15_shape_waits_are_exactly_the_kinds_that_complete_the_shape(counts: list[int]) -> None:
+    found = shape_waits(counts)
+    assert found == oracle_shape_waits(counts)
+    assert waits(counts) == [kind for kind in found if counts[kind] < 4]  # availability drops held fours
+
+
+@settings(max_examples=200)
+@given(with_a_quad(kinds=tuple(ERREN_KINDS)))
+def test_E15_erren_shape_waits_with_a_kind_held_four_times(counts: list[int]) -> None:
+    assert shape_waits(counts, profile="erren") == oracle_shape_waits(counts, "erren")
+
+
+def test_E15_shape_waits_count_kinds_whose_four_copies_are_held() -> None:
+    # Concealed 2222m: a fifth 2m completes 123 234 222 456 55 by shape; only 5m can still come.
+    assert format_tiles(shape_waits(c("1222233445556m"), profile="erren")) == "25m"
+    assert format_tiles(waits(c("1222233445556m"), profile="erren")) == "5m"
+    # The fourth 8m is in the 888m pung: 8m is a winning kind by shape, not one left to draw.
+    pung = parse_tiles("888m")
+    assert format_tiles(shape_waits(c("5566778m555z"), profile="erren", melded_tiles=pung)) == "58m"
+    assert format_tiles(waits(c("5566778m555z"), profile="erren", melded_tiles=pung)) == "5m"
+    # 1111m waits on a fifth 1m by shape (111m + 11m) and on nothing that can be drawn.
+    assert format_tiles(shape_waits(c("1111m"))) == "1m" and waits(c("1111m")) == []
+    assert format_tiles(shape_waits(c("1111z"), profile="erren")) == "1z"
 
 
 @settings(max_examples=150)

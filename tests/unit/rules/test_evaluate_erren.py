@@ -108,6 +108,30 @@ def test_e16_flower_fans_do_not_count_toward_the_minimum() -> None:
     assert {p.id for p in ERREN if not p.counts_toward_minimum} == FLOWER_FANS
 
 
+WAIT_FANS = {"edge_wait", "closed_wait", "single_wait"}
+
+
+@pytest.mark.parametrize(
+    ("concealed", "pongs", "win", "expected"),
+    [
+        # Both winning kinds count though the hand holds every 8m (pung and chow) or every 2m.
+        ("5566778m555z", "888m", "5m", set()),
+        ("1222233445556m", "", "5m", set()),
+        ("2222344556m444z", "", "5m", set()),
+        # One winning kind by shape: the wait fans stay, even on the last copy of the kind (和绝张).
+        ("12346789m11z", "555m", "5m", {"closed_wait"}),
+        ("567m2z555z", "999m 111z", "2z", {"single_wait"}),
+    ],
+)
+def test_E15_wait_fans_judge_the_winning_kinds_by_shape(
+    concealed: str, pongs: str, win: str, expected: set[str]
+) -> None:
+    melds = [{"kind": "pong", "tiles": pong} for pong in pongs.split()]
+    hand = {"profile": "erren", "concealed": concealed, "melds": melds, "win_tile": win, "self_drawn": False}
+    result = evaluate(HandDescription.from_json(hand))
+    assert {p.id for p in result.patterns} & WAIT_FANS == expected
+
+
 @pytest.mark.parametrize(
     ("chows", "expected"),
     [

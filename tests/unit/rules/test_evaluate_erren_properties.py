@@ -84,8 +84,8 @@ def erren_wins(draw: st.DrawFn) -> dict[str, Any]:
         context.pop("fourth_tile_visible", None)  # E13: the other three copies are shown, not held
     if draw(st.booleans()):  # E17: the dealer sits East, the non-dealer West
         context["seat_wind"] = "east" if context["dealer"] else "west"
-    if any(meld["kind"] != "concealed_kong" for meld in melds):
-        context.pop("declared_first_turn", None)  # 天听 comes before any claim (T3)
+    if any(meld["kind"] not in ("concealed_kong", "exposed_kong") for meld in melds):
+        context.pop("declared_first_turn", None)  # 天听 comes before any claim; then only kongs (T3)
     if not self_drawn or context.get("robbing_kong"):
         context.pop("after_flower_replacement", None)  # a flower replacement is a draw (E14)
     return {
