@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -120,8 +122,11 @@ def judge(label: str, code: Code, details: str | None, allowed: frozenset[Code])
 class Caller:
     """Calls RPCs of one service by name, with a chosen identity, and judges the outcome."""
 
-    def __init__(self, channel: grpc.aio.Channel, stub: Any, service: str, tokens: dict[str, Bearer]) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, stub: Any, service: str, tokens: dict[str, Bearer], address: str = ""
+    ) -> None:
         self.channel, self.stub, self.service, self.tokens = channel, stub, service, tokens
+        self.address = address  # host:port, for a client of its own (another thread, another loop)
 
     def metadata(self, who: str) -> Bearer | None:
         return None if who == "nobody" else self.tokens[who]
@@ -878,7 +883,8 @@ async def table_server(start_service: Any, service_env: dict[str, str]) -> Async
     env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "ANNOUNCE_SECONDS": "0.2", "SERVER_ID": "t-sweep"}
     runtime = await start_service(TABLE, TableConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
-        yield Caller(channel, table_pb2_grpc.TableServiceStub(channel), TABLE_NAME, {})
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address)
 
 
 ATTACHED = frozenset({OK, INVALID, PRECONDITION})
@@ -1237,3 +1243,56 @@ async def test_table_fuzzed_open_requests_get_domain_answers(table_server: Calle
         open_request("t-after-fuzz"), metadata=caller.tokens["service"], timeout=WITHIN
     )
     assert len(opened.tickets) == 2
+
+
+# A client process of its own (its event loop, its core): 300 Play streams, 30 at a time, with no token or
+# a forged one, each sending PlayRequest{table_ticket: "x"} and then half-closing or keeping its stream
+# open; it prints what each call ended with.
+UNAUTHENTICATED_PLAYS = """
+import asyncio, json, sys
+import grpc, grpc.aio
+from duelmahjong.v1 import table_pb2, table_pb2_grpc
+
+async def main():
+    async with grpc.aio.insecure_channel(sys.argv[1]) as channel:
+        stub, gate = table_pb2_grpc.TableServiceStub(channel), asyncio.Semaphore(30)
+        first = table_pb2.PlayRequest(table_ticket="x")
+
+        async def open_stream():
+            yield first
+            await asyncio.sleep(30)
+
+        async def one(n):
+            async with gate:
+                metadata = (("authorization", "Bearer not.a.token"),) if n % 2 else None
+                requests = iter([first]) if n % 4 < 2 else open_stream()
+                call = stub.Play(requests, metadata=metadata, timeout=10)
+                try:
+                    await call.read()
+                except grpc.aio.AioRpcError as err:
+                    return [err.code().name, err.details()]
+                call.cancel()
+                return ["OK", ""]
+
+        print(json.dumps(await asyncio.gather(*(one(n) for n in range(300)))))
+
+asyncio.run(main())
+"""
+
+
+async def test_play_without_a_valid_token_is_unauthenticated_under_concurrency(table_server: Caller) -> None:
+    """Every one of 300 concurrent Play streams without a valid token is UNAUTHENTICATED with the
+    service's message, as the server logs it (not INTERNAL "Internal error from Core": a refusal sent
+    before the client's first message arrived broke the client's write)."""
+    for _ in range(2):  # the race was lost by 0 to 130 calls of a client's 300: two clients
+        client = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", UNAUTHENTICATED_PLAYS, table_server.address, stdout=asyncio.subprocess.PIPE
+        )
+        async with asyncio.timeout(60):
+            out, _ = await client.communicate()
+        assert client.returncode == 0
+        outcomes = [tuple(outcome) for outcome in json.loads(out)]
+        wrong = Counter(outcome for outcome in outcomes if outcome[0] != "UNAUTHENTICATED")
+        assert not wrong, f"{sum(wrong.values())} of 300 not UNAUTHENTICATED: {wrong.most_common(3)}"
+        assert all("session token" in details for _, details in outcomes), Counter(outcomes)
+    await table_server.assert_serving()

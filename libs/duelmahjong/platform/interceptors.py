@@ -7,7 +7,9 @@ For each RPC, in this order:
    :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
 3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
    (gRPC's own default would be an opaque error). Streaming handlers get this by iterating their
-   request iterator (``async for request in request_iterator``), not by ``context.read()``;
+   request iterator (``async for request in request_iterator``), not by ``context.read()``. A client
+   stream refused before its handler read anything first receives the client's first message, so the
+   refusal reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
    with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
    where the logic comes from; anything else is logged with its traceback and the client gets
@@ -18,6 +20,7 @@ For each RPC, in this order:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
 import uuid
@@ -69,6 +72,47 @@ def _check_parsed(request: Any, method: str) -> Any:
     if isinstance(request, _Malformed):
         raise MalformedRequest(f"the request to {method} is not a valid protobuf message: {request.error}")
     return request
+
+
+# How long a refused client stream is given to deliver its first message before the refusal is sent.
+SETTLE_SECONDS = 2.0
+
+
+class _Incoming:
+    """A client stream's requests as the handler reads them: each parsed or refused (``MalformedRequest``).
+
+    It also remembers whether the handler read anything, because of how a refusal reaches the client.
+    A status sent before the client's first message has arrived ends the HTTP/2 stream under the
+    client's pending write; grpc.aio clients then report that failed write as ``INTERNAL "Internal
+    error from Core"`` in place of the status the server sent (grpc/grpc#36066). So a call refused
+    before its handler read a request (a missing or forged token, above all) first receives the
+    client's first message or half-close (:meth:`settle`), for at most ``SETTLE_SECONDS``.
+    """
+
+    def __init__(self, raw: AsyncIterator[Any], method: str) -> None:
+        self._raw = raw
+        self._method = method
+        self._read = False
+
+    def __aiter__(self) -> _Incoming:
+        return self
+
+    async def __anext__(self) -> Any:
+        self._read = True
+        return _check_parsed(await anext(self._raw), self._method)
+
+    async def settle(self) -> None:
+        """Wait for the client's first message (or the end of its stream) unless one was read."""
+        if self._read:
+            return
+        self._read = True
+        try:
+            async with asyncio.timeout(SETTLE_SECONDS):
+                await anext(self._raw)
+        except (StopAsyncIteration, TimeoutError):
+            pass
+        except Exception:  # the client went away: nothing left to race
+            pass
 
 
 class _Outcome:
@@ -132,8 +176,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            async with self._rpc(method, context):
-                result = behavior(self._incoming(request, method, stream_in), context)
+            incoming = _Incoming(request, method) if stream_in else None
+            async with self._rpc(method, context, incoming):
+                result = behavior(incoming or _check_parsed(request, method), context)
                 return await result if inspect.isawaitable(result) else result
 
         return handle
@@ -142,8 +187,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            async with self._rpc(method, context):
-                result = behavior(self._incoming(request, method, stream_in), context)
+            incoming = _Incoming(request, method) if stream_in else None
+            async with self._rpc(method, context, incoming):
+                result = behavior(incoming or _check_parsed(request, method), context)
                 if inspect.isasyncgen(result):
                     async for response in result:
                         yield response
@@ -153,7 +199,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         return handle
 
     @asynccontextmanager
-    async def _rpc(self, method: str, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+    async def _rpc(
+        self, method: str, context: grpc.aio.ServicerContext, incoming: _Incoming | None
+    ) -> AsyncIterator[None]:
         """Everything around one handler call: ids, auth, error mapping, metrics."""
         outcome = _Outcome()
         self._in_flight.labels(method=method).inc()
@@ -164,6 +212,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                     self._authenticate(method, context)
                     yield
                 except BaseException as err:
+                    if incoming is not None and isinstance(err, Exception):
+                        await incoming.settle()
                     await self._fail(err, method, context, outcome, request_id)
                     raise  # _fail aborts; only cancellation and the handler's own aborts get here
         finally:
@@ -172,16 +222,6 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             if outcome.code == grpc.StatusCode.OK and context.cancelled():
                 outcome.code = grpc.StatusCode.CANCELLED
             self._requests.labels(method=method, code=outcome.code.name).inc()
-
-    def _incoming(self, request: Any, method: str, stream_in: bool) -> Any:
-        if not stream_in:
-            return _check_parsed(request, method)
-
-        async def checked() -> AsyncIterator[Any]:
-            async for item in request:
-                yield _check_parsed(item, method)
-
-        return checked()
 
     def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
         if self.is_public(method):
