@@ -120,6 +120,17 @@ async def test_expired_forged_and_missing_tokens_are_unauthenticated(
         await expect(unauthenticated, client.balance(player_id, metadata))
 
 
+async def test_a_malformed_token_is_refused_in_the_services_words(client: Client) -> None:
+    """A token whose header is no UTF-8 text is told so plainly, not with the JWT library's words."""
+    for token in ("t7e3t7e3.e30.x", "not.a.token", "garbage"):
+        details = await expect(
+            grpc.StatusCode.UNAUTHENTICATED, client.balance("", auth.bearer_metadata(token))
+        )
+        assert (
+            details == "the session token is malformed: it is not a token this service issued; log in again"
+        )
+
+
 async def test_admin_grant_is_audited_idempotent_and_checked(client: Client, wallet_service: Any) -> None:
     player_id, me = await client.login("dave")
     admin = client.issue("ops-1", Role.ADMIN)

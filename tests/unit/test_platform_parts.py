@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
+import jwt
 import pytest
 
 from duelmahjong.platform import auth, errors, subjects
@@ -95,13 +96,29 @@ def test_a_token_round_trips_its_principal() -> None:
     [
         (lambda t: auth.issue_token("z" * 40, player_id="p", now=T0), "signature"),
         (lambda t: t[:-3] + ("AAA" if not t.endswith("AAA") else "BBB"), "signature"),
-        (lambda t: "garbage", "not valid"),
+        (lambda t: "garbage", "malformed: it is not a token this service issued"),
+        (lambda t: "t7e3t7e3." + t.split(".", 1)[1], "malformed"),  # a header that is no UTF-8 text
+        (lambda t: t.split(".")[0] + ".t7e3." + t.split(".")[2], "signature"),
+        (lambda t: jwt.encode({"sub": "p"}, SECRET, algorithm="HS256"), "lacks a claim"),
+        (lambda t: jwt.encode({"sub": "p", "iss": "x"}, SECRET, algorithm="HS256"), "lacks a claim"),
+        (
+            lambda t: jwt.encode({"iss": "x", "sub": "p", "role": "player", "sid": "s", "exp": 9e9}, SECRET),
+            "another",
+        ),
+        (
+            lambda t: jwt.encode(
+                {"iss": auth.ISSUER, "sub": "p", "role": "god", "sid": "s", "exp": 9e9}, SECRET
+            ),
+            "role",
+        ),
     ],
 )
-def test_forged_or_garbled_tokens_are_refused(mangle: object, reason: str) -> None:
+def test_forged_or_garbled_tokens_are_refused_in_our_words(mangle: object, reason: str) -> None:
     token = auth.issue_token(SECRET, player_id="p", now=T0)
-    with pytest.raises(auth.InvalidToken, match=reason):
+    with pytest.raises(auth.InvalidToken, match=reason) as refused:
         auth.verify_token(SECRET, mangle(token), now=T0)  # type: ignore[operator]
+    said = str(refused.value)
+    assert said.startswith("the session token") and not any(w in said for w in ("codec", "Invalid", "byte"))
 
 
 def test_token_metadata_must_be_a_bearer_token() -> None:
