@@ -6,15 +6,20 @@ import asyncio
 import io
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 import jwt
 import pytest
+from google.protobuf import message_factory
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
-from duelmahjong.platform import auth, errors, subjects
+from duelmahjong.platform import auth, errors, subjects, validation
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
@@ -248,3 +253,78 @@ def test_cancel_and_wait_repeats_a_lost_cancel_and_gives_up_on_a_deaf_task() -> 
 
     lost, cancelled, deaf_left, crashed_done = asyncio.run(main())
     assert lost == [True] and cancelled and deaf_left and crashed_done
+
+
+def _text_fields(descriptor: Any, prefix: str = "", seen: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Paths of every string field a request of ``descriptor`` can hold (repeated ones as ``name[0]``)."""
+    for field in descriptor.fields:
+        name = prefix + field.name + ("[0]" if field.is_repeated else "")
+        if field.type == FieldDescriptor.TYPE_STRING:
+            yield name
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.full_name not in seen:
+            yield from _text_fields(field.message_type, name + ".", seen | {descriptor.full_name})
+
+
+def _with_text(message_class: Any, path: str, text: str) -> Message:
+    message = message_class()
+    *parents, leaf = path.split(".")
+    target = message
+    for part in parents:
+        name, repeated = part.removesuffix("[0]"), part.endswith("[0]")
+        target = getattr(target, name).add() if repeated else getattr(target, name)
+    if leaf.endswith("[0]"):
+        getattr(target, leaf.removesuffix("[0]")).append(text)
+    else:
+        setattr(target, leaf, text)
+    return message
+
+
+def _request_classes() -> list[Any]:
+    from duelmahjong.v1 import matchmaking_pb2, scoring_pb2, table_pb2, wallet_pb2
+
+    classes = []
+    for module in (wallet_pb2, table_pb2, matchmaking_pb2, scoring_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                classes.append(message_factory.GetMessageClass(method.input_type))
+    return classes
+
+
+CONTROLS = (("a\x00b", "U+0000"), ("line\nbreak", "U+000A"), ("\x7f", "U+007F"), ("x\x85", "U+0085"))
+
+
+def test_every_text_field_of_every_request_refuses_control_characters_and_huge_text_naming_it() -> None:
+    checked = 0
+    for request_class in _request_classes():
+        for path in _text_fields(request_class.DESCRIPTOR):
+            assert validation.refused_text(_with_text(request_class, path, "5m 東 ok")) is None, path
+            for bad, why in (
+                ("a\x00b", "U+0000"),
+                ("line\nbreak", "U+000A"),
+                ("\x7f", "U+007F"),
+                ("x\x85", "U+0085"),
+            ):
+                problem = validation.refused_text(_with_text(request_class, path, bad))
+                assert problem is not None and f"the field {path} " in problem and why in problem, (
+                    path,
+                    problem,
+                )
+            problem = validation.refused_text(_with_text(request_class, path, "漢" * 1025))
+            assert problem is not None and f"the field {path} is 1025 characters long" in problem, path
+            assert validation.refused_text(_with_text(request_class, path, "漢" * 1024)) is None, path
+            checked += 1
+    assert checked >= 40  # wallet, table (the Play actions too), matchmaking and scoring
+
+
+def test_text_check_walks_map_entries_and_names_them() -> None:
+    from google.protobuf import struct_pb2
+
+    value = struct_pb2.Struct()
+    value.update({"fine": "ok", "bad": "a\x00"})
+    assert validation.refused_text(value) == (
+        "the field fields['bad'].string_value holds a control character (U+0000); "
+        "text fields take printable text only"
+    )
+    value = struct_pb2.Struct()
+    value.update({"k\x01": 1})
+    assert "fields key holds a control character (U+0001)" in (validation.refused_text(value) or "")

@@ -13,7 +13,7 @@ name of a ``grpc.StatusCode`` so this module imports no gRPC and the core stays 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 # A message shown to a client may quote its input. Status details travel as one HTTP/2 trailer (clients
 # cap metadata at 16 KiB) and a refusal on a stream is resent to the client, so a message quoting a huge
@@ -51,6 +51,17 @@ class InvalidArgument(DomainError):
 
 class MalformedRequest(InvalidArgument):
     """The request bytes are not a valid protobuf message of the expected type."""
+
+
+class InvalidText(InvalidArgument):
+    """A string field of the request holds a control character or is too long (checked at the edge).
+
+    ``request`` is the parsed request, so a stream that refuses one message can say which it was.
+    """
+
+    def __init__(self, message: str, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
 
 
 class FailedPrecondition(DomainError):

@@ -6,9 +6,11 @@ For each RPC, in this order:
 2. unless the method is public (health, reflection, wallet login…), verify the bearer token and bind the
    :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
 3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
-   (gRPC's own default would be an opaque error). Streaming handlers get this by iterating their
-   request iterator (``async for request in request_iterator``), not by ``context.read()``. A client
-   stream refused before its handler read anything first receives the client's first message, so the
+   (gRPC's own default would be an opaque error), and so is one with a string field that holds a
+   control character or is too long (:mod:`duelmahjong.platform.validation`, naming the field).
+   Streaming handlers get this by iterating their request iterator (``async for request in
+   request_iterator``), not by ``context.read()``; a message refused so raises from ``__anext__`` and
+   the next one can still be read (the Play stream carries on past it). A client stream refused before its handler read anything first receives the client's first message, so the
    refusal reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
    with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
@@ -30,12 +32,13 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.errors import DomainError, MalformedRequest, readable_details
+from duelmahjong.platform.errors import DomainError, InvalidText, MalformedRequest, readable_details
 from duelmahjong.platform.logging import get_logger, log_context
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.validation import refused_text
 
 # Methods no token is needed for, besides those a service declares public (e.g. wallet login).
 ALWAYS_PUBLIC_PREFIXES = (
@@ -71,6 +74,10 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
 def _check_parsed(request: Any, method: str) -> Any:
     if isinstance(request, _Malformed):
         raise MalformedRequest(f"the request to {method} is not a valid protobuf message: {request.error}")
+    if isinstance(request, Message):
+        problem = refused_text(request)
+        if problem:
+            raise InvalidText(problem, request)
     return request
 
 
