@@ -1417,3 +1417,55 @@ async def test_play_without_a_valid_token_is_unauthenticated_under_concurrency(t
         assert not wrong, f"{sum(wrong.values())} of 300 not UNAUTHENTICATED: {wrong.most_common(3)}"
         assert all("session token" in details for _, details in outcomes), Counter(outcomes)
     await table_server.assert_serving()
+
+
+async def test_text_with_control_characters_or_too_long_is_refused_at_every_services_edge(
+    matchmaking: Any, scoring: Caller, table_server: Caller, issue: Any, database_url: str
+) -> None:
+    """A NUL (Postgres refuses it: AdminGrant answered INTERNAL), another control character or a huge
+    string in any field of any request is INVALID_ARGUMENT naming the field, before any handler runs."""
+    caller, wallet = matchmaking
+    player, me = await login(wallet, "小明")
+    admin, service = issue("ops", Role.ADMIN), issue("mm", Role.SERVICE)
+    W, M, T, S = wallet_pb2, matchmaking_pb2, table_pb2, scoring_pb2
+    grant = {"player_id": player, "amount": 10, "reason": "bonus", "request_id": "g-1"}
+    players = [rules_pb2.SeatPlayer(seat=s, player_id=p, carry=10) for s, p in ((FIRST, "x"), (SECOND, "y"))]
+    players[1].display_name = "b\x1b[31m"
+    calls = [
+        (wallet.AdminGrant, W.AdminGrantRequest(**{**grant, "reason": "bonus\x00"}), admin, "reason"),
+        (wallet.AdminGrant, W.AdminGrantRequest(**{**grant, "request_id": "g\x00"}), admin, "request_id"),
+        (wallet.GuestLogin, W.GuestLoginRequest(display_name="a\nb"), None, "display_name"),
+        (wallet.ListHistory, W.ListHistoryRequest(page_token="9" * 2000), me, "page_token"),
+        (caller.stub.CancelQueue, M.CancelQueueRequest(queue_ticket_id="q\x7f"), me, "queue_ticket_id"),
+        (caller.stub.LeavePairing, M.LeavePairingRequest(pairing_id="p" * 1025), me, "pairing_id"),
+        (
+            scoring.stub.EvaluateHand,
+            S.EvaluateHandRequest(hand=duel_hand(concealed="234567m234p678s\x005s")),
+            scoring.tokens["me"],
+            "hand.concealed",
+        ),
+        (
+            table_server.stub.OpenTable,
+            open_request("t-text", players=players),
+            service,
+            "players[1].display_name",
+        ),
+        (table_server.stub.GetTableStatus, T.GetTableStatusRequest(table_id="t\x00"), me, "table_id"),
+    ]
+    problems = []
+    for rpc, request, metadata, field in calls:
+        try:
+            await rpc(request, metadata=metadata, timeout=WITHIN)
+            problems.append(f"{field}: accepted")
+        except grpc.aio.AioRpcError as err:
+            details = err.details() or ""
+            if err.code() is not INVALID or f"the field {field} " not in details or message_problem(details):
+                problems.append(f"{field}: {err.code().name} {details!r}")
+    table_server.tokens["a"] = me
+    code, details = await refused_play(table_server, "a", T.PlayRequest(table_ticket="v1.t\x00.0.p.x"))
+    if code is not INVALID or "the field table_ticket " not in (details or ""):
+        problems.append(f"Play table_ticket: {code.name} {details!r}")
+    assert not problems, "\n".join(problems)
+    # ordinary text still goes through, and nothing was granted by the refused calls
+    granted = await wallet.AdminGrant(W.AdminGrantRequest(**grant), metadata=admin, timeout=WITHIN)
+    assert granted.balance == 1010
