@@ -328,3 +328,22 @@ def test_text_check_walks_map_entries_and_names_them() -> None:
     value = struct_pb2.Struct()
     value.update({"k\x01": 1})
     assert "fields key holds a control character (U+0001)" in (validation.refused_text(value) or "")
+
+
+def test_rate_limiter_refills_forgets_least_recent_keys_and_can_be_off() -> None:
+    from duelmahjong.platform.ratelimit import RateLimiter, client_address
+
+    now = [0.0]
+    limit = RateLimiter(per_minute=60, burst=2, clock=lambda: now[0], max_keys=2)
+    assert [limit.take("a"), limit.take("a")] == [0.0, 0.0]
+    assert limit.take("a") == pytest.approx(1.0)
+    now[0] = 100.0  # a long wait refills to the burst, never beyond it
+    assert [limit.take("a") for _ in range(3)][2] > 0
+    limit.take("b"), limit.take("c")  # three keys: "a", used least recently, is forgotten
+    assert limit.take("a") == 0.0
+    off = RateLimiter(per_minute=0, burst=1)
+    assert off.unlimited and all(off.take("x") == 0.0 for _ in range(1000))
+    with pytest.raises(ValueError):
+        RateLimiter(per_minute=-1, burst=1)
+    assert client_address("ipv4:10.0.0.1:1") == client_address("ipv4:10.0.0.1:2")
+    assert client_address("ipv6:[2001:db8::1]:1") == client_address("ipv6:[2001:db8::ffff]:1")

@@ -100,6 +100,18 @@ class ResourceExhausted(DomainError):
     status = "RESOURCE_EXHAUSTED"
 
 
+class RateLimited(ResourceExhausted):
+    """Too many calls of one kind from one caller; ``retry_after`` seconds until the next may pass.
+
+    The gRPC layer also sends the wait as the ``grpc-retry-pushback-ms`` trailer, which gRPC clients
+    with a retry policy honour.
+    """
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Aborted(DomainError):
     """A concurrent change won; the caller may retry the whole operation."""
 

@@ -10,12 +10,14 @@ For each RPC, in this order:
    control character or is too long (:mod:`duelmahjong.platform.validation`, naming the field).
    Streaming handlers get this by iterating their request iterator (``async for request in
    request_iterator``), not by ``context.read()``; a message refused so raises from ``__anext__`` and
-   the next one can still be read (the Play stream carries on past it). A client stream refused before its handler read anything first receives the client's first message, so the
-   refusal reaches the client as sent (see :class:`_Incoming`);
+   the next one can still be read (the Play stream carries on past it). A client stream refused
+   before its handler read anything first receives the client's first message, so the refusal
+   reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
-   with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
-   where the logic comes from; anything else is logged with its traceback and the client gets
-   ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
+   with its message (a :class:`~duelmahjong.platform.errors.RateLimited` also sends its wait as the
+   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` becomes
+   ``UNIMPLEMENTED`` naming where the logic comes from; anything else is logged with its traceback
+   and the client gets ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
 5. count the call and time it: ``duel_<service>_grpc_requests_total{method,code}``,
    ``duel_<service>_grpc_request_duration_seconds{method}``, ``duel_<service>_grpc_requests_in_flight``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
@@ -35,7 +38,13 @@ import grpc.aio
 from google.protobuf.message import DecodeError, Message
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.errors import DomainError, InvalidText, MalformedRequest, readable_details
+from duelmahjong.platform.errors import (
+    DomainError,
+    InvalidText,
+    MalformedRequest,
+    RateLimited,
+    readable_details,
+)
 from duelmahjong.platform.logging import get_logger, log_context
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.validation import refused_text
@@ -47,6 +56,8 @@ ALWAYS_PUBLIC_PREFIXES = (
     "/grpc.reflection.v1.ServerReflection/",
 )
 REQUEST_ID_KEY = "x-request-id"
+# gRPC's retry pushback (gRFC A6): how long the client should wait before trying again.
+RETRY_PUSHBACK_KEY = "grpc-retry-pushback-ms"
 INTERNAL_MESSAGE = "internal error; it has been logged (request id {request_id})"
 _log = get_logger("grpc")
 
@@ -260,6 +271,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             return  # cancellation (client went away, server stopping): nothing to tell anyone
         if isinstance(err, DomainError):
             code, message = grpc.StatusCode[err.status], readable_details(err.message)
+            if isinstance(err, RateLimited):
+                context.set_trailing_metadata(((RETRY_PUSHBACK_KEY, str(math.ceil(err.retry_after * 1000))),))
             _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
         elif isinstance(err, NotImplementedError):
             code = grpc.StatusCode.UNIMPLEMENTED
