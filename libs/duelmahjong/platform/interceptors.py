@@ -97,7 +97,8 @@ SETTLE_SECONDS = 2.0
 
 
 class _Incoming:
-    """A client stream's requests as the handler reads them: each parsed or refused (``MalformedRequest``).
+    """A client stream's requests as the handler reads them, each checked (``MalformedRequest``,
+    ``InvalidText``); a refused one raises and the next can still be read.
 
     It also remembers whether the handler read anything, because of how a refusal reaches the client.
     A status sent before the client's first message has arrived ends the HTTP/2 stream under the
@@ -127,9 +128,7 @@ class _Incoming:
         try:
             async with asyncio.timeout(SETTLE_SECONDS):
                 await anext(self._raw)
-        except (StopAsyncIteration, TimeoutError):
-            pass
-        except Exception:  # the client went away: nothing left to race
+        except Exception:  # half-closed, silent for SETTLE_SECONDS, or gone: nothing left to race
             pass
 
 
