@@ -133,10 +133,13 @@ class _Incoming:
 
 
 class _Outcome:
-    """The status an RPC ended with, for the metrics label."""
+    """The status an RPC ended with, for the metrics label, and whether it has been counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: str, started: float) -> None:
+        self.method = method
+        self.started = started
         self.code = grpc.StatusCode.OK
+        self.recorded = False
 
 
 class ServiceInterceptor(grpc.aio.ServerInterceptor):
@@ -220,9 +223,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self, method: str, context: grpc.aio.ServicerContext, incoming: _Incoming | None
     ) -> AsyncIterator[None]:
         """Everything around one handler call: ids, auth, error mapping, metrics."""
-        outcome = _Outcome()
+        outcome = _Outcome(method, time.perf_counter())
         self._in_flight.labels(method=method).inc()
-        started = time.perf_counter()
         try:
             with self._call_scope(context) as request_id:
                 try:
@@ -234,11 +236,18 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
                     await self._fail(err, method, context, outcome, request_id)
                     raise  # _fail aborts; only cancellation and the handler's own aborts get here
         finally:
-            self._in_flight.labels(method=method).dec()
-            self._latency.labels(method=method).observe(time.perf_counter() - started)
             if outcome.code == grpc.StatusCode.OK and context.cancelled():
                 outcome.code = grpc.StatusCode.CANCELLED
-            self._requests.labels(method=method, code=outcome.code.name).inc()
+            self._record(outcome)
+
+    def _record(self, outcome: _Outcome) -> None:
+        """Count and time the call, once: before a refusal is sent, so whoever got it sees it counted."""
+        if outcome.recorded:
+            return
+        outcome.recorded = True
+        self._in_flight.labels(method=outcome.method).dec()
+        self._latency.labels(method=outcome.method).observe(time.perf_counter() - outcome.started)
+        self._requests.labels(method=outcome.method, code=outcome.code.name).inc()
 
     def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
         if self.is_public(method):
@@ -280,6 +289,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             code, message = grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id)
             _log.error("rpc raised", exc_info=err, extra={"fields": {"method": method}})
         outcome.code = code
+        self._record(outcome)
         await context.abort(code, message)
 
 
