@@ -19,6 +19,7 @@ from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2
 from services.matchmaking import updates as U
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.remote import PROFILES, room_rules
+from services.matchmaking.rooms import Room
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
 Context = grpc.aio.ServicerContext
@@ -36,6 +37,25 @@ def _timestamp(seconds: float) -> Timestamp:
     stamp = Timestamp()
     stamp.FromNanoseconds(int(seconds * 1e9))
     return stamp
+
+
+_UINT32_MAX = 2**32 - 1
+
+
+def _millis(seconds: float) -> int:
+    return min(_UINT32_MAX, max(0, round(seconds * 1000)))
+
+
+def room_times(room: Room) -> pb.RoomTimes:
+    """A room's clocks as ``ListRooms`` shows them, from its configuration (``rooms.py``)."""
+    return pb.RoomTimes(
+        bot_fill_millis=_millis(room.bot_fill_seconds),
+        ticket_millis=_millis(room.ticket_seconds),
+        negotiation_millis=_millis(room.negotiation_seconds) if room.negotiates else 0,
+        decision_millis=room.decision_millis,
+        time_bank_millis=room.time_bank_millis,
+        reconnect_grace_millis=room.reconnect_grace_millis,
+    )
 
 
 def negotiation_message(update: U.Negotiation) -> pb.Negotiation:
@@ -93,6 +113,7 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
                 name=room.name,
                 rules=room_rules(room),
                 waiting=self._mm.waiting(room.room_id),
+                times=room_times(room),
             )
             for room in self._mm.rooms.values()
             if request.profile in (rules_pb2.PROFILE_UNSPECIFIED, PROFILES[room.profile])

@@ -13,18 +13,38 @@ from collections.abc import AsyncIterator
 import grpc.aio
 
 from duelmahjong.platform.auth import Role, current_principal, require_role
-from duelmahjong.platform.errors import DomainError, InvalidArgument, PermissionDenied, readable_details
+from duelmahjong.platform.errors import (
+    DomainError,
+    InvalidArgument,
+    PermissionDenied,
+    ResourceExhausted,
+    readable_details,
+)
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.core import TableHost, check_open_request
 from services.table.live import LiveTable
-from services.table.seats import SeatSession
+from services.table.seats import DEFAULT_REPLY_LIMIT, SeatSession
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
 
 
+def refusal(err: DomainError, session: SeatSession) -> table_pb2.ActionRejected:
+    """The rejection of a stream message refused before it reached the table, with the seat's last view."""
+    refused = table_pb2.ActionRejected(
+        code=table_pb2.REJECTION_CODE_ILLEGAL, reason=readable_details(err.message)
+    )
+    request = getattr(err, "request", None)  # InvalidText: the message parsed, so its id is known
+    if isinstance(request, table_pb2.PlayRequest):
+        refused.client_action_id = request.client_action_id
+    if session.last_view is not None:
+        refused.view.CopyFrom(session.last_view)
+    return refused
+
+
 class TableApi(table_pb2_grpc.TableServiceServicer):
-    def __init__(self, host: TableHost) -> None:
+    def __init__(self, host: TableHost, *, reply_limit: int = DEFAULT_REPLY_LIMIT) -> None:
         self._host = host
+        self._reply_limit = reply_limit
 
     async def Play(
         self, request_iterator: AsyncIterator[table_pb2.PlayRequest], context: grpc.aio.ServicerContext
@@ -42,21 +62,43 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
-        session = SeatSession(ticket.seat, batched=first.accept_batches, grand_shift=first.use_grand_shift)
+        session = SeatSession(
+            ticket.seat,
+            batched=first.accept_batches,
+            grand_shift=first.use_grand_shift,
+            reply_limit=self._reply_limit,
+        )
         table.attach(session, first.last_seen_sequence)
         if first.HasField("action"):
             table.submit(session, first)
         reader = asyncio.create_task(self._read(request_iterator, table, session))
+        # The writer runs apart so that a client which never reads (its writes then wait on HTTP/2 flow
+        # control for ever) can still be cut off when it has too many replies unread.
+        writer = asyncio.create_task(self._write_all(context, session))
+        overflowed = asyncio.create_task(session.overflowed.wait())
         try:
-            while True:
-                # Write everything the table queued for this seat before waiting again (an action's
-                # events and view arrive together): one wake-up per batch, not per message.
-                ended = await self._write_queued(context, session, await session.take())
-                if ended:
-                    return
+            await asyncio.wait((writer, overflowed), return_when=asyncio.FIRST_COMPLETED)
+            if not writer.done():
+                raise ResourceExhausted(
+                    f"this stream has {session.reply_limit} replies its client has not read, so it is "
+                    "closed; read the stream's responses as they come, and Play again with the table "
+                    "ticket and last_seen_sequence to resume"
+                )
+            writer.result()
         finally:
-            reader.cancel()
+            for task in (reader, writer, overflowed):
+                task.cancel()
+            await asyncio.gather(reader, writer, overflowed, return_exceptions=True)
             table.detach(session)
+
+    async def _write_all(self, context: grpc.aio.ServicerContext, session: SeatSession) -> None:
+        while True:
+            # Write everything the table queued for this seat before waiting again (an action's
+            # events and view arrive together): one wake-up per batch, not per message.
+            ended = await self._write_queued(context, session, await session.take())
+            session.written()
+            if ended:
+                return
 
     @staticmethod
     async def _write_queued(
@@ -82,17 +124,22 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
     async def _read(
         request_iterator: AsyncIterator[table_pb2.PlayRequest], table: LiveTable, session: SeatSession
     ) -> None:
-        try:
-            async for request in request_iterator:
-                if request.HasField("action"):
-                    table.submit(session, request)
-        except DomainError as err:  # e.g. bytes that are no PlayRequest: say so, read no further
-            refused = table_pb2.ActionRejected(
-                code=table_pb2.REJECTION_CODE_ILLEGAL, reason=readable_details(err.message)
-            )
-            session.send(table_pb2.PlayResponse(rejected=refused))
-        except Exception:  # the client went away mid-read: the writing side ends the stream and detaches
-            return
+        """Hand each action to the table until the client half-closes or goes away.
+
+        A message refused at the edge (bytes that are no PlayRequest, a text field with a control
+        character or too long) is answered with an ``ActionRejected`` (ILLEGAL, the reason, the last
+        view) and the stream reads on: one bad message costs the client that message, not its seat.
+        """
+        while True:
+            try:
+                async for request in request_iterator:
+                    if request.HasField("action"):
+                        table.submit(session, request)
+                return
+            except DomainError as err:
+                session.send(table_pb2.PlayResponse(rejected=refusal(err, session)))
+            except Exception:  # the client went away mid-read: the writing side ends the stream and detaches
+                return
 
     async def OpenTable(
         self, request: table_pb2.OpenTableRequest, context: grpc.aio.ServicerContext

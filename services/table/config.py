@@ -22,6 +22,10 @@ class TableConfig(ServiceConfig):
     table_queue_size: int = setting(
         64, help="actions waiting per table; a full queue answers RESOURCE_EXHAUSTED (BUSY) to the sender"
     )
+    seat_reply_limit: int = setting(
+        256,
+        help="rejections a seat's Play stream may hold unread; one more closes it RESOURCE_EXHAUSTED",
+    )
     settlement_wait_seconds: float = setting(
         15.0, help="how long a finished hand waits for its SettlementApplied before the table carries on"
     )
@@ -36,6 +40,8 @@ class TableConfig(ServiceConfig):
             problems.append(f"TABLE_CAPACITY={self.table_capacity} must be at least 1")
         if self.table_queue_size < 1:
             problems.append(f"TABLE_QUEUE_SIZE={self.table_queue_size} must be at least 1")
+        if self.seat_reply_limit < 1:
+            problems.append(f"SEAT_REPLY_LIMIT={self.seat_reply_limit} must be at least 1")
         for name in ("announce_seconds", "settlement_wait_seconds", "join_seconds", "drain_seconds"):
             if getattr(self, name) <= 0:
                 problems.append(f"{name.upper()}={getattr(self, name)} must be positive")

@@ -41,7 +41,9 @@ async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
     HOSTS[id(runtime)] = host
     _JOURNALS[id(runtime)] = journal
     runtime.server.add_service(
-        SERVICE_NAME, table_pb2_grpc.add_TableServiceServicer_to_server, TableApi(host)
+        SERVICE_NAME,
+        table_pb2_grpc.add_TableServiceServicer_to_server,
+        TableApi(host, reply_limit=config.seat_reply_limit),
     )
     runtime.spawn(_announce(runtime, journal, host), name="announce")
 

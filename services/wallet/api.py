@@ -2,14 +2,18 @@
 
 The platform interceptor has verified the token (all but the two public methods) and maps the
 domain errors raised below to status codes: insufficient prestige FAILED_PRECONDITION, unknown
-player NOT_FOUND, another player's data PERMISSION_DENIED, bad input INVALID_ARGUMENT.
+player NOT_FOUND, another player's data PERMISSION_DENIED, bad input INVALID_ARGUMENT, too many guest
+logins from one address RESOURCE_EXHAUSTED (with the wait, also as ``grpc-retry-pushback-ms``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from duelmahjong.platform.auth import current_principal
+from duelmahjong.platform.errors import RateLimited
+from duelmahjong.platform.ratelimit import RateLimiter, client_address
 from duelmahjong.v1 import wallet_pb2, wallet_pb2_grpc
 from services.wallet import codec
 from services.wallet.core import Session, WalletCore
@@ -29,12 +33,25 @@ def _session(session: Session) -> wallet_pb2.SessionToken:
 
 
 class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
-    def __init__(self, core: WalletCore) -> None:
+    def __init__(self, core: WalletCore, guest_logins: RateLimiter | None = None) -> None:
         self.core = core
+        # Each guest login mints a starting grant: per client address, at most so many a minute.
+        self.guest_logins = guest_logins or RateLimiter(
+            per_minute=core.config.guest_logins_per_minute, burst=core.config.guest_login_burst
+        )
 
     async def GuestLogin(
         self, request: wallet_pb2.GuestLoginRequest, context: Any
     ) -> wallet_pb2.GuestLoginResponse:
+        wait = self.guest_logins.take(client_address(context.peer()))
+        if wait > 0:
+            seconds = math.ceil(wait)
+            raise RateLimited(
+                f"too many new guests from this address ({self.guest_logins.burst} at once, then "
+                f"{self.guest_logins.per_minute:g} a minute); retry in {seconds} s, or keep the guest "
+                "you have with RefreshToken",
+                retry_after=wait,
+            )
         session = await self.core.guest_login(request.display_name)
         return wallet_pb2.GuestLoginResponse(player_id=session.player_id, session=_session(session))
 

@@ -19,6 +19,15 @@ class WalletConfig(ServiceConfig):
         env="WALLET_STARTING_GRANT",
         help="prestige (威望) a new guest receives, minted from the grants house account",
     )
+    guest_logins_per_minute: int = setting(
+        10,
+        env="WALLET_GUEST_LOGINS_PER_MINUTE",
+        help="guest accounts (each with its starting grant) one client address may create a minute, after "
+        "the burst; more are refused RESOURCE_EXHAUSTED with a retry hint; 0 = no limit",
+    )
+    guest_login_burst: int = setting(
+        20, env="WALLET_GUEST_LOGIN_BURST", help="guest logins one client address may make at once"
+    )
     levels: str = setting(
         DEFAULT_LEVELS,
         env="WALLET_LEVELS",
@@ -49,6 +58,10 @@ class WalletConfig(ServiceConfig):
         problems = super().validate()
         if self.starting_grant < 0:
             problems.append("WALLET_STARTING_GRANT must not be negative")
+        if self.guest_logins_per_minute < 0 or self.guest_login_burst < 1:
+            problems.append(
+                "WALLET_GUEST_LOGINS_PER_MINUTE must not be negative, WALLET_GUEST_LOGIN_BURST at least 1"
+            )
         try:
             LevelTable.parse(self.levels)
         except ValueError as err:

@@ -39,7 +39,16 @@ ROOMS = [
         "carry_max": 800,
     },
     {"room_id": "duel-bots", "profile": "duel", "fan_rate": 10, "carry_min": 100, "bot_fill_seconds": 0.3},
-    {"room_id": "duel-short", "profile": "duel", "fan_rate": 10, "ticket_seconds": 0.5},
+    {
+        "room_id": "duel-short",
+        "profile": "duel",
+        "fan_rate": 10,
+        "ticket_seconds": 0.5,
+        "negotiation_seconds": 7.5,
+        "decision_millis": 9000,
+        "time_bank_millis": 12000,
+        "reconnect_grace_millis": 20000,
+    },
 ]
 SEE_WITHIN = 10.0
 
@@ -111,6 +120,35 @@ async def test_list_rooms_from_configuration(players: list[DuelClient]) -> None:
     assert rooms["duel-test"].rules.profile == rules_pb2.PROFILE_DUEL
     erren = await players[0].rooms(rules_pb2.PROFILE_ERREN)
     assert [room.room_id for room in erren] == ["erren-test"]
+
+
+async def test_list_rooms_shows_each_rooms_clocks(players: list[DuelClient]) -> None:
+    """What a client would otherwise learn by being timed out: bot fill, ticket lifetime, the T7
+    negotiation deadline, T11 decision time and bank, T10 grace (RoomTimes, in milliseconds)."""
+    rooms = {room.room_id: room for room in await players[0].rooms()}
+    times = {
+        room_id: (
+            t.bot_fill_millis,
+            t.ticket_millis,
+            t.negotiation_millis,
+            t.decision_millis,
+            t.time_bank_millis,
+        )
+        for room_id, t in ((room_id, room.times) for room_id, room in rooms.items())
+    }
+    assert times == {
+        "duel-test": (0, 300_000, 30_000, 15_000, 30_000),  # the defaults; no bot fill
+        "erren-test": (0, 300_000, 0, 15_000, 30_000),  # erren does not negotiate (1×)
+        "duel-bots": (300, 300_000, 30_000, 15_000, 30_000),
+        "duel-short": (0, 500, 7_500, 9_000, 12_000),
+    }
+    short = rooms["duel-short"]
+    assert short.times.reconnect_grace_millis == 20_000 == short.rules.reconnect_grace_millis
+    assert (short.times.decision_millis, short.times.time_bank_millis) == (
+        short.rules.decision_millis,
+        short.rules.time_bank_millis,
+    )
+    assert rooms["duel-test"].times.reconnect_grace_millis == 60_000
 
 
 async def test_pairing_holds_carry_and_fee_then_negotiates_t7_and_waits_for_a_table_server(

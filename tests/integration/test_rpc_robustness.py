@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sys
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +55,7 @@ from services.matchmaking.main import SPEC as MATCHMAKING
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from services.table.config import TableConfig
+from services.table.main import HOSTS
 from services.table.main import SPEC as TABLE
 from services.table.tickets import TicketBook
 from services.wallet.config import WalletConfig
@@ -120,8 +123,11 @@ def judge(label: str, code: Code, details: str | None, allowed: frozenset[Code])
 class Caller:
     """Calls RPCs of one service by name, with a chosen identity, and judges the outcome."""
 
-    def __init__(self, channel: grpc.aio.Channel, stub: Any, service: str, tokens: dict[str, Bearer]) -> None:
+    def __init__(
+        self, channel: grpc.aio.Channel, stub: Any, service: str, tokens: dict[str, Bearer], address: str = ""
+    ) -> None:
         self.channel, self.stub, self.service, self.tokens = channel, stub, service, tokens
+        self.address = address  # host:port, for a client of its own (another thread, another loop)
 
     def metadata(self, who: str) -> Bearer | None:
         return None if who == "nobody" else self.tokens[who]
@@ -878,7 +884,8 @@ async def table_server(start_service: Any, service_env: dict[str, str]) -> Async
     env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "ANNOUNCE_SECONDS": "0.2", "SERVER_ID": "t-sweep"}
     runtime = await start_service(TABLE, TableConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
-        yield Caller(channel, table_pb2_grpc.TableServiceStub(channel), TABLE_NAME, {})
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address)
 
 
 ATTACHED = frozenset({OK, INVALID, PRECONDITION})
@@ -979,22 +986,32 @@ def table_cases(table_id: str) -> list[Case]:
     return cases + raw_cases(table_pb2, "TableService", "service")
 
 
-class SeatStream:
-    """One seat's raw Play stream: requests go in a queue, every response is kept and checked."""
+def serialized(request: table_pb2.PlayRequest | bytes) -> bytes:
+    return request if isinstance(request, bytes) else request.SerializeToString()
 
-    def __init__(
-        self, stub: table_pb2_grpc.TableServiceStub, token: Bearer, first: table_pb2.PlayRequest
-    ) -> None:
-        self._requests: asyncio.Queue[table_pb2.PlayRequest | None] = asyncio.Queue()
+
+class SeatStream:
+    """One seat's raw Play stream: requests (messages or raw bytes) go in a queue, every response is
+    kept and checked."""
+
+    def __init__(self, channel: grpc.aio.Channel, token: Bearer, first: table_pb2.PlayRequest) -> None:
+        self._requests: asyncio.Queue[table_pb2.PlayRequest | bytes | None] = asyncio.Queue()
         self._requests.put_nowait(first)
         self.received: list[table_pb2.PlayResponse] = []
         self._responses: asyncio.Queue[table_pb2.PlayResponse | None] = asyncio.Queue()
-        self.call = stub.Play(self._outgoing(), metadata=token)
+        play = channel.stream_stream(
+            PLAY, request_serializer=serialized, response_deserializer=table_pb2.PlayResponse.FromString
+        )
+        self.call = play(self._outgoing(), metadata=token)
         self._reader = asyncio.create_task(self._read())
 
-    async def _outgoing(self) -> AsyncIterator[table_pb2.PlayRequest]:
+    async def _outgoing(self) -> AsyncIterator[table_pb2.PlayRequest | bytes]:
         while (request := await self._requests.get()) is not None:
             yield request
+
+    def send_raw(self, raw: bytes) -> None:
+        """Bytes as one message of the stream, parsed or not."""
+        self._requests.put_nowait(raw)
 
     async def _read(self) -> None:
         try:
@@ -1138,7 +1155,7 @@ async def play_on_after_bad_actions(caller: Caller, tickets: dict[str, str], tab
     readable reason. Then, in play, the seat not to act is STALE, and the seat to act plays on."""
     stub = caller.stub
     seats = {
-        who: SeatStream(stub, caller.tokens[who], table_pb2.PlayRequest(table_ticket=tickets[who]))
+        who: SeatStream(caller.channel, caller.tokens[who], table_pb2.PlayRequest(table_ticket=tickets[who]))
         for who in "ab"
     }
     try:
@@ -1200,6 +1217,116 @@ async def play_on_after_bad_actions(caller: Caller, tickets: dict[str, str], tab
             await stream.close()
 
 
+async def seats_at(caller: Caller, issue: Any, table_id: str) -> dict[str, SeatStream]:
+    """Both seats of a newly opened table on their Play streams."""
+    caller.tokens.update(
+        a=issue(f"{table_id}-a"), b=issue(f"{table_id}-b"), service=issue("mm", Role.SERVICE)
+    )
+    tickets = await open_sweep_table(caller, table_id)
+    return {
+        who: SeatStream(caller.channel, caller.tokens[who], table_pb2.PlayRequest(table_ticket=tickets[who]))
+        for who in "ab"
+    }
+
+
+async def test_play_reads_on_past_a_message_it_cannot_take(table_server: Caller, issue: Any) -> None:
+    """Bytes that are no PlayRequest, or an action whose text holds a NUL, in the middle of a stream:
+    each is answered ActionRejected (ILLEGAL, a readable reason, the seat's view) and the stream reads
+    on, so the seat's next legal action is applied at once (it used to stop reading, leaving the seat
+    "connected" with nobody listening until the timeout played its turn)."""
+    seats = await seats_at(table_server, issue, "t-reads-on")
+    try:
+        exchange = {who: await seats[who].decision(play_pb2.HAND_PHASE_EXCHANGE) for who in "ab"}
+        seats["a"].send_raw(b"\xff\xff\xff\xff\x0f")
+        refused = (await seats["a"].next("rejected")).rejected
+        assert refused.code == ILLEGAL and "not a valid protobuf message" in refused.reason, refused
+        assert message_problem(refused.reason) is None, refused.reason
+        assert refused.view.legal_actions.actions  # the seat is shown what it may still do
+        seats["a"].send(action={"discard": {"tile": "5m\x00"}}, client_action_id=41)
+        refused = (await seats["a"].next("rejected")).rejected
+        assert (refused.code, refused.client_action_id) == (ILLEGAL, 41), refused
+        assert "action.discard.tile" in refused.reason and "U+0000" in refused.reason, refused.reason
+        for who in "ab":
+            legal = exchange[who].legal_actions
+            seats[who].send(action=legal.default_action, last_seen_sequence=legal.sequence)
+        async with asyncio.timeout(WITHIN):  # well before any decision timer: the actions were read
+            await first_to_decide(seats, play_pb2.HAND_PHASE_PLAY)
+        assert not [r for r in seats["a"].received if r.HasField("rejected")][2:]
+    finally:
+        for stream in seats.values():
+            await stream.close()
+
+
+REPLY_LIMIT = 16
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(WITHIN):
+        while True:
+            if condition():
+                return
+            await asyncio.sleep(0.02)
+
+
+@pytest_asyncio.fixture
+async def strict_table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Any]:
+    """A table server that lets a seat leave at most REPLY_LIMIT replies unread."""
+    env = {**service_env, "SEAT_REPLY_LIMIT": str(REPLY_LIMIT), "SERVER_ID": "t-strict"}
+    runtime = await start_service(TABLE, TableConfig.from_env(env))
+    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+        yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address), runtime
+
+
+async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server: Any, issue: Any) -> None:
+    """A client sends 3,000 refused actions on its Play stream and reads nothing: the server holds at
+    most SEAT_REPLY_LIMIT replies for it, then closes the stream RESOURCE_EXHAUSTED and lets the seat
+    go (T10 holds it for a reconnect, which resumes)."""
+    caller, runtime = strict_table_server
+    table_id = "t-never-reads"
+    caller.tokens.update(a=issue(f"{table_id}-a"), service=issue("mm", Role.SERVICE))
+    tickets = await open_sweep_table(caller, table_id)
+    table = HOSTS[id(runtime)].find(table_id)
+    first = table_pb2.PlayRequest(table_ticket=tickets["a"])
+    bad = [
+        table_pb2.PlayRequest(action={"discard": {"tile": "?"}}, client_action_id=n) for n in range(1, 3001)
+    ]
+    # The blocking client: it sends from its own thread and, unlike grpc.aio's, reports the status the
+    # server sent even when its writes were cut off (grpc/grpc#36066).
+    # Without BDP probing the connection's window stays at 64 KiB: what the server can push to a client
+    # that reads nothing is that, whatever the machine.
+    with grpc.insecure_channel(caller.address, options=[("grpc.http2.bdp_probe", 0)]) as channel:
+        responses = table_pb2_grpc.TableServiceStub(channel).Play(
+            iter([first, *bad]), metadata=caller.tokens["a"], timeout=3 * WITHIN
+        )
+        seat = table.seats[0]
+        await until(lambda: seat.ever_attached and seat.session is None)  # let go, though never read
+
+        def read_all() -> tuple[int, grpc.RpcError | None]:
+            count = 0
+            try:
+                for _ in responses:
+                    count += 1
+            except grpc.RpcError as err:
+                return count, err
+            return count, None
+
+        count, error = await asyncio.to_thread(read_all)
+    assert error is not None, f"the stream ended OK after {count} responses"
+    assert error.code() == EXHAUSTED, (error.code(), error.details())
+    assert "not read" in error.details() and message_problem(error.details()) is None, error.details()
+    # what was written before the cut: the view, what fit in the connection's window and the last
+    # REPLY_LIMIT replies, not one response per request
+    assert count < 1000, count
+    # the seat comes back and resumes: the stream is not a lost seat
+    resumed = SeatStream(caller.channel, caller.tokens["a"], table_pb2.PlayRequest(table_ticket=tickets["a"]))
+    try:
+        assert (await resumed.next("event")).event.sequence == 1
+    finally:
+        await resumed.close()
+    await caller.assert_serving()
+
+
 async def test_table_fuzzed_open_requests_get_domain_answers(table_server: Caller, issue: Any) -> None:
     caller = table_server
     caller.tokens.update(service=issue("matchmaking", Role.SERVICE), a=issue("p-a"))
@@ -1237,3 +1364,108 @@ async def test_table_fuzzed_open_requests_get_domain_answers(table_server: Calle
         open_request("t-after-fuzz"), metadata=caller.tokens["service"], timeout=WITHIN
     )
     assert len(opened.tickets) == 2
+
+
+# A client process of its own (its event loop, its core): 300 Play streams, 30 at a time, with no token or
+# a forged one, each sending PlayRequest{table_ticket: "x"} and then half-closing or keeping its stream
+# open; it prints what each call ended with.
+UNAUTHENTICATED_PLAYS = """
+import asyncio, json, sys
+import grpc, grpc.aio
+from duelmahjong.v1 import table_pb2, table_pb2_grpc
+
+async def main():
+    async with grpc.aio.insecure_channel(sys.argv[1]) as channel:
+        stub, gate = table_pb2_grpc.TableServiceStub(channel), asyncio.Semaphore(30)
+        first = table_pb2.PlayRequest(table_ticket="x")
+
+        async def open_stream():
+            yield first
+            await asyncio.sleep(30)
+
+        async def one(n):
+            async with gate:
+                metadata = (("authorization", "Bearer not.a.token"),) if n % 2 else None
+                requests = iter([first]) if n % 4 < 2 else open_stream()
+                call = stub.Play(requests, metadata=metadata, timeout=10)
+                try:
+                    await call.read()
+                except grpc.aio.AioRpcError as err:
+                    return [err.code().name, err.details()]
+                call.cancel()
+                return ["OK", ""]
+
+        print(json.dumps(await asyncio.gather(*(one(n) for n in range(300)))))
+
+asyncio.run(main())
+"""
+
+
+async def test_play_without_a_valid_token_is_unauthenticated_under_concurrency(table_server: Caller) -> None:
+    """Every one of 300 concurrent Play streams without a valid token is UNAUTHENTICATED with the
+    service's message, as the server logs it (not INTERNAL "Internal error from Core": a refusal sent
+    before the client's first message arrived broke the client's write)."""
+    for _ in range(2):  # the race was lost by 0 to 130 calls of a client's 300: two clients
+        client = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", UNAUTHENTICATED_PLAYS, table_server.address, stdout=asyncio.subprocess.PIPE
+        )
+        async with asyncio.timeout(60):
+            out, _ = await client.communicate()
+        assert client.returncode == 0
+        outcomes = [tuple(outcome) for outcome in json.loads(out)]
+        wrong = Counter(outcome for outcome in outcomes if outcome[0] != "UNAUTHENTICATED")
+        assert not wrong, f"{sum(wrong.values())} of 300 not UNAUTHENTICATED: {wrong.most_common(3)}"
+        assert all("session token" in details for _, details in outcomes), Counter(outcomes)
+    await table_server.assert_serving()
+
+
+async def test_text_with_control_characters_or_too_long_is_refused_at_every_services_edge(
+    matchmaking: Any, scoring: Caller, table_server: Caller, issue: Any, database_url: str
+) -> None:
+    """A NUL (Postgres refuses it: AdminGrant answered INTERNAL), another control character or a huge
+    string in any field of any request is INVALID_ARGUMENT naming the field, before any handler runs."""
+    caller, wallet = matchmaking
+    player, me = await login(wallet, "小明")
+    admin, service = issue("ops", Role.ADMIN), issue("mm", Role.SERVICE)
+    W, M, T, S = wallet_pb2, matchmaking_pb2, table_pb2, scoring_pb2
+    grant = {"player_id": player, "amount": 10, "reason": "bonus", "request_id": "g-1"}
+    players = [rules_pb2.SeatPlayer(seat=s, player_id=p, carry=10) for s, p in ((FIRST, "x"), (SECOND, "y"))]
+    players[1].display_name = "b\x1b[31m"
+    calls = [
+        (wallet.AdminGrant, W.AdminGrantRequest(**{**grant, "reason": "bonus\x00"}), admin, "reason"),
+        (wallet.AdminGrant, W.AdminGrantRequest(**{**grant, "request_id": "g\x00"}), admin, "request_id"),
+        (wallet.GuestLogin, W.GuestLoginRequest(display_name="a\nb"), None, "display_name"),
+        (wallet.ListHistory, W.ListHistoryRequest(page_token="9" * 2000), me, "page_token"),
+        (caller.stub.CancelQueue, M.CancelQueueRequest(queue_ticket_id="q\x7f"), me, "queue_ticket_id"),
+        (caller.stub.LeavePairing, M.LeavePairingRequest(pairing_id="p" * 1025), me, "pairing_id"),
+        (
+            scoring.stub.EvaluateHand,
+            S.EvaluateHandRequest(hand=duel_hand(concealed="234567m234p678s\x005s")),
+            scoring.tokens["me"],
+            "hand.concealed",
+        ),
+        (
+            table_server.stub.OpenTable,
+            open_request("t-text", players=players),
+            service,
+            "players[1].display_name",
+        ),
+        (table_server.stub.GetTableStatus, T.GetTableStatusRequest(table_id="t\x00"), me, "table_id"),
+    ]
+    problems = []
+    for rpc, request, metadata, field in calls:
+        try:
+            await rpc(request, metadata=metadata, timeout=WITHIN)
+            problems.append(f"{field}: accepted")
+        except grpc.aio.AioRpcError as err:
+            details = err.details() or ""
+            if err.code() is not INVALID or f"the field {field} " not in details or message_problem(details):
+                problems.append(f"{field}: {err.code().name} {details!r}")
+    table_server.tokens["a"] = me
+    code, details = await refused_play(table_server, "a", T.PlayRequest(table_ticket="v1.t\x00.0.p.x"))
+    if code is not INVALID or "the field table_ticket " not in (details or ""):
+        problems.append(f"Play table_ticket: {code.name} {details!r}")
+    assert not problems, "\n".join(problems)
+    # ordinary text still goes through, and nothing was granted by the refused calls
+    granted = await wallet.AdminGrant(W.AdminGrantRequest(**grant), metadata=admin, timeout=WITHIN)
+    assert granted.balance == 1010

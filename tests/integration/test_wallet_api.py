@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import grpc
 import grpc.aio
 import pytest
@@ -118,6 +119,17 @@ async def test_expired_forged_and_missing_tokens_are_unauthenticated(
     unauthenticated = grpc.StatusCode.UNAUTHENTICATED
     for metadata in (auth.bearer_metadata(expired), auth.bearer_metadata(forged), None):
         await expect(unauthenticated, client.balance(player_id, metadata))
+
+
+async def test_a_malformed_token_is_refused_in_the_services_words(client: Client) -> None:
+    """A token whose header is no UTF-8 text is told so plainly, not with the JWT library's words."""
+    for token in ("t7e3t7e3.e30.x", "not.a.token", "garbage"):
+        details = await expect(
+            grpc.StatusCode.UNAUTHENTICATED, client.balance("", auth.bearer_metadata(token))
+        )
+        assert (
+            details == "the session token is malformed: it is not a token this service issued; log in again"
+        )
 
 
 async def test_admin_grant_is_audited_idempotent_and_checked(client: Client, wallet_service: Any) -> None:
@@ -377,3 +389,49 @@ async def test_a_house_bot_is_created_once_topped_up_in_the_ledger_and_never_ran
             assert sorted(e.display_name for e in board.entries) == ["ann", "ben"]
             assert {e.rank for e in board.entries} == {1}
     assert await WalletStore(db).audit() == []
+
+
+async def test_guest_logins_are_rate_limited_per_client_address(
+    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+) -> None:
+    """Each guest login mints a starting grant: one address gets WALLET_GUEST_LOGIN_BURST at once, then
+    WALLET_GUEST_LOGINS_PER_MINUTE; past that RESOURCE_EXHAUSTED says when to retry (in the message and
+    as grpc-retry-pushback-ms), and nothing is minted."""
+    env = {
+        **service_env,
+        "DATABASE_URL": database_url,
+        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
+        "WALLET_GUEST_LOGINS_PER_MINUTE": "30",  # one every 2 s
+        "WALLET_GUEST_LOGIN_BURST": "3",
+    }
+    wallet = await start_service(SPEC, WalletConfig.from_env(env))
+
+    async def accounts() -> int:
+        conn = await asyncpg.connect(database_url)
+        try:
+            return int(await conn.fetchval("SELECT count(*) FROM wallet.accounts"))
+        finally:
+            await conn.close()
+
+    async with grpc.aio.insecure_channel(wallet.server.address) as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)
+        login = wallet_pb2.GuestLoginRequest(display_name="guest")
+        first = [await stub.GuestLogin(login, timeout=10) for _ in range(3)]
+        assert len({reply.player_id for reply in first}) == 3
+        minted = await accounts()
+        for _ in range(5):
+            call = stub.GuestLogin(login, timeout=10)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert "retry in 2 s" in (refused.value.details() or ""), refused.value.details()
+            pushback = dict(await call.trailing_metadata() or ())["grpc-retry-pushback-ms"]
+            assert 0 < int(pushback) <= 2000, pushback
+        assert await accounts() == minted  # the refused logins created no one
+        await asyncio.sleep(int(pushback) / 1000 + 0.05)
+        assert (await stub.GuestLogin(login, timeout=10)).player_id  # a token is back
+        # what a guest already has keeps working: refresh is not limited
+        renewed = await stub.RefreshToken(
+            wallet_pb2.RefreshTokenRequest(refresh_token=first[0].session.refresh_token), timeout=10
+        )
+        assert renewed.player_id == first[0].player_id

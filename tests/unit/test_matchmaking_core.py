@@ -469,3 +469,24 @@ async def test_the_lost_threshold_must_exceed_the_directory_ttl() -> None:
     assert MatchmakingConfig.from_env(env).matchmaking_server_lost_seconds == 60.0
     with pytest.raises(ConfigError, match="MATCHMAKING_SERVER_LOST_SECONDS must exceed"):
         MatchmakingConfig.from_env({**env, "MATCHMAKING_SERVER_LOST_SECONDS": "15"})
+
+
+async def test_room_times_are_the_configured_clocks_in_whole_milliseconds() -> None:
+    from services.matchmaking.api import room_times
+    from services.matchmaking.rooms import Room
+
+    room = Room(
+        room_id="r",
+        profile="duel",
+        fan_rate=10,
+        bot_fill_seconds=2.0004,
+        ticket_seconds=1e12,  # beyond uint32 milliseconds: shown as the largest value, not wrapped
+        negotiation_seconds=0.0015,
+        decision_millis=8000,
+        time_bank_millis=0,
+    )
+    times = room_times(room)
+    assert (times.bot_fill_millis, times.ticket_millis, times.negotiation_millis) == (2000, 2**32 - 1, 2)
+    assert (times.decision_millis, times.time_bank_millis, times.reconnect_grace_millis) == (8000, 0, 60000)
+    erren = Room(room_id="e", profile="erren", fan_rate=1, negotiation_seconds=10.0)
+    assert room_times(erren).negotiation_millis == 0  # erren pairings never negotiate

@@ -6,14 +6,20 @@ import asyncio
 import io
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
+import jwt
 import pytest
+from google.protobuf import message_factory
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
 
-from duelmahjong.platform import auth, errors, subjects
+from duelmahjong.platform import auth, errors, subjects, validation
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
@@ -95,13 +101,29 @@ def test_a_token_round_trips_its_principal() -> None:
     [
         (lambda t: auth.issue_token("z" * 40, player_id="p", now=T0), "signature"),
         (lambda t: t[:-3] + ("AAA" if not t.endswith("AAA") else "BBB"), "signature"),
-        (lambda t: "garbage", "not valid"),
+        (lambda t: "garbage", "malformed: it is not a token this service issued"),
+        (lambda t: "t7e3t7e3." + t.split(".", 1)[1], "malformed"),  # a header that is no UTF-8 text
+        (lambda t: t.split(".")[0] + ".t7e3." + t.split(".")[2], "signature"),
+        (lambda t: jwt.encode({"sub": "p"}, SECRET, algorithm="HS256"), "lacks a claim"),
+        (lambda t: jwt.encode({"sub": "p", "iss": "x"}, SECRET, algorithm="HS256"), "lacks a claim"),
+        (
+            lambda t: jwt.encode({"iss": "x", "sub": "p", "role": "player", "sid": "s", "exp": 9e9}, SECRET),
+            "another",
+        ),
+        (
+            lambda t: jwt.encode(
+                {"iss": auth.ISSUER, "sub": "p", "role": "god", "sid": "s", "exp": 9e9}, SECRET
+            ),
+            "role",
+        ),
     ],
 )
-def test_forged_or_garbled_tokens_are_refused(mangle: object, reason: str) -> None:
+def test_forged_or_garbled_tokens_are_refused_in_our_words(mangle: object, reason: str) -> None:
     token = auth.issue_token(SECRET, player_id="p", now=T0)
-    with pytest.raises(auth.InvalidToken, match=reason):
+    with pytest.raises(auth.InvalidToken, match=reason) as refused:
         auth.verify_token(SECRET, mangle(token), now=T0)  # type: ignore[operator]
+    said = str(refused.value)
+    assert said.startswith("the session token") and not any(w in said for w in ("codec", "Invalid", "byte"))
 
 
 def test_token_metadata_must_be_a_bearer_token() -> None:
@@ -231,3 +253,97 @@ def test_cancel_and_wait_repeats_a_lost_cancel_and_gives_up_on_a_deaf_task() -> 
 
     lost, cancelled, deaf_left, crashed_done = asyncio.run(main())
     assert lost == [True] and cancelled and deaf_left and crashed_done
+
+
+def _text_fields(descriptor: Any, prefix: str = "", seen: frozenset[str] = frozenset()) -> Iterator[str]:
+    """Paths of every string field a request of ``descriptor`` can hold (repeated ones as ``name[0]``)."""
+    for field in descriptor.fields:
+        name = prefix + field.name + ("[0]" if field.is_repeated else "")
+        if field.type == FieldDescriptor.TYPE_STRING:
+            yield name
+        elif field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.full_name not in seen:
+            yield from _text_fields(field.message_type, name + ".", seen | {descriptor.full_name})
+
+
+def _with_text(message_class: Any, path: str, text: str) -> Message:
+    message = message_class()
+    *parents, leaf = path.split(".")
+    target = message
+    for part in parents:
+        name, repeated = part.removesuffix("[0]"), part.endswith("[0]")
+        target = getattr(target, name).add() if repeated else getattr(target, name)
+    if leaf.endswith("[0]"):
+        getattr(target, leaf.removesuffix("[0]")).append(text)
+    else:
+        setattr(target, leaf, text)
+    return message
+
+
+def _request_classes() -> list[Any]:
+    from duelmahjong.v1 import matchmaking_pb2, scoring_pb2, table_pb2, wallet_pb2
+
+    classes = []
+    for module in (wallet_pb2, table_pb2, matchmaking_pb2, scoring_pb2):
+        for service in module.DESCRIPTOR.services_by_name.values():
+            for method in service.methods:
+                classes.append(message_factory.GetMessageClass(method.input_type))
+    return classes
+
+
+CONTROLS = (("a\x00b", "U+0000"), ("line\nbreak", "U+000A"), ("\x7f", "U+007F"), ("x\x85", "U+0085"))
+
+
+def test_every_text_field_of_every_request_refuses_control_characters_and_huge_text_naming_it() -> None:
+    checked = 0
+    for request_class in _request_classes():
+        for path in _text_fields(request_class.DESCRIPTOR):
+            assert validation.refused_text(_with_text(request_class, path, "5m 東 ok")) is None, path
+            for bad, why in (
+                ("a\x00b", "U+0000"),
+                ("line\nbreak", "U+000A"),
+                ("\x7f", "U+007F"),
+                ("x\x85", "U+0085"),
+            ):
+                problem = validation.refused_text(_with_text(request_class, path, bad))
+                assert problem is not None and f"the field {path} " in problem and why in problem, (
+                    path,
+                    problem,
+                )
+            problem = validation.refused_text(_with_text(request_class, path, "漢" * 1025))
+            assert problem is not None and f"the field {path} is 1025 characters long" in problem, path
+            assert validation.refused_text(_with_text(request_class, path, "漢" * 1024)) is None, path
+            checked += 1
+    assert checked >= 40  # wallet, table (the Play actions too), matchmaking and scoring
+
+
+def test_text_check_walks_map_entries_and_names_them() -> None:
+    from google.protobuf import struct_pb2
+
+    value = struct_pb2.Struct()
+    value.update({"fine": "ok", "bad": "a\x00"})
+    assert validation.refused_text(value) == (
+        "the field fields['bad'].string_value holds a control character (U+0000); "
+        "text fields take printable text only"
+    )
+    value = struct_pb2.Struct()
+    value.update({"k\x01": 1})
+    assert "fields key holds a control character (U+0001)" in (validation.refused_text(value) or "")
+
+
+def test_rate_limiter_refills_forgets_least_recent_keys_and_can_be_off() -> None:
+    from duelmahjong.platform.ratelimit import RateLimiter, client_address
+
+    now = [0.0]
+    limit = RateLimiter(per_minute=60, burst=2, clock=lambda: now[0], max_keys=2)
+    assert [limit.take("a"), limit.take("a")] == [0.0, 0.0]
+    assert limit.take("a") == pytest.approx(1.0)
+    now[0] = 100.0  # a long wait refills to the burst, never beyond it
+    assert [limit.take("a") for _ in range(3)][2] > 0
+    limit.take("b"), limit.take("c")  # three keys: "a", used least recently, is forgotten
+    assert limit.take("a") == 0.0
+    off = RateLimiter(per_minute=0, burst=1)
+    assert off.unlimited and all(off.take("x") == 0.0 for _ in range(1000))
+    with pytest.raises(ValueError):
+        RateLimiter(per_minute=-1, burst=1)
+    assert client_address("ipv4:10.0.0.1:1") == client_address("ipv4:10.0.0.1:2")
+    assert client_address("ipv6:[2001:db8::1]:1") == client_address("ipv6:[2001:db8::ffff]:1")

@@ -17,7 +17,7 @@ The clock is a parameter (``now``) so expiry is tested without sleeping.
 >>> verify_token(secret, token, now=t0 + timedelta(hours=2))
 Traceback (most recent call last):
 ...
-duelmahjong.platform.auth.InvalidToken: session token expired; log in again
+duelmahjong.platform.auth.InvalidToken: the session token has expired; log in again
 """
 
 from __future__ import annotations
@@ -87,8 +87,28 @@ def issue_token(
     return jwt.encode(claims, secret, algorithm=ALGORITHM)
 
 
+# What is wrong with a token, in this service's words: PyJWT's own messages quote its internals
+# ("Invalid header string: 'utf-8' codec can't decode byte 0xb7"), which say nothing to a client.
+MALFORMED_TOKEN = "the session token is malformed: it is not a token this service issued; log in again"
+_TOKEN_PROBLEMS: tuple[tuple[type[jwt.InvalidTokenError], str], ...] = (
+    (jwt.InvalidSignatureError, "the session token's signature does not verify: it was not issued here"),
+    (jwt.InvalidAlgorithmError, "the session token is not signed the way this service signs tokens"),
+    (jwt.InvalidIssuerError, "the session token was issued by another service"),
+    (jwt.MissingRequiredClaimError, "the session token lacks a claim every token of this service has"),
+    (jwt.ImmatureSignatureError, "the session token is not valid yet"),
+    (jwt.DecodeError, MALFORMED_TOKEN),
+)
+
+
 def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Principal:
-    """The principal a token speaks for; raises :class:`InvalidToken` with a readable reason."""
+    """The principal a token speaks for; raises :class:`InvalidToken` with a readable reason.
+
+    >>> try:
+    ...     verify_token("s" * 32, "not.a.token")
+    ... except InvalidToken as err:
+    ...     print(err)
+    the session token is malformed: it is not a token this service issued; log in again
+    """
     try:
         # Expiry is checked below against the injected clock, not PyJWT's wall clock.
         claims = jwt.decode(
@@ -98,17 +118,16 @@ def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Pri
             issuer=ISSUER,
             options={"verify_exp": False, "verify_iat": False, "require": ["sub", "role", "sid", "exp"]},
         )
-    except jwt.InvalidSignatureError:
-        raise InvalidToken("session token signature does not verify") from None
     except jwt.InvalidTokenError as err:
-        raise InvalidToken(f"session token is not valid: {err}") from None
+        reason = next((text for kind, text in _TOKEN_PROBLEMS if isinstance(err, kind)), MALFORMED_TOKEN)
+        raise InvalidToken(reason) from None
     try:
         role = Role(claims["role"])
-    except ValueError:
-        raise InvalidToken(f"session token has an unknown role {claims['role']!r}") from None
-    expires_at = datetime.fromtimestamp(int(claims["exp"]), UTC)
+        expires_at = datetime.fromtimestamp(int(claims["exp"]), UTC)
+    except (ValueError, TypeError, OverflowError, OSError):
+        raise InvalidToken("the session token names an unknown role or expiry; log in again") from None
     if (now or datetime.now(UTC)) >= expires_at:
-        raise InvalidToken("session token expired; log in again")
+        raise InvalidToken("the session token has expired; log in again")
     return Principal(
         player_id=str(claims["sub"]), role=role, session_id=str(claims["sid"]), expires_at=expires_at
     )

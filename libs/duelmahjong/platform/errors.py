@@ -13,7 +13,7 @@ name of a ``grpc.StatusCode`` so this module imports no gRPC and the core stays 
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 # A message shown to a client may quote its input. Status details travel as one HTTP/2 trailer (clients
 # cap metadata at 16 KiB) and a refusal on a stream is resent to the client, so a message quoting a huge
@@ -53,6 +53,17 @@ class MalformedRequest(InvalidArgument):
     """The request bytes are not a valid protobuf message of the expected type."""
 
 
+class InvalidText(InvalidArgument):
+    """A string field of the request holds a control character or is too long (checked at the edge).
+
+    ``request`` is the parsed request, so a stream that refuses one message can say which it was.
+    """
+
+    def __init__(self, message: str, request: Any = None) -> None:
+        super().__init__(message)
+        self.request = request
+
+
 class FailedPrecondition(DomainError):
     """The request is well formed but not allowed in the current state (not your turn, table closed)."""
 
@@ -87,6 +98,18 @@ class ResourceExhausted(DomainError):
     """A quota or capacity is used up (queue full, no table capacity, rate limit)."""
 
     status = "RESOURCE_EXHAUSTED"
+
+
+class RateLimited(ResourceExhausted):
+    """Too many calls of one kind from one caller; ``retry_after`` seconds until the next may pass.
+
+    The gRPC layer also sends the wait as the ``grpc-retry-pushback-ms`` trailer, which gRPC clients
+    with a retry policy honour.
+    """
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Aborted(DomainError):

@@ -6,19 +6,27 @@ For each RPC, in this order:
 2. unless the method is public (health, reflection, wallet login…), verify the bearer token and bind the
    :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
 3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
-   (gRPC's own default would be an opaque error). Streaming handlers get this by iterating their
-   request iterator (``async for request in request_iterator``), not by ``context.read()``;
+   (gRPC's own default would be an opaque error), and so is one with a string field that holds a
+   control character or is too long (:mod:`duelmahjong.platform.validation`, naming the field).
+   Streaming handlers get this by iterating their request iterator (``async for request in
+   request_iterator``), not by ``context.read()``; a message refused so raises from ``__anext__`` and
+   the next one can still be read (the Play stream carries on past it). A client stream refused
+   before its handler read anything first receives the client's first message, so the refusal
+   reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
-   with its message; the generated base class's ``NotImplementedError`` becomes ``UNIMPLEMENTED`` naming
-   where the logic comes from; anything else is logged with its traceback and the client gets
-   ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
+   with its message (a :class:`~duelmahjong.platform.errors.RateLimited` also sends its wait as the
+   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` becomes
+   ``UNIMPLEMENTED`` naming where the logic comes from; anything else is logged with its traceback
+   and the client gets ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
 5. count the call and time it: ``duel_<service>_grpc_requests_total{method,code}``,
    ``duel_<service>_grpc_request_duration_seconds{method}``, ``duel_<service>_grpc_requests_in_flight``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
@@ -27,12 +35,19 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.errors import DomainError, MalformedRequest, readable_details
+from duelmahjong.platform.errors import (
+    DomainError,
+    InvalidText,
+    MalformedRequest,
+    RateLimited,
+    readable_details,
+)
 from duelmahjong.platform.logging import get_logger, log_context
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.validation import refused_text
 
 # Methods no token is needed for, besides those a service declares public (e.g. wallet login).
 ALWAYS_PUBLIC_PREFIXES = (
@@ -41,6 +56,8 @@ ALWAYS_PUBLIC_PREFIXES = (
     "/grpc.reflection.v1.ServerReflection/",
 )
 REQUEST_ID_KEY = "x-request-id"
+# gRPC's retry pushback (gRFC A6): how long the client should wait before trying again.
+RETRY_PUSHBACK_KEY = "grpc-retry-pushback-ms"
 INTERNAL_MESSAGE = "internal error; it has been logged (request id {request_id})"
 _log = get_logger("grpc")
 
@@ -68,14 +85,61 @@ def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], 
 def _check_parsed(request: Any, method: str) -> Any:
     if isinstance(request, _Malformed):
         raise MalformedRequest(f"the request to {method} is not a valid protobuf message: {request.error}")
+    if isinstance(request, Message):
+        problem = refused_text(request)
+        if problem:
+            raise InvalidText(problem, request)
     return request
 
 
-class _Outcome:
-    """The status an RPC ended with, for the metrics label."""
+# How long a refused client stream is given to deliver its first message before the refusal is sent.
+SETTLE_SECONDS = 2.0
 
-    def __init__(self) -> None:
+
+class _Incoming:
+    """A client stream's requests as the handler reads them, each checked (``MalformedRequest``,
+    ``InvalidText``); a refused one raises and the next can still be read.
+
+    It also remembers whether the handler read anything, because of how a refusal reaches the client.
+    A status sent before the client's first message has arrived ends the HTTP/2 stream under the
+    client's pending write; grpc.aio clients then report that failed write as ``INTERNAL "Internal
+    error from Core"`` in place of the status the server sent (grpc/grpc#36066). So a call refused
+    before its handler read a request (a missing or forged token, above all) first receives the
+    client's first message or half-close (:meth:`settle`), for at most ``SETTLE_SECONDS``.
+    """
+
+    def __init__(self, raw: AsyncIterator[Any], method: str) -> None:
+        self._raw = raw
+        self._method = method
+        self._read = False
+
+    def __aiter__(self) -> _Incoming:
+        return self
+
+    async def __anext__(self) -> Any:
+        self._read = True
+        return _check_parsed(await anext(self._raw), self._method)
+
+    async def settle(self) -> None:
+        """Wait for the client's first message (or the end of its stream) unless one was read."""
+        if self._read:
+            return
+        self._read = True
+        try:
+            async with asyncio.timeout(SETTLE_SECONDS):
+                await anext(self._raw)
+        except Exception:  # half-closed, silent for SETTLE_SECONDS, or gone: nothing left to race
+            pass
+
+
+class _Outcome:
+    """The status an RPC ended with, for the metrics label, and whether it has been counted."""
+
+    def __init__(self, method: str, started: float) -> None:
+        self.method = method
+        self.started = started
         self.code = grpc.StatusCode.OK
+        self.recorded = False
 
 
 class ServiceInterceptor(grpc.aio.ServerInterceptor):
@@ -132,8 +196,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            async with self._rpc(method, context):
-                result = behavior(self._incoming(request, method, stream_in), context)
+            incoming = _Incoming(request, method) if stream_in else None
+            async with self._rpc(method, context, incoming):
+                result = behavior(incoming or _check_parsed(request, method), context)
                 return await result if inspect.isawaitable(result) else result
 
         return handle
@@ -142,8 +207,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
         async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            async with self._rpc(method, context):
-                result = behavior(self._incoming(request, method, stream_in), context)
+            incoming = _Incoming(request, method) if stream_in else None
+            async with self._rpc(method, context, incoming):
+                result = behavior(incoming or _check_parsed(request, method), context)
                 if inspect.isasyncgen(result):
                     async for response in result:
                         yield response
@@ -153,35 +219,35 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         return handle
 
     @asynccontextmanager
-    async def _rpc(self, method: str, context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+    async def _rpc(
+        self, method: str, context: grpc.aio.ServicerContext, incoming: _Incoming | None
+    ) -> AsyncIterator[None]:
         """Everything around one handler call: ids, auth, error mapping, metrics."""
-        outcome = _Outcome()
+        outcome = _Outcome(method, time.perf_counter())
         self._in_flight.labels(method=method).inc()
-        started = time.perf_counter()
         try:
             with self._call_scope(context) as request_id:
                 try:
                     self._authenticate(method, context)
                     yield
                 except BaseException as err:
+                    if incoming is not None and isinstance(err, Exception):
+                        await incoming.settle()
                     await self._fail(err, method, context, outcome, request_id)
                     raise  # _fail aborts; only cancellation and the handler's own aborts get here
         finally:
-            self._in_flight.labels(method=method).dec()
-            self._latency.labels(method=method).observe(time.perf_counter() - started)
             if outcome.code == grpc.StatusCode.OK and context.cancelled():
                 outcome.code = grpc.StatusCode.CANCELLED
-            self._requests.labels(method=method, code=outcome.code.name).inc()
+            self._record(outcome)
 
-    def _incoming(self, request: Any, method: str, stream_in: bool) -> Any:
-        if not stream_in:
-            return _check_parsed(request, method)
-
-        async def checked() -> AsyncIterator[Any]:
-            async for item in request:
-                yield _check_parsed(item, method)
-
-        return checked()
+    def _record(self, outcome: _Outcome) -> None:
+        """Count and time the call, once: before a refusal is sent, so whoever got it sees it counted."""
+        if outcome.recorded:
+            return
+        outcome.recorded = True
+        self._in_flight.labels(method=outcome.method).dec()
+        self._latency.labels(method=outcome.method).observe(time.perf_counter() - outcome.started)
+        self._requests.labels(method=outcome.method, code=outcome.code.name).inc()
 
     def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
         if self.is_public(method):
@@ -213,6 +279,8 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             return  # cancellation (client went away, server stopping): nothing to tell anyone
         if isinstance(err, DomainError):
             code, message = grpc.StatusCode[err.status], readable_details(err.message)
+            if isinstance(err, RateLimited):
+                context.set_trailing_metadata(((RETRY_PUSHBACK_KEY, str(math.ceil(err.retry_after * 1000))),))
             _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
         elif isinstance(err, NotImplementedError):
             code = grpc.StatusCode.UNIMPLEMENTED
@@ -221,6 +289,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             code, message = grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id)
             _log.error("rpc raised", exc_info=err, extra={"fields": {"method": method}})
         outcome.code = code
+        self._record(outcome)
         await context.abort(code, message)
 
 

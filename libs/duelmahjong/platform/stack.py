@@ -38,6 +38,11 @@ from duelmahjong.platform.grpc_server import wait_until_serving
 from duelmahjong.platform.stackfile import SERVICE_NAMES, ServiceEndpoint, StackState, address_variable
 
 HOST = "127.0.0.1"
+# Settings the local stack gives its services unless the environment sets them: it serves one machine,
+# where `duel demo`, `duel bench soak` and the e2e tests log in every bot and player as a guest from
+# 127.0.0.1 (a soak of 200 pairs logs in 400 at once, and more as bots drift), far beyond what a
+# public wallet allows one address (WALLET_GUEST_LOGINS_PER_MINUTE, docs/operations.md).
+LOCAL_DEFAULTS = {"WALLET_GUEST_LOGINS_PER_MINUTE": "6000", "WALLET_GUEST_LOGIN_BURST": "1000"}
 READY_WITHIN_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -137,6 +142,7 @@ class Stack:
         ports = {name: (free_port(HOST), free_port(HOST)) for name in self.services}
         secret = self.environ.get("TOKEN_SECRET") or secrets.token_urlsafe(48)
         common = {
+            **LOCAL_DEFAULTS,
             **self.environ,
             "NATS_URL": self.nats_url,
             "TOKEN_SECRET": secret,
