@@ -3,7 +3,7 @@
 A room is one JSON object; the service reads a list of them from ``MATCHMAKING_ROOMS_FILE`` (or the
 inline ``MATCHMAKING_ROOMS``), else the default rooms of ``rooms.json`` beside this module. The rule
 options are checked by the engine's own :class:`~duelmahjong.engine.settings.RoomSettings` (one place
-knows what a valid room of RULES.md §5 is); the money and queue settings are checked here.
+knows what a valid room of docs/decisions.md §5 is); the money and queue settings are checked here.
 
 >>> rooms = parse_rooms('[{"room_id": "duel-10", "profile": "duel", "fan_rate": 10}]')
 >>> room = rooms["duel-10"]
@@ -95,7 +95,7 @@ class Room:
         return problems
 
     def engine_settings(self, negotiated: int = 1) -> RoomSettings:
-        """The engine's view of this room's rule options (RULES.md §5)."""
+        """The engine's view of this room's rule options (docs/decisions.md §5)."""
         return RoomSettings(
             profile=self.profile,
             minimum_fan=self.minimum_fan or None,

@@ -1,6 +1,6 @@
 """The one boundary between the contract's messages and scoring's domain values.
 
-Inbound: a ``HandDescription`` becomes the RULES.md §7 JSON the rules library validates; a
+Inbound: a ``HandDescription`` becomes the docs/decisions.md §7 JSON the rules library validates; a
 ``HandResult`` becomes a :class:`~services.scoring.core.HandClaim` (contract invariants checked here,
 so the core sees only well-formed claims); the table's ``TableEventAppended`` records become
 :class:`~services.scoring.replay.LogRecord` values. Outbound: evaluations, catalogue rows and
@@ -46,7 +46,7 @@ TASK_KINDS = _enum_words(rules_pb2.TaskKind, "TASK_KIND_") | {
 WINDS = _enum_words(rules_pb2.Wind, "WIND_")
 MELD_KINDS = _enum_words(tiles_pb2.MeldKind, "MELD_KIND_")  # chi, pong, exposed_kong…
 FIRST_TURN_WINS = _enum_words(rules_pb2.FirstTurnWin, "FIRST_TURN_WIN_")
-# The context keys RULES.md §7 makes true/false: the contract's bool fields of HandContext.
+# The context keys docs/decisions.md §7 makes true/false: the contract's bool fields of HandContext.
 _CONTEXT_FLAGS = tuple(
     f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
 )
@@ -72,7 +72,7 @@ def pattern_name(number: int) -> str:
 
 # --- inbound ------------------------------------------------------------------------------------------
 def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
-    """RULES.md §7 JSON of a described hand; the rules library validates the rest."""
+    """docs/decisions.md §7 JSON of a described hand; the rules library validates the rest."""
     melds = []
     for index, meld in enumerate(hand.melds):
         kind = MELD_KINDS.get(meld.kind)

@@ -34,7 +34,7 @@ from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_doubling, erren_transfer
 
-# The rule profiles of the product card (ARCHITECTURE.md): id → ruleset.
+# The rule profiles of the product: id → ruleset.
 PROFILES: dict[str, str] = {"duel": "决斗麻将 Duel Mahjong", "erren": "二人麻将"}
 
 # The contract's bounds (rules.proto): inputs outside them are refused where they enter (codec);
@@ -83,7 +83,7 @@ class HandClaim:
     fan_rate: int
     players: tuple[SeatClaim, SeatClaim]
     last_sequence: int
-    description: dict[str, Any] | None = None  # RULES.md §7 JSON, on a win
+    description: dict[str, Any] | None = None  # docs/decisions.md §7 JSON, on a win
     start_doubled: tuple[int, ...] = ()  # erren 开始加倍 seats (H2's S)
     win_declines: int = 0  # erren 胡加倍 k (H2's H)
     task: TaskClaim | None = None
@@ -93,7 +93,7 @@ class HandClaim:
 
 @dataclass(frozen=True, slots=True)
 class SettlementFigures:
-    """One hand's settlement as scored (RULES.md §6) before it becomes a ``Settlement`` message.
+    """One hand's settlement as scored (docs/decisions.md §6) before it becomes a ``Settlement`` message.
 
     ``fan_amount`` is uncapped: total fan × negotiated × progressive × N (H1, erren's F × N) or the
     escape penalty (H3), at most :data:`MAX_AMOUNT`; the wallet caps it by the carries it holds.

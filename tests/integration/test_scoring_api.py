@@ -1,7 +1,7 @@
 """The scoring service over real gRPC: EvaluateHand, GetCatalogue and ScoreHand (issue 6).
 
 Hands are written in notation; expected figures come from the seeds (002: 1番=10威望, 5×, 3 fan → 150;
-000: B=10, both start-doubled, one 胡加倍, a ×2 task → 84) and RULES.md §6.
+000: B=10, both start-doubled, one 胡加倍, a ×2 task → 84) and docs/decisions.md §6.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``duel score``: hand descriptions as JSON lines on stdin, one evaluation per line on stdout.
 
-Each input line is a hand description (RULES.md §7); each output line is its evaluation
+Each input line is a hand description (docs/decisions.md §7); each output line is its evaluation
 (``patterns``, ``total_fan``, ``capped``, ``limit``, ``meets_minimum``) or ``{"error": "…"}`` when the
 line is not a valid winning hand, after which the next line is read. Blank lines are skipped. The exit
 status is 0 unless stdin itself cannot be read.

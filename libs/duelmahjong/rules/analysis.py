@@ -3,7 +3,7 @@ lookups.
 
 The public functions take the 34-entry count vector of the *concealed* tiles (declared melds removed,
 see :func:`duelmahjong.rules.tiles.counts_of`) and validate it; a winning shape has 3k+2 tiles
-(k = 0..4), a ready one 3k+1. Forms (RULES.md §1, D12): the standard form (sets + one pair), seven
+(k = 0..4), a ready one 3k+1. Forms (docs/decisions.md §1, D12): the standard form (sets + one pair), seven
 pairs (14 concealed tiles; four identical tiles are two pairs — E6), thirteen orphans (duel only:
 erren has no 筒/条), and duel's 绿一色 free form (every tile of the hand, melds included, in
 {2s 3s 4s 6s 8s 6z}, any arrangement).

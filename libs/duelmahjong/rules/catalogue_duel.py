@@ -1,6 +1,6 @@
-"""The duel (决斗麻将) fan catalogue: seeds 001/002 with the decisions D1–D13 of RULES.md §4.
+"""The duel (决斗麻将) fan catalogue: seeds 001/002 with the decisions D1–D13 of docs/decisions.md §4.
 
-Values are seed 002's (it wins over 001 where they differ, RULES.md §1). Patterns are additive
+Values are seed 002's (it wins over 001 where they differ, docs/decisions.md §1). Patterns are additive
 ("以下牌型可重复计算…按照加法算番"); the only exclusions are the replacements of D2/D3. Limit hands
 (役满) score their tier, 13/32/64, and hide every non-limit pattern (D9).
 

@@ -1,8 +1,8 @@
 """The erren (二人麻将) fan catalogue: seed 000's table, one :class:`Pattern` row per fan.
 
-Values are seed 000's (三杠 = 32 where the text lost it: E3). Exclusions follow RULES.md E1: a
+Values are seed 000's (三杠 = 32 where the text lost it: E3). Exclusions follow docs/decisions.md E1: a
 pattern's ``excludes`` = its seed 不记番 list ∪ the Chinese Official (国标, MCR) list for the same fan ∪
-what the pattern necessarily implies ∪ what a decision of RULES.md §3 adds. Every row keeps these
+what the pattern necessarily implies ∪ what a decision of docs/decisions.md §3 adds. Every row keeps these
 sources apart (:data:`EXCLUSION_SOURCES`) so a reader can tell where each exclusion comes from:
 
 * ``seed`` — the row's 不记番 list in seed 000 ("三风刻" = 大三风, "门清" = 门前清: E11);
@@ -10,7 +10,7 @@ sources apart (:data:`EXCLUSION_SOURCES`) so a reader can tell where each exclus
   (e.g. 大四喜 不计圈风刻、门风刻; 一色四步高 不计连六、老少副); 国标's "… 不计无字" is dropped
   because 无字 is never excluded (E5);
 * ``implied`` — patterns the row cannot occur without (四杠 ⇒ 碰碰胡, 大七星 ⇒ 混幺九, …);
-* ``decided`` — RULES.md §3 (E6, E7, E8, E11).
+* ``decided`` — docs/decisions.md §3 (E6, E7, E8, E11).
 
 Flower fans (花牌, 春夏秋冬, 梅兰菊竹, 无花牌) do not count toward the 8-fan 起和 (E16). Detect
 predicates live in ``erren_predicates`` (chow groups in ``erren_chows``); a pattern its required

@@ -1,4 +1,4 @@
-"""The hand description: everything scoring needs to know about one win (RULES.md §7).
+"""The hand description: everything scoring needs to know about one win (docs/decisions.md §7).
 
 The engine produces it, the scoring service consumes it, the proto carries it and ``duel score`` reads
 it as JSON lines. :meth:`HandDescription.from_json` validates everything it is given and raises
@@ -40,7 +40,7 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """The circumstances of a win (RULES.md §7); an absent key is False / None / empty."""
+    """The circumstances of a win (docs/decisions.md §7); an absent key is False / None / empty."""
 
     dealer: bool = False
     seat_wind: str | None = None
@@ -126,7 +126,7 @@ class HandDescription:
 
     @classmethod
     def from_json(cls, data: Any) -> HandDescription:
-        """Validate and build a description from its JSON object (RULES.md §7)."""
+        """Validate and build a description from its JSON object (docs/decisions.md §7)."""
         # Imported here: profiles imports the catalogues, which import this module.
         from duelmahjong.rules.profiles import get_profile
 

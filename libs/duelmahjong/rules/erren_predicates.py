@@ -2,9 +2,9 @@
 
 Each predicate takes one :class:`~duelmahjong.rules.arrangement.Arrangement` (one reading of the
 whole winning hand) and returns how many times its pattern occurs there (0 = absent). They only
-detect; exclusions (不记番, RULES.md E1) are data in ``catalogue_erren`` and applied by ``evaluate``.
+detect; exclusions (不记番, docs/decisions.md E1) are data in ``catalogue_erren`` and applied by ``evaluate``.
 
-Erren tiles are 万 and honours only (RULES.md §1), so "one suit" always means 万, and a hand with no
+Erren tiles are 万 and honours only (docs/decisions.md §1), so "one suit" always means 万, and a hand with no
 honour is always 清一色 as well.
 """
 

@@ -1,4 +1,4 @@
-"""Fan evaluation: a hand description in, the scored breakdown out (RULES.md §7).
+"""Fan evaluation: a hand description in, the scored breakdown out (docs/decisions.md §7).
 
 Generic over catalogues: for every arrangement of the hand, detect the catalogue's patterns from the
 highest value down, skipping any pattern already excluded by a scored one (E1: an excluded pattern

@@ -57,7 +57,7 @@ FACT_NAMES: tuple[str, ...] = (
     "two_pungs",  # pungs or kongs
     "three_pungs",
     "four_pungs",
-    # context of the win (RULES.md §7)
+    # context of the win (docs/decisions.md §7)
     "declared_ready",  # declared_ready or declared_first_turn
     "first_turn_win",
     *_CONTEXT_FACTS,  # the boolean context keys, each true when the context says so

@@ -1,4 +1,4 @@
-"""The two rule profiles as data (RULES.md §1): tile set, deal sizes, flowers, catalogue, limits.
+"""The two rule profiles as data (docs/decisions.md §1): tile set, deal sizes, flowers, catalogue, limits.
 
 >>> duel = get_profile("duel")
 >>> duel.wall_size, duel.in_play, duel.dealer_tiles, duel.revealed_bonus_tiles

@@ -1,4 +1,4 @@
-"""Settlement math (RULES.md §6) as pure functions: duel transfer (H1), erren doubling (H2), escape (H3).
+"""Settlement math (docs/decisions.md §6), pure: duel transfer (H1), erren doubling (H2), escape (H3).
 
 Amounts are prestige (威望) integers. Every function validates its inputs and raises
 :class:`SettlementError` with a readable message.

@@ -1,6 +1,6 @@
 """Tile kinds, their names, and the text notation ``123m456p789s1234567z1f``.
 
-A tile kind is a small ``int`` (RULES.md §1):
+A tile kind is a small ``int`` (docs/decisions.md §1):
 
 * 0–8 = 1m–9m (万), 9–17 = 1p–9p (筒), 18–26 = 1s–9s (条),
 * 27–33 = 1z–7z = East South West North 白 发 中,
@@ -59,9 +59,9 @@ GREEN_TILES: Final = frozenset({S2, S3, S4, S6, S8, GREEN})
 # 红孔雀 (D12): 1s 5s 7s 9s and 中.
 RED_TILES: Final = frozenset({S1, S5, S7, S9, RED})
 
-WIND_NAMES: Final = ("east", "south", "west", "north")  # RULES.md §7 context values, in kind order
+WIND_NAMES: Final = ("east", "south", "west", "north")  # docs/decisions.md §7 context values, in kind order
 
-# Kinds each profile plays with (RULES.md §1): duel has no flowers; erren has no 筒/条.
+# Kinds each profile plays with (docs/decisions.md §1): duel has no flowers; erren has no 筒/条.
 PROFILE_KINDS: Final[dict[str, frozenset[int]]] = {
     "duel": frozenset(range(NUM_KINDS)),
     "erren": frozenset(range(0, 9)) | HONORS | FLOWERS,
@@ -297,7 +297,7 @@ def tiles_of(counts: Iterable[int]) -> list[int]:
 
 
 def check_profile_kinds(kinds: Iterable[int], profile: str) -> None:
-    """Raise :class:`InvalidHandError` if a kind is not in the profile's tile set (RULES.md §1).
+    """Raise :class:`InvalidHandError` if a kind is not in the profile's tile set (docs/decisions.md §1).
 
     >>> check_profile_kinds(parse_tiles("5p"), "erren")
     Traceback (most recent call last):

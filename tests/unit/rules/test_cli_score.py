@@ -1,4 +1,4 @@
-"""``duel score``: JSON lines in, one JSON line out per hand (RULES.md §7); errors do not stop it."""
+"""``duel score``: JSON lines in, one JSON line out per hand (docs/decisions.md §7); errors do not stop it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from duelmahjong.rules.patterns import Catalogue, CatalogueError, Pattern
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.tiles import EAST, NORTH, format_tiles
 
-# RULES.md §2, duel, in order.
+# docs/decisions.md §2, duel, in order.
 DUEL_IDS = """basic_win concealed_hand concealed_ready heavenly_ready all_chows all_simples
 concealed_self_draw
 bonus_tiles pure_double_chow twice_pure_double_chow seven_pairs dragon_seven_pairs all_pungs mixed_triple_chow

@@ -1,8 +1,8 @@
 """The duel hands of data/duel_hands.jsonl, each with its exact expected breakdown (seeds 001/002, D1–D13).
 
-Each line: ``name``, the RULES.md ids it exercises (``rules``), optionally the seed line it checks
-(``source``), the ``hand`` (RULES.md §7) and what is expected: the exact patterns with their fan, total,
-capped and limit — or an ``error`` substring.
+Each line: ``name``, the decision ids (docs/decisions.md) it exercises (``rules``), optionally the
+seed line it checks (``source``), the ``hand`` (docs/decisions.md §7) and what is expected: the exact
+patterns with their fan, total, capped and limit — or an ``error`` substring.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The erren hands of data/erren_hands.jsonl with their exact breakdowns (seed 000, RULES.md E1–E17).
+"""The erren hands of data/erren_hands.jsonl with their exact breakdowns (seed 000, docs/decisions.md E1–E17).
 
-Each line: ``name``, the RULES.md ids it exercises (``rules``), the ``hand`` (RULES.md §7) and the
-exact expected output of RULES.md §7 (patterns in catalogue order with ``name_zh`` and summed fan,
-total, capped, limit, meets_minimum) — or ``{"error": <message substring>}``. The expectations were
-written by hand from the seed's table, not produced by the evaluator.
+Each line: ``name``, the decision ids (docs/decisions.md) it exercises (``rules``), the ``hand``
+(docs/decisions.md §7) and the exact expected output of §7 (patterns in catalogue order with
+``name_zh`` and summed fan, total, capped, limit, meets_minimum) — or ``{"error": <message
+substring>}``. The expectations were written by hand from the seed's table, not produced by the evaluator.
 """
 
 from __future__ import annotations

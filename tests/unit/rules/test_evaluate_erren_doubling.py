@@ -1,4 +1,4 @@
-"""H2 (RULES.md §6) against seed 000's doubling text, line by line: what an erren hand's fan becomes."""
+"""H2 (docs/decisions.md §6) against seed 000's doubling text, line by line: an erren hand's fan."""
 
 from __future__ import annotations
 

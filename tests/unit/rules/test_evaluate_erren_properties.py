@@ -1,4 +1,4 @@
-"""Random erren winning hands: the evaluator never crashes and the breakdown keeps RULES.md §3's rules."""
+"""Random erren winning hands: the evaluator never crashes and the breakdown keeps the §3 decisions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settlement math (RULES.md §6): H1 duel transfer, H2 erren doubling, H3 escape penalty."""
+"""Settlement math (docs/decisions.md §6): H1 duel transfer, H2 erren doubling, H3 escape penalty."""
 
 from __future__ import annotations
 

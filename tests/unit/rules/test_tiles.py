@@ -1,4 +1,4 @@
-"""Tiles and notation: constants, helpers, parse/format round trips, readable errors (RULES.md §1)."""
+"""Tiles and notation: constants, helpers, parse/format round trips, readable errors (decisions §1)."""
 
 from __future__ import annotations
 
