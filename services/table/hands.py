@@ -74,6 +74,14 @@ class HandCycle:
                 self.host.metrics.timeouts.inc()
             if self._between:
                 await self._between_hands(seat, "leave", origin="timeout")
+            elif not state.connected:
+                # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
+                # and every later one at once until the seat comes back.
+                state.bank, state.auto_play = 0.0, True
+                await self._announce(
+                    lambda sequence, seat=seat: views.seat_connection(seat, False, True, sequence)
+                )
+                await self._autoplay()
             else:
                 default = self.engine.default_action(seat)
                 if default is not None:
@@ -134,7 +142,7 @@ class HandCycle:
         self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._send_views()
         scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
-        self._show_settlement(scored, applied)
+        await self._show_settlement(scored, applied)
         winner = int(str(result["winner"]))
         if winner >= 0:
             guessed = results.guess_resolved(
@@ -194,13 +202,13 @@ class HandCycle:
                     subjects.EXCHANGE_CHARGED, charge, f"exchange:{self.table_id}:{sequence}"
                 )
 
-    def _show_settlement(
+    async def _show_settlement(
         self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None
     ) -> None:
-        event = views.hand_settled(scored, applied, self.request.players, self._last_event_sequence())
-        for state in self.seats:
-            if state.session is not None:
-                state.session.send(table_pb2.PlayResponse(event=event))
+        """Both seats are shown what the hand moved: the next numbered event, written ahead like the rest,
+        so a seat that resumes later is sent it too."""
+        players = self.request.players
+        await self._announce(lambda sequence: views.hand_settled(scored, applied, players, sequence))
 
     async def _between_hands(
         self,

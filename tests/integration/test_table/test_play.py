@@ -5,7 +5,6 @@ information, refused actions that leave the table unharmed, tickets, escape, dis
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -42,17 +41,22 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
     engine = [r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")]
     assert engine == [event.canonical() for event in table.engine.events]
     shared = [event for event in table.engine.events if event.visible_to(0) and event.visible_to(1)]
-    assert [event for _, event in table._log.events] == shared
-    assert [sequence for sequence, _ in table._log.events] == list(range(1, len(shared) + 1))
+    assert [s.event for s in table._log.events if s.event is not None] == shared
+    assert [s.sequence for s in table._log.events] == list(range(1, len(table._log.events) + 1))
     assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
+    # What seats were shown is in the log too: the engine events under their seat sequence, and the
+    # table's own (the settlement, the end) as sent.
+    logged = {r.record.engine_event.seat_sequence for r in records if r.record.HasField("engine_event")} | {
+        r.record.shown.sequence for r in records if r.record.HasField("shown")
+    }
+    assert logged - {0} == {s.sequence for s in table._log.events}
     # Claim windows (docs/engine.md): no seat is sent a silent pass, and what a seat was sent is numbered
-    # 1, 2, 3… — no gap where the opponent declined a claim (its action record, its pass).
+    # 1, 2, 3… — no gap where the opponent declined a claim (its action record, its pass) — and each
+    # number once: the settlement has its own.
     for client in (first, second):
-        sent = [r.event for r in client.received if r.HasField("event") and r.event.detail_json]
-        details = [json.loads(event.detail_json) for event in sent]
-        assert not [d for d in details if d["kind"] == "passed" and set(d) == {"kind", "seat"}]
-        numbers = sorted({event.sequence for event in sent})
+        numbers = [r.event.sequence for r in client.received if r.HasField("event")]
         assert numbers == list(range(1, len(numbers) + 1))
+        assert not [r for r in client.received if r.HasField("event") and r.event.HasField("win_declined")]
 
 
 async def test_a_seat_that_accepts_batches_gets_each_step_in_one_message_and_the_log_one_per_action(
