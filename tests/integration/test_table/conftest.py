@@ -111,6 +111,16 @@ class SeatClient:
         if self._call is not None:
             self._call.cancel()
 
+    async def reconnect(self, last_seen: int | None = None) -> None:
+        """A new Play stream with the same ticket after this one ended, resuming after ``last_seen``
+        (the last sequence seen by default); what the old stream received is kept."""
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        self.ended.clear()
+        self._requests = asyncio.Queue()
+        self.views = asyncio.Queue()  # drop what the first stream left behind
+        await self.connect(self.last_seen if last_seen is None else last_seen)
+
     async def close(self) -> None:
         await self._requests.put(None)
         self.disconnect()
@@ -245,6 +255,25 @@ async def open_table(
     await channel.close()
 
 
+class FakeClock:
+    """The table host's injectable clock: time moves only when a test says so."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
+    """Wait until ``check()`` holds (polling), or fail."""
+    for _ in range(int(within / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    assert check(), "the condition never held"
+
+
 def live(table_server: Any, table_id: str) -> LiveTable:
     host = table_main.HOSTS[id(table_server)]
     table = host.live_tables[table_id]
@@ -319,4 +348,6 @@ def kit() -> SimpleNamespace:
         read_log=_read_log,
         log_messages=_log_messages,
         next_rejection=_next_rejection,
+        FakeClock=FakeClock,
+        eventually=eventually,
     )
