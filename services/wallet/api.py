@@ -55,6 +55,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             available=balance.available,
             level=balance.level,
             level_name=balance.level_name,
+            display_name=balance.display_name,
         )
 
     async def ListHistory(
