@@ -6,8 +6,6 @@ inside that table's task, like the rest of the table.
 
 from __future__ import annotations
 
-import secrets
-
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
@@ -92,7 +90,7 @@ class HandCycle:
     async def _deal(self) -> None:
         number = self.engine.state.hand_number + 1
         self.hand_id = f"{self.table_id}-h{number}"
-        seed = secrets.randbits(64)  # the hand's only randomness; never leaves the servers
+        seed = self.host.seeds(self.table_id, number)  # the hand's only randomness; never leaves the servers
         # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
         grand_shift = frozenset(seat for seat, state in enumerate(self.seats) if state.grand_shift)
         events = self.engine.start_hand(seed, items=self.item_counts, qiankun=grand_shift)

@@ -433,11 +433,10 @@ class LiveTable(HandCycle):
 
     async def _close(self, reason: str) -> None:
         self.status = table_pb2.TABLE_STATUS_CLOSED
-        if self.engine.phase != CLOSED:  # the engine's pairing_ended already said so otherwise
-            try:
-                await self._announce(lambda sequence: views.table_ended(reason, sequence))
-            except Exception:  # the log itself failed: the streams end all the same
-                _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.table_id}})
+        try:  # the last event of both streams (the engine's pairing_ended is not shown: this says it)
+            await self._announce(lambda sequence: views.table_ended(reason, sequence))
+        except Exception:  # the log itself failed: the streams end all the same
+            _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.table_id}})
         for state in self.seats:
             if state.session is not None:
                 state.session.end()

@@ -124,8 +124,9 @@ class Narrator:
 
 def is_shown(event: Event) -> bool:
     """Whether both seats are shown ``event``: not a seat-only pass (docs/engine.md "Claim windows"),
-    not a T5 roll that offered nothing (a dice roll of the server's, not a fact of the table)."""
-    if not (event.visible_to(0) and event.visible_to(1)):
+    not a T5 roll that offered nothing (a dice roll of the server's, not a fact of the table), not the
+    engine's pairing_ended (the table's own TableEnded says it, last, after the hand's settlement)."""
+    if event.kind == "pairing_ended" or not (event.visible_to(0) and event.visible_to(1)):
         return False
     return not (event.kind == "offered" and not (event.public or {}).get("offer"))
 
@@ -459,8 +460,6 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         message.escaped.seat = about
     elif kind == "hand_ended":
         message.hand_revealed.CopyFrom(hand_revealed(seen["result"]))
-    elif kind == "pairing_ended":
-        message.table_ended.reason = "a player left the table"
 
 
 def _meld_made(made: play_pb2.MeldMade, about: int, seen: dict[str, Any], note: Note) -> None:

@@ -41,7 +41,10 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
     engine = [r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")]
     assert engine == [event.canonical() for event in table.engine.events]
     shared = [event for event in table.engine.events if event.visible_to(0) and event.visible_to(1)]
-    assert [s.event for s in table._log.events if s.event is not None] == shared
+    # Both seats see every engine event both learn of, but the engine's pairing_ended: the table's own
+    # table_ended says it, last.
+    assert [s.event for s in table._log.events if s.event is not None] == shared[:-1]
+    assert shared[-1].kind == "pairing_ended" and table._log.events[-1].made.HasField("table_ended")
     assert [s.sequence for s in table._log.events] == list(range(1, len(table._log.events) + 1))
     assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
     # What seats were shown is in the log too: the engine events under their seat sequence, and the
