@@ -22,7 +22,6 @@ ORIGINS = {
     "player": server_state_pb2.ACTION_ORIGIN_PLAYER,
     "timeout": server_state_pb2.ACTION_ORIGIN_TIMEOUT,
     "autoplay": server_state_pb2.ACTION_ORIGIN_AUTOPLAY,
-    "locked": server_state_pb2.ACTION_ORIGIN_LOCKED_HAND,
 }
 
 
