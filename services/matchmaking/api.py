@@ -77,12 +77,12 @@ def queue_update(update: U.Update, now: float) -> pb.QueueUpdate:
             )
         case U.Position(position, waiting):
             return pb.QueueUpdate(position=pb.QueuePosition(position=position, waiting=waiting))
-        case U.Matched(pairing_id, seat, opponent, is_bot):
+        case U.Matched(pairing_id, seat, opponent, is_bot, opponent_name):
             matched = pb.Matched(
                 pairing_id=pairing_id,
                 seat=_SEATS[seat],
                 opponent_player_id=opponent,
-                opponent_display_name=opponent,
+                opponent_display_name=opponent_name or opponent,
                 opponent_is_bot=is_bot,
             )
             return pb.QueueUpdate(matched=matched)

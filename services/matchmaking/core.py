@@ -105,6 +105,7 @@ class Matchmaker:
         self._player_ticket[player_id] = "pending"  # claim the slot before awaiting the wallet
         try:
             available = await self._wallet.available(player_id)
+            display_name = await self._wallet.display_name(player_id)
         except BaseException:
             del self._player_ticket[player_id]
             raise
@@ -124,6 +125,7 @@ class Matchmaker:
             rating=available,  # prestige is the rating the window compares
             enqueued_at=now,
             expires_at=now + room.ticket_seconds,
+            display_name=display_name,
         )
         fill_for = self._bot_players.pop(player_id, "")
         if fill_for:
@@ -283,7 +285,7 @@ class Matchmaker:
             if not entry.is_bot:  # a bot's wait is the fill delay, not a player's
                 self.observe_wait(room.room_id, now - entry.enqueued_at)
         for seat, (me, other) in enumerate(((first, second), (second, first))):
-            me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot))
+            me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name))
         self._send_positions(room.room_id)
         self._spawn(self._hold(pairing))
 

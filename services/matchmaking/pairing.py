@@ -18,6 +18,10 @@ class Wallet(Protocol):
     """What matchmaking asks of the wallet (server to server)."""
 
     async def available(self, player_id: str) -> int: ...
+    async def display_name(self, player_id: str) -> str:
+        """The name the player gave at login (shown to the opponent and at the table)."""
+        ...
+
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None: ...
     async def release_hold(self, player_id: str, pairing_id: str) -> None: ...
     async def inventory(self, player_id: str) -> dict[int, int]:
@@ -77,6 +81,7 @@ class QueueEntry:
     bot_requested: bool = False
     bot_not_before: float = 0.0  # after a failed bot fill: when to try again
     items: dict[int, int] = field(default_factory=dict)  # T6 counts from the wallet (item rooms only)
+    display_name: str = ""  # the name given at login, from the wallet
     pairing: Pairing | None = None
     done: bool = False
 

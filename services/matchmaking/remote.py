@@ -82,10 +82,20 @@ class WalletClient:
         self._channel = grpc.aio.insecure_channel(address)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._token = token
+        self._names: dict[str, str] = {}  # from the last GetBalance of each player (its login name)
 
     async def available(self, player_id: str) -> int:
         reply = await self._call(self._stub.GetBalance, wallet_pb2.GetBalanceRequest(player_id=player_id))
+        self._names[player_id] = reply.display_name
         return int(reply.available)
+
+    async def display_name(self, player_id: str) -> str:
+        """The player's login name, as the balance read at enqueue gave it (read again if unknown)."""
+        name = self._names.pop(player_id, None)
+        if name is None:
+            await self.available(player_id)
+            name = self._names.pop(player_id, "")
+        return name or player_id
 
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
         request = wallet_pb2.PlaceHoldRequest(
@@ -132,6 +142,10 @@ class WalletMissing:
     async def available(self, player_id: str) -> int:
         raise Unavailable("matchmaking has no WALLET_ADDRESS: it cannot check balances or hold carries")
 
+    async def display_name(self, player_id: str) -> str:
+        await self.available(player_id)
+        return player_id
+
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
         await self.available(player_id)
 
@@ -167,7 +181,7 @@ class TableClient:
                 rules_pb2.SeatPlayer(
                     seat=rules_pb2.SEAT_FIRST if seat == 0 else rules_pb2.SEAT_SECOND,
                     player_id=entry.player_id,
-                    display_name=entry.player_id,
+                    display_name=entry.display_name or entry.player_id,
                     carry=entry.carry,
                     items=[
                         rules_pb2.ItemCount(item=item, count=n) for item, n in sorted(entry.items.items())

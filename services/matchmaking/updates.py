@@ -28,6 +28,7 @@ class Matched:
     seat: int  # 0 = SEAT_FIRST
     opponent_player_id: str
     opponent_is_bot: bool
+    opponent_display_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ tiles, the wall, the pool or the seed: it only re-shapes what the engine let tha
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -324,3 +325,58 @@ def between_hands_legal() -> list[play_pb2.LegalAction]:
         play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_CONTINUE),
         play_pb2.LegalAction(kind=play_pb2.ACTION_KIND_LEAVE),
     ]
+
+
+# --- refusals -----------------------------------------------------------------------------------------
+# What a seat is told it may do, in the contract's words (never the engine's notation "0 discard 2m").
+_KIND_WORDS = {
+    play_pb2.ACTION_KIND_DRAW: "draw",
+    play_pb2.ACTION_KIND_DISCARD: "discard",
+    play_pb2.ACTION_KIND_CHI: "chi",
+    play_pb2.ACTION_KIND_PONG: "pong",
+    play_pb2.ACTION_KIND_KONG: "kong",
+    play_pb2.ACTION_KIND_WIN: "win",
+    play_pb2.ACTION_KIND_PASS: "pass",
+    play_pb2.ACTION_KIND_DECLARE_READY: "declare ready (报听)",
+    play_pb2.ACTION_KIND_EXCHANGE: "exchange tiles (换牌)",
+    play_pb2.ACTION_KIND_RESPOND_OFFER: "take the offer",
+    play_pb2.ACTION_KIND_USE_ITEM: "use an item",
+    play_pb2.ACTION_KIND_CHOOSE_DOUBLING: "choose 开始加倍",
+    play_pb2.ACTION_KIND_DECLINE_WIN: "decline the win",
+    play_pb2.ACTION_KIND_GUESS: "guess (猜大小)",
+    play_pb2.ACTION_KIND_LEAVE: "leave",
+    play_pb2.ACTION_KIND_CONTINUE: "continue",
+}
+_KIND_OF_FIELD = {
+    field.name: play_pb2.ActionKind.Value(f"ACTION_KIND_{field.name.upper()}")
+    for field in play_pb2.Action.DESCRIPTOR.oneofs_by_name["kind"].fields
+    if field.name != "continue_playing"
+} | {"continue_playing": play_pb2.ACTION_KIND_CONTINUE, "decline_win": play_pb2.ACTION_KIND_PASS}
+_COMBINATORIAL = frozenset({"exchange", "respond_offer", "use_item"})
+_ENGINE_NOTATION = re.compile(r"^\d |.*'\d \w")  # "0 discard 2m…", "… e.g. '0 exchange [1m]'"
+
+
+def refusal(message: play_pb2.Action, legal: Sequence[Action], engine_reason: str) -> str:
+    """Why an action was refused, in words a player reads: what was asked, what is possible now. The
+    engine's reason is kept where it already speaks of tiles and rules (换牌, offers, items)."""
+    which = message.WhichOneof("kind") or ""
+    kind = _KIND_OF_FIELD.get(which, play_pb2.ACTION_KIND_UNSPECIFIED)
+    listed = encode_legal(legal, None, 14)
+    allowed = [entry.kind for entry in listed]
+    may = ", ".join(_KIND_WORDS.get(k, "?") for k in allowed)
+    if which in _COMBINATORIAL and not _ENGINE_NOTATION.match(engine_reason):
+        return engine_reason
+    if kind not in allowed:
+        return f"you cannot {_KIND_WORDS.get(kind, which)} now; you may: {may}"
+    choices = next((list(entry.choices) for entry in listed if entry.kind == kind), [])
+    options = ", ".join(choices)
+    if which == "discard":
+        return f"you cannot discard {message.discard.tile}: it is not in your hand (you hold {options})"
+    if which == "declare_ready":
+        tile = message.declare_ready.discard
+        return f"discarding {tile} does not leave your hand ready; 报听 is possible with: {options}"
+    if which == "chi":
+        return f"{message.chi.tiles} is not a chow you can make now; you can chi: {options}"
+    if which == "kong":
+        return f"you have no kong of {message.kong.tile} now; you can kong: {options}"
+    return f"you cannot {_KIND_WORDS[kind]} that way now; you may: {may}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
     from services.table.live import LiveTable
 
 Clock = Callable[[], float]  # monotonic seconds; the event loop's clock unless a test injects one
+# (table id, hand number) → the hand's seed; the OS's secure source unless a test injects one.
+Seeds = Callable[[str, int], int]
+
+
+def secure_seed(table_id: str, hand_number: int) -> int:
+    """A hand's only randomness, from the OS's secure source; it never leaves the servers."""
+    return secrets.randbits(64)
 
 
 class TableJournal(Protocol):
@@ -161,6 +169,7 @@ class TableHost:
         settlement_wait: float = 15.0,
         join_seconds: float = 60.0,
         clock: Clock | None = None,
+        seeds: Seeds = secure_seed,
     ) -> None:
         if capacity < 1:
             raise ValueError("a table server hosts at least one table")
@@ -172,6 +181,7 @@ class TableHost:
         self.settlement_wait = settlement_wait
         self.join_seconds = join_seconds
         self.clock = clock
+        self.seeds = seeds  # tests deal known hands through it; the seed is in the log either way
         self.live_tables: dict[str, LiveTable] = {}
         self.draining = False
         # Fresh per process start (one host per process), announced with every heartbeat and returned

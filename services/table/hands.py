@@ -6,8 +6,6 @@ inside that table's task, like the rest of the table.
 
 from __future__ import annotations
 
-import secrets
-
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
@@ -74,6 +72,14 @@ class HandCycle:
                 self.host.metrics.timeouts.inc()
             if self._between:
                 await self._between_hands(seat, "leave", origin="timeout")
+            elif not state.connected:
+                # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
+                # and every later one at once until the seat comes back.
+                state.bank, state.auto_play = 0.0, True
+                await self._announce(
+                    lambda sequence, seat=seat: views.seat_connection(seat, False, True, sequence)
+                )
+                await self._autoplay()
             else:
                 default = self.engine.default_action(seat)
                 if default is not None:
@@ -84,7 +90,7 @@ class HandCycle:
     async def _deal(self) -> None:
         number = self.engine.state.hand_number + 1
         self.hand_id = f"{self.table_id}-h{number}"
-        seed = secrets.randbits(64)  # the hand's only randomness; never leaves the servers
+        seed = self.host.seeds(self.table_id, number)  # the hand's only randomness; never leaves the servers
         # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
         grand_shift = frozenset(seat for seat, state in enumerate(self.seats) if state.grand_shift)
         events = self.engine.start_hand(seed, items=self.item_counts, qiankun=grand_shift)
@@ -126,7 +132,7 @@ class HandCycle:
         self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._send_views()
         scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
-        self._show_settlement(scored, applied)
+        await self._show_settlement(scored, applied)
         winner = int(str(result["winner"]))
         if winner >= 0:
             guessed = results.guess_resolved(
@@ -186,13 +192,13 @@ class HandCycle:
                     subjects.EXCHANGE_CHARGED, charge, f"exchange:{self.table_id}:{sequence}"
                 )
 
-    def _show_settlement(
+    async def _show_settlement(
         self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None
     ) -> None:
-        event = views.hand_settled(scored, applied, self.request.players, self._last_event_sequence())
-        for state in self.seats:
-            if state.session is not None:
-                state.session.send(table_pb2.PlayResponse(event=event))
+        """Both seats are shown what the hand moved: the next numbered event, written ahead like the rest,
+        so a seat that resumes later is sent it too."""
+        players = self.request.players
+        await self._announce(lambda sequence: views.hand_settled(scored, applied, players, sequence))
 
     async def _between_hands(
         self,

@@ -4,7 +4,9 @@ Play streams put what happens to them (a seat attaches, sends an action, goes aw
 read what the table sends them from their own outbox; nothing else touches the engine. Every action the
 engine accepts becomes log records written ahead (acked by JetStream) before any seat sees its effect.
 Timers (T11), auto-play of disconnected seats (T10), the hand's end, settlement and the next deal all
-happen inside this one task, so their order is the log's order.
+happen inside this one task, so their order is the log's order. What both seats are shown — engine
+events and the table's own (settlement, connections, the end) — is numbered 1, 2, 3… and kept, so a
+seat that comes back is sent everything after the last sequence it saw.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from duelmahjong.engine import actions as A
@@ -49,12 +51,24 @@ class _Item:
     reply: asyncio.Future[table_pb2.GetTableStatusResponse] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One event both seats were shown: an engine event (each seat's copy is built from it, with its
+    note) or one of the table's own (``made``: the same message for both seats)."""
+
+    sequence: int
+    event: Event | None = None
+    made: play_pb2.SeatEvent | None = None
+    note: views.Note = views.NO_NOTE
+    at: int = 0  # when it was first shown, nanoseconds since the epoch
+
+
 @dataclass
 class _Log:
     sequence: int = 0  # the journal's: every record (action records too), numbered without gaps
-    # What seats are sent: (sequence, event) for each engine event both seats learn of, numbered 1, 2, 3…
-    # apart from the journal, so neither an action record nor a seat-only event leaves a gap to see.
-    events: list[tuple[int, Event]] = field(default_factory=list)
+    # What seats are sent, numbered 1, 2, 3… apart from the journal, so neither an action record nor a
+    # seat-only event leaves a gap to see.
+    events: list[Shown] = field(default_factory=list)
 
 
 class LiveTable(HandCycle):
@@ -71,6 +85,7 @@ class LiveTable(HandCycle):
         self.hand_id = ""
         self.hands_played = 0
         self._log = _Log()
+        self._narrator = views.Narrator()
         self._inbox: deque[_Item] = deque()
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
@@ -188,10 +203,12 @@ class LiveTable(HandCycle):
             await self._attach(item.session, item.last_seen)
         elif item.what == "detach":
             if state.session is item.session:
+                # T10: the seat is held. Its decisions keep their deadlines (the player is probably
+                # coming back); one missed while away puts it in 托管 (``_on_clock``).
                 state.session = None
                 state.left_at = self.now()
-                await self._autoplay()
-                self._send_views()
+                if self.status != table_pb2.TABLE_STATUS_CLOSED:
+                    await self._announce(lambda sequence: views.seat_connection(seat, False, False, sequence))
         elif state.session is item.session and item.request is not None:
             await self._seat_action(item.session, item.request, item.received)
 
@@ -201,14 +218,19 @@ class LiveTable(HandCycle):
             state.session.end()  # a second stream for the seat replaces the first
         if state.ever_attached and self.host.metrics is not None:
             self.host.metrics.reconnects.inc()
+        returning = state.ever_attached and state.session is None
         state.session, state.ever_attached, state.left_at = session, True, None
+        state.auto_play = False  # T10: reattaching ends 托管
         if session.grand_shift and self.status == table_pb2.TABLE_STATUS_WAITING:
             # T6: chosen before the first deal; without the item it is simply not used.
             state.grand_shift = self.item_counts[session.seat].get(items.GRAND_SHIFT, 0) > 0
         facts = self._facts()
-        for sequence, event in self._log.events:  # T10: resume from the last event the client saw
-            if sequence > last_seen:
-                session.send(views.seat_event_response(event, session.seat, sequence, facts))
+        for shown in self._log.events:  # T10: resume from the last event the client saw
+            if shown.sequence > last_seen:
+                session.send(self._response(shown, session.seat, facts))
+        if returning:
+            seat = session.seat
+            await self._announce(lambda sequence: views.seat_connection(seat, True, False, sequence))
         if self.status == table_pb2.TABLE_STATUS_WAITING and all(s.connected for s in self.seats):
             await self._deal()
         else:
@@ -240,7 +262,8 @@ class LiveTable(HandCycle):
             action = codec.decode_action(message, seat, legal)
             self.engine.check(action)
         except IllegalActionError as err:
-            self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, str(err))
+            why = codec.refusal(message, legal, str(err)) if which is not None else str(err)
+            self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
             return
         except DomainError as err:
             self._reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, err.message)
@@ -277,42 +300,75 @@ class LiveTable(HandCycle):
             await self._autoplay()
 
     async def _publish(self, leading: list[records.Record], events: list[Event]) -> list[tuple[int, Event]]:
-        """Write the records ahead, then send each seat the events; returns the events sent, numbered."""
-        await self._write(leading, events, self.hand_id)
-        facts = self._facts()
-        sent: list[tuple[int, Event]] = []
+        """Number the events both seats learn of, write everything ahead, then send each seat its copies;
+        returns the engine events shown, with their sequences."""
+        at = time.time_ns()
+        written = list(leading)
+        shown: list[Shown] = []
+        sequence = self._last_event_sequence()
         for event in events:
             # A seat-only event (a pass in a claim or robbing window, docs/engine.md "Claim windows") is
             # journaled but sent to nobody: to the other seat it would show that the opponent had an
             # option, and numbering it for the deciding seat would leave the other a gap to see.
-            if not (event.visible_to(0) and event.visible_to(1)):
-                continue
-            sequence = self._last_event_sequence() + 1
-            self._log.events.append((sequence, event))
-            sent.append((sequence, event))
+            number = 0
+            if views.is_shown(event):
+                sequence = number = sequence + 1
+                note = self._narrator.note(event, number, self.engine.state)
+                shown.append(Shown(number, event, note=note, at=at))
+            written.append(records.engine_event(event, number))
+        await self._write(written)
+        self._log.events.extend(shown)
+        self._send(shown)
+        return [(item.sequence, item.event) for item in shown if item.event is not None]
+
+    async def _announce(self, build: Callable[[int], play_pb2.SeatEvent]) -> None:
+        """One event of the table's own (settlement, connection), numbered next, written ahead, sent."""
+        sequence = self._last_event_sequence() + 1
+        event = build(sequence)
+        await self._write([records.shown(event)])
+        shown = Shown(sequence, made=event)
+        self._log.events.append(shown)
+        self._send([shown])
+
+    def _send(self, shown: list[Shown]) -> None:
+        facts = self._facts()
+        for item in shown:
             shared = None  # an event with no private part reads the same for both seats: build it once
             for seat, state in enumerate(self.seats):
                 if state.session is None:
                     continue
-                if event.private:
-                    state.session.send(views.seat_event_response(event, seat, sequence, facts))
+                if item.event is not None and item.event.private:
+                    state.session.send(self._response(item, seat, facts))
                     continue
                 if shared is None:
-                    shared = views.seat_event_response(event, seat, sequence, facts)
+                    shared = self._response(item, seat, facts)
                 state.session.send(shared)
-        return sent
 
-    async def _write(self, leading: list[records.Record], events: list[Event], hand_id: str) -> None:
-        """Write-ahead: the leading records then one record per engine event, numbered without gaps."""
-        written = list(leading) + [records.engine_event(e) for e in events]
+    @staticmethod
+    def _response(item: Shown, seat: int, facts: views.TableFacts) -> table_pb2.PlayResponse:
+        if item.made is not None:
+            return table_pb2.PlayResponse(event=item.made)
+        assert item.event is not None
+        return views.seat_event_response(item.event, seat, item.sequence, facts, item.note, item.at)
+
+    async def _write(self, written: list[records.Record]) -> None:
+        """Write-ahead: the records, numbered after the journal's last without gaps, acked."""
         numbered = [(self._log.sequence + i + 1, r) for i, r in enumerate(written)]
-        await self._journal.append(self.table_id, hand_id or "table", numbered)
+        await self._journal.append(self.table_id, self.hand_id or "table", numbered)
         self._log.sequence += len(written)
 
     async def _autoplay(self) -> None:
-        """T10: a disconnected seat's decisions are played by the baseline bot (its seat is held)."""
+        """T10 托管: a seat that is away and missed a deadline has its decisions played by the baseline
+        bot at once, until it reconnects."""
         while self.status == table_pb2.TABLE_STATUS_PLAYING and not self._between:
-            seat = next((s for s in (0, 1) if not self.seats[s].connected and self._deciding(s)), None)
+            seat = next(
+                (
+                    s
+                    for s in (0, 1)
+                    if self.seats[s].auto_play and not self.seats[s].connected and self._deciding(s)
+                ),
+                None,
+            )
             if seat is None:
                 return
             legal = self.engine.legal_actions(seat)
@@ -328,7 +384,7 @@ class LiveTable(HandCycle):
 
     # --- what seats see ---
     def _last_event_sequence(self) -> int:
-        return self._log.events[-1][0] if self._log.events else 0
+        return self._log.events[-1].sequence if self._log.events else 0
 
     def _facts(self) -> views.TableFacts:
         return views.TableFacts(
@@ -340,6 +396,9 @@ class LiveTable(HandCycle):
             sequence=self._last_event_sequence(),
             items=(self.item_counts[0], self.item_counts[1]),
             negotiated=self.engine.state.settings.negotiated_multiplier,
+            rules=self.request.rules,
+            offer_ids=(self._narrator.offer_ids[0], self._narrator.offer_ids[1]),
+            auto_play=(self.seats[0].auto_play, self.seats[1].auto_play),
         )
 
     def _legal_message(self, seat: int) -> play_pb2.LegalActions | None:
@@ -374,17 +433,12 @@ class LiveTable(HandCycle):
 
     async def _close(self, reason: str) -> None:
         self.status = table_pb2.TABLE_STATUS_CLOSED
-        ended = None
-        if self.engine.phase != CLOSED:  # the engine's pairing_ended already said so otherwise
-            ended = play_pb2.SeatEvent(
-                sequence=self._last_event_sequence(),
-                occurred_at=views.timestamp(),
-                table_ended=play_pb2.TableEnded(reason=reason),
-            )
+        try:  # the last event of both streams (the engine's pairing_ended is not shown: this says it)
+            await self._announce(lambda sequence: views.table_ended(reason, sequence))
+        except Exception:  # the log itself failed: the streams end all the same
+            _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.table_id}})
         for state in self.seats:
             if state.session is not None:
-                if ended is not None:
-                    state.session.send(table_pb2.PlayResponse(event=ended))
                 state.session.end()
                 state.session = None
         self.host.closed(self.table_id)

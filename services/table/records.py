@@ -3,7 +3,9 @@
 A hand's records: ``HandBegun`` (rules, players, multipliers and the hidden state: seed, wall, pool),
 then for every accepted action an ``ActionApplied`` (the contract's action, where it came from and the
 engine's text form, which replay applies) followed by one ``EngineEventRecord`` per event it caused
-(the engine's canonical JSON, server part included). Scoring replays exactly these.
+(the engine's canonical JSON, server part included, and the seat sequence it was shown under). Scoring
+replays exactly these. The table's own events (``HandSettled``, ``SeatConnection``, ``TableEnded``)
+are ``shown`` records holding the ``SeatEvent`` both seats got, so the log holds all a seat was sent.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.tiles import tile_name
-from duelmahjong.v1 import rules_pb2, server_state_pb2
+from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2
 from services.table import codec
 
 Record = server_state_pb2.TableLogRecord
@@ -34,12 +36,21 @@ def action_applied(action: Action, origin: str) -> Record:
     return record
 
 
-def engine_event(event: Event) -> Record:
+def engine_event(event: Event, seat_sequence: int = 0) -> Record:
+    """An engine event, with the sequence both seats were shown it under (0: shown to nobody)."""
     record = Record()
     logged = record.engine_event
     logged.kind = event.kind
     logged.seat = codec.seat_enum(event.seat)
     logged.canonical_json = event.canonical()
+    logged.seat_sequence = seat_sequence
+    return record
+
+
+def shown(event: play_pb2.SeatEvent) -> Record:
+    """An event of the table's own (settlement, connection, end) exactly as both seats are shown it."""
+    record = Record()
+    record.shown.CopyFrom(event)
     return record
 
 

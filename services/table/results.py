@@ -8,61 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, parse_tiles
+from duelmahjong import contract
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.table import codec
-from services.table.views import OUTCOMES, hand_task, meld
-
-_WIND_ENUMS = dict(
-    zip(
-        WIND_NAMES,
-        (rules_pb2.WIND_EAST, rules_pb2.WIND_SOUTH, rules_pb2.WIND_WEST, rules_pb2.WIND_NORTH),
-        strict=True,
-    )
-)
-_BOOL_CONTEXT = (
-    "dealer",
-    "declared_ready",
-    "declared_first_turn",
-    "first_turn_after_declare",
-    "last_wall_tile",
-    "last_discard",
-    "after_kong",
-    "after_flower_replacement",
-    "robbing_kong",
-    "fourth_tile_visible",
-    "extra_draw_after_exhaustion",
-)
-
-
-def _notation(tiles: Any) -> str:
-    text = "".join(tiles) if isinstance(tiles, list | tuple) else str(tiles or "")
-    return format_tiles(parse_tiles(text)) if text else ""
+from services.table.views import OUTCOMES, hand_task
 
 
 def hand_description(description: dict[str, Any]) -> rules_pb2.HandDescription:
-    """RULES.md §7 JSON (as the engine reports a win) → ``HandDescription``."""
-    context = description.get("context", {})
-    proto_context = rules_pb2.HandContext(
-        seat_wind=_WIND_ENUMS.get(context.get("seat_wind", ""), rules_pb2.WIND_UNSPECIFIED),
-        round_wind=_WIND_ENUMS.get(context.get("round_wind", ""), rules_pb2.WIND_UNSPECIFIED),
-        flowers=_notation(context.get("flowers", "")),
-        revealed_bonus_tiles=_notation(context.get("revealed_bonus_tiles", "")),
-    )
-    for key in _BOOL_CONTEXT:
-        setattr(proto_context, key, bool(context.get(key, False)))
-    if context.get("first_turn_win"):
-        proto_context.first_turn_win = rules_pb2.FirstTurnWin.Value(
-            "FIRST_TURN_WIN_" + str(context["first_turn_win"]).upper()
-        )
-    return rules_pb2.HandDescription(
-        profile=codec.PROFILES[description["profile"]],
-        concealed=description["concealed"],
-        melds=[meld(m["kind"], m["tiles"]) for m in description.get("melds", [])],
-        win_tile=description["win_tile"],
-        self_drawn=bool(description.get("self_drawn")),
-        context=proto_context,
-    )
+    """RULES.md §7 JSON (as the engine reports a win) → ``HandDescription`` (the shared converter)."""
+    return contract.description_message(description)
 
 
 def hand_result(

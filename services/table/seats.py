@@ -1,4 +1,5 @@
-"""A seat at a live table: its Play stream's outbox and its clocks (T11 decisions and bank, T10 grace).
+"""A seat at a live table: its Play stream's outbox and its clocks (T11 decisions and bank, T10 grace
+and 托管).
 
 The clock arithmetic is plain functions of ``now`` values, so it is tested without waiting:
 
@@ -123,6 +124,7 @@ class SeatState:
     session: SeatSession | None = None
     ever_attached: bool = False
     left_at: float | None = None  # disconnected since (T10 grace)
+    auto_play: bool = False  # T10 托管: away and past a deadline; the bot plays at once until it returns
     decision_since: float | None = None  # T11: when the pending decision was offered
     decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
     bank: float = 0.0  # T11: what is left of this hand's time bank

@@ -72,6 +72,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             available=balance.available,
             level=balance.level,
             level_name=balance.level_name,
+            display_name=balance.display_name,
         )
 
     async def ListHistory(

@@ -60,6 +60,7 @@ class Balance:
     held: int
     level: int
     level_name: str
+    display_name: str = ""
 
     @property
     def available(self) -> int:
@@ -206,7 +207,7 @@ class WalletCore:
         wanted = owner(principal, player_id)
         balance, held = await self.store.balance(wanted)
         level, name = self.levels.level_of(balance)
-        return Balance(wanted, balance, held, level, name)
+        return Balance(wanted, balance, held, level, name, await self.store.display_name(wanted))
 
     async def history(
         self, principal: Principal, player_id: str, page_size: int, page_token: str

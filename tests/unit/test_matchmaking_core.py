@@ -49,6 +49,9 @@ class Wallet:
     async def available(self, player_id: str) -> int:
         return self.balances[player_id]
 
+    async def display_name(self, player_id: str) -> str:
+        return player_id.upper()
+
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
         if player_id in self.refuse:
             raise FailedPrecondition("not enough prestige")

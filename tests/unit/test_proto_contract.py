@@ -209,3 +209,37 @@ def test_a_seat_view_has_its_own_tiles_and_the_public_state() -> None:
     assert fields["table"].message_type is play_pb2.PublicTableState.DESCRIPTOR
     opponent = play_pb2.PublicSeatState.DESCRIPTOR.fields_by_name
     assert opponent["holding_drawn_tile"].type == FieldDescriptor.TYPE_BOOL
+
+
+def test_every_seat_event_kind_is_a_typed_message_and_detail_json_is_documented_unused() -> None:
+    kinds = play_pb2.SeatEvent.DESCRIPTOR.oneofs_by_name["kind"].fields
+    names = {field.name for field in kinds}
+    # The engine's kinds that once reached clients only as JSON (docs/protocol.md "Events on the stream").
+    assert names >= {
+        "table_opened", "tiles_exchanged", "play_started", "exhausted", "thrown_away", "won",
+        "escaped", "doubling_chosen", "doubling_revealed", "hand_settled", "seat_connection",
+        "table_ended",
+    }  # fmt: skip
+    assert all(field.message_type is not None for field in kinds)
+    detail = play_pb2.SeatEvent.DESCRIPTOR.fields_by_name["detail_json"]
+    assert detail.containing_oneof is None and detail.type == FieldDescriptor.TYPE_STRING
+
+
+def test_the_table_shows_players_without_their_carry_or_items() -> None:
+    # A seat's carry and item counts are its own business (the wallet's, the table's): the opening event
+    # names who sits where, nothing more.
+    player = set(play_pb2.TablePlayer.DESCRIPTOR.fields_by_name)
+    assert player == {"seat", "player_id", "display_name"}
+    assert (
+        play_pb2.TableInfo.DESCRIPTOR.fields_by_name["players"].message_type
+        is play_pb2.TablePlayer.DESCRIPTOR
+    )
+
+
+def test_the_log_holds_what_seats_are_shown() -> None:
+    record = server_state_pb2.TableLogRecord.DESCRIPTOR.fields_by_name
+    assert record["shown"].message_type is play_pb2.SeatEvent.DESCRIPTOR
+    assert "seat_sequence" in server_state_pb2.EngineEventRecord.DESCRIPTOR.fields_by_name
+    # 托管 is part of the contract: on the event and on the seat's public state.
+    assert "auto_play" in play_pb2.SeatConnection.DESCRIPTOR.fields_by_name
+    assert "auto_play" in play_pb2.PublicSeatState.DESCRIPTOR.fields_by_name

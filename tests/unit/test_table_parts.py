@@ -12,7 +12,7 @@ from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from services.table import codec, results, views
 from services.table.seats import SeatState
 from services.table.tickets import InvalidTicket, TicketBook
@@ -185,3 +185,78 @@ def test_t4_only_the_paid_part_of_an_exchange_is_charged() -> None:
         {"count": 4, "paid": 3}, table_id="t", hand_id="h", sequence=5, player_id="a", fee=7
     )
     assert paid is not None and (paid.amount, paid.exchange_number, paid.sequence) == (21, 4, 5)
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_every_shown_engine_event_is_a_typed_seat_event_consistent_with_the_view(profile: str) -> None:
+    """Random bot hands: each event both seats are shown becomes a typed message for both (never
+    detail_json); wins carry their description and evaluation; a claim names the discard it took, and
+    the view's river keeps that discard, marked claimed."""
+    facts = views.TableFacts(
+        table_id="t", hand_id="t-h1", players=PLAYERS, connected=(True, True), fan_rate=10, sequence=0
+    )
+    seen_kinds: set[str] = set()
+    claims = wins = 0
+    for seed in range(30):
+        table = Table(RoomSettings(profile=profile))
+        narrator = views.Narrator()
+        start = 0
+        table.start_hand(seed=seed)
+        sequence = 0
+        while True:
+            for event in table.events[start:]:
+                if not views.is_shown(event):
+                    continue
+                sequence += 1
+                note = narrator.note(event, sequence, table.state)
+                for seat in (0, 1):
+                    message = views.seat_event(event, seat, sequence, facts, note)
+                    kind = message.WhichOneof("kind")
+                    assert kind is not None and not message.detail_json, event.kind
+                    seen_kinds.add(event.kind)
+                    if kind == "meld_made" and message.meld_made.meld.kind in (
+                        tiles_pb2.MELD_KIND_CHI,
+                        tiles_pb2.MELD_KIND_PONG,
+                        tiles_pb2.MELD_KIND_EXPOSED_KONG,
+                    ):
+                        claims += 1
+                        taken = message.meld_made.meld.claimed_tile
+                        river = views.seat_view(table, seat, facts, None).table.seats[1 - event.seat].discards
+                        assert taken and any(d.tile == taken and d.claimed for d in river)
+                    if (
+                        kind == "hand_revealed"
+                        and message.hand_revealed.outcome == rules_pb2.HAND_OUTCOME_WIN
+                    ):
+                        wins += 1
+                        revealed = message.hand_revealed
+                        assert revealed.description.win_tile and revealed.evaluation.total_fan > 0
+                        assert revealed.evaluation.patterns and len(revealed.hands) == 2
+            start = len(table.events)
+            if table.phase in ("over", "closed"):
+                break
+            seat = next(s for s in (0, 1) if any(a.kind != A.LEAVE for a in table.legal_actions(s)))
+            table.apply(choose(table.state, seat, table.legal_actions(seat)))
+    assert claims > 0 and wins > 0
+    assert {"hand_started", "dealt", "drew", "discarded", "hand_ended"} <= seen_kinds
+
+
+def test_a_refusal_speaks_the_contract_not_the_engine_notation() -> None:
+    table = _played("duel", 1)
+    for seat in (0, 1):
+        default = table.default_action(seat)
+        assert default is not None
+        table.apply(default)
+    seat = table.to_move
+    legal = table.legal_actions(seat)
+    held = {a.tile for a in legal if a.kind == A.DISCARD}
+    missing = next(tile for tile in ("7z", "6z", "5z", "1z", "9m", "1p") if parse_tiles(tile)[0] not in held)
+    wrong = play_pb2.Action(discard=play_pb2.DiscardAction(tile=missing))
+    with pytest.raises(codec.IllegalActionError) as refused:
+        table.check(codec.decode_action(wrong, seat, legal))
+    engine_reason = str(refused.value)
+    assert engine_reason[0].isdigit()  # the engine speaks its notation ("0 discard 7z is not legal…")
+    reason = codec.refusal(wrong, legal, engine_reason)
+    assert not reason[0].isdigit() and "it is not in your hand" in reason
+    assert codec.refusal(play_pb2.Action(pong=play_pb2.PongAction()), legal, "x").startswith(
+        "you cannot pong now"
+    )

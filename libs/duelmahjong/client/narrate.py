@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from duelmahjong.client.play import win_detail
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, tiles_pb2
 
 _OUTCOMES = {
@@ -35,44 +34,30 @@ def pattern_id(pattern: rules_pb2.PatternScore) -> str:
     return rules_pb2.PatternId.Name(pattern.id).removeprefix("PATTERN_ID_").lower()
 
 
-def winning_hand(description: rules_pb2.HandDescription | Mapping[str, Any]) -> str:
-    """``123m [555z] + 4m (self-drawn)`` from the contract's description or the engine's JSON one."""
-    if isinstance(description, rules_pb2.HandDescription):
-        concealed, win_tile, self_drawn = description.concealed, description.win_tile, description.self_drawn
-        melds = [m.tiles for m in description.melds]
-    else:
-        concealed, win_tile = description.get("concealed", ""), description.get("win_tile", "")
-        self_drawn = bool(description.get("self_drawn"))
-        melds = [m.get("tiles", "") for m in description.get("melds", [])]
+def winning_hand(description: rules_pb2.HandDescription) -> str:
+    """``123m [555z] + 4m (self-drawn)`` from the contract's description."""
+    concealed, win_tile, self_drawn = description.concealed, description.win_tile, description.self_drawn
+    melds = [m.tiles for m in description.melds]
     shown = " ".join([concealed, *(f"[{tiles or '????'}]" for tiles in melds)])
     return f"{shown} + {win_tile} ({'self-drawn' if self_drawn else 'on a discard'})"
 
 
-def _patterns(
-    revealed: play_pb2.HandRevealed, won: Mapping[str, Any] | None
-) -> tuple[list[dict[str, Any]], int]:
-    if revealed.evaluation.patterns:
-        patterns = [
-            {"id": pattern_id(p), "name_zh": p.name_zh, "fan": p.fan} for p in revealed.evaluation.patterns
-        ]
-        return patterns, revealed.evaluation.total_fan
-    evaluation = (won or {}).get("evaluation") or {}
-    patterns = [
-        {"id": p["id"], "name_zh": p["name_zh"], "fan": p["fan"]} for p in evaluation.get("patterns", [])
-    ]
-    return patterns, int(evaluation.get("total_fan", 0))
+def _patterns(evaluation: rules_pb2.Evaluation) -> tuple[list[dict[str, Any]], int]:
+    patterns = [{"id": pattern_id(p), "name_zh": p.name_zh, "fan": p.fan} for p in evaluation.patterns]
+    return patterns, evaluation.total_fan
 
 
 def hand_summary(
     revealed: play_pb2.HandRevealed,
     settled: play_pb2.HandSettled | None,
     players: Mapping[int, str],
-    won: Mapping[str, Any] | None = None,
+    won: play_pb2.HandWon | None = None,
 ) -> dict[str, Any]:
-    """One hand as the demo's JSON reports it (``won``: the engine's "won" record of the hand)."""
+    """One hand as the demo's JSON reports it (``won``: the hand's won event, when the reveal lacks it)."""
     outcome = _OUTCOMES.get(revealed.outcome, "unknown")
-    patterns, total_fan = _patterns(revealed, won) if outcome == "win" else ([], 0)
-    description = revealed.description if revealed.description.win_tile else (won or {}).get("description")
+    source = revealed if revealed.description.win_tile or won is None else won
+    patterns, total_fan = _patterns(source.evaluation) if outcome == "win" else ([], 0)
+    description = source.description if source.description.win_tile else None
     record: dict[str, Any] = {
         "outcome": outcome,
         "winner": players.get(seat_index(revealed.winner)) if outcome == "win" else None,
@@ -109,22 +94,24 @@ class Narrator:
         if response.WhichOneof("kind") != "event":
             return
         event = response.event
-        won = win_detail(event)
-        if won is not None:
-            self._won(won)
         which = event.WhichOneof("kind")
         handler = getattr(self, f"_{which}", None)
         if handler is not None:
             handler(getattr(event, which))
 
-    def _won(self, won: Mapping[str, Any]) -> None:
-        self.say(
-            f"   {self.names.get(int(won['seat']), '?')} wins: {winning_hand(won.get('description') or {})}"
-        )
-        evaluation = won.get("evaluation") or {}
-        for pattern in evaluation.get("patterns", []):
-            self.say(f"      {pattern['name_zh']} {pattern['id']} {pattern['fan']}")
-        self.say(f"      total {evaluation.get('total_fan', 0)} fan")
+    def _won(self, won: play_pb2.HandWon) -> None:
+        self.say(f"   {self._name(won.seat)} wins: {winning_hand(won.description)}")
+        for pattern in won.evaluation.patterns:
+            self.say(f"      {pattern.name_zh} {pattern_id(pattern)} {pattern.fan}")
+        self.say(f"      total {won.evaluation.total_fan} fan")
+
+    def _seat_connection(self, connection: play_pb2.SeatConnection) -> None:
+        state = "is back" if connection.connected else "is away (托管)" if connection.auto_play else "is away"
+        self.say(f"   {self._name(connection.seat)} {state}")
+
+    def _exhausted(self, exhausted: play_pb2.WallExhausted) -> None:
+        extra = f"; {self._name(exhausted.extra_draw_seat)} draws extra" if exhausted.extra_draws else ""
+        self.say(f"   the wall is empty{extra}")
 
     def _name(self, seat: int) -> str:
         return self.names.get(seat_index(seat), "?")
@@ -143,6 +130,7 @@ class Narrator:
 
     def _tile_discarded(self, discarded: play_pb2.TileDiscarded) -> None:
         ready = " and declares ready (报听)" if discarded.declared_ready else ""
+        ready += " (天听)" if discarded.first_turn else ""
         self.say(f"   {self._name(discarded.seat)} discards {discarded.tile}{ready}")
 
     def _meld_made(self, made: play_pb2.MeldMade) -> None:

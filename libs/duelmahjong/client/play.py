@@ -12,10 +12,8 @@ them for hidden information).
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import grpc
 import grpc.aio
@@ -51,19 +49,15 @@ class PlayOutcome:
     rejections: list[table_pb2.ActionRejected] = field(default_factory=list)
     settlements: list[play_pb2.HandSettled] = field(default_factory=list)
     reveals: list[play_pb2.HandRevealed] = field(default_factory=list)
-    # The engine's "won" event as this seat saw it (SeatEvent.detail_json): description and
-    # evaluation of each won hand, by hand number.
-    wins: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The won event (SeatEvent.won) of each won hand, by hand number.
+    wins: dict[int, play_pb2.HandWon] = field(default_factory=dict)
     messages: int = 0
     reconnects: int = 0
 
 
-def win_detail(event: play_pb2.SeatEvent) -> dict[str, Any] | None:
-    """The engine's public "won" record (winning hand and its evaluation), if ``event`` is one."""
-    if not event.detail_json or '"won"' not in event.detail_json:
-        return None
-    detail = json.loads(event.detail_json)
-    return detail if detail.get("kind") == "won" else None
+def win_detail(event: play_pb2.SeatEvent) -> play_pb2.HandWon | None:
+    """The won event (winning hand and its evaluation), if ``event`` is one."""
+    return event.won if event.HasField("won") else None
 
 
 def continue_action() -> play_pb2.Action | None:
@@ -149,7 +143,9 @@ class _Seat:
         return None
 
     def _event(self, event: play_pb2.SeatEvent) -> None:
-        self.last_seen = max(self.last_seen, event.sequence)
+        if event.sequence <= self.last_seen:
+            return None  # seen already (sequences are unique on a seat's stream)
+        self.last_seen = event.sequence
         detail = win_detail(event)
         if detail is not None:
             self.outcome.wins[self.hand_number] = detail

@@ -47,6 +47,11 @@ FROM_KONG = "kong"  # replacement after a kong, from the end of the wall
 FROM_FLOWER = "flower"  # 补花 replacement, from the end of the wall
 FROM_POOL = "extra"  # duel T9 extra draws, from the unused pool
 
+# Flags of one discard in ``river_marks`` (what a river shows of each tile it ever held).
+DISCARD_READY = 1  # discarded with 报听 (T3)
+DISCARD_DRAWN = 2  # the tile just drawn, discarded straight away
+DISCARD_CLAIMED = 4  # taken by the opponent's chi, pong, kong or win
+
 
 class TableState:
     """Everything a table knows. Mutated only by :meth:`fold`."""
@@ -85,6 +90,11 @@ class TableState:
         self._melded: list[list[int]] = [[], []]
         self.green_melds = [0, 0]
         self.rivers: list[list[int]] = [[], []]
+        # Every discard of the hand in order, claimed ones too: [tile, DISCARD_* flags] (views show it).
+        self.river_marks: list[list[list[int]]] = [[], []]
+        # Per meld of ``melds``: the discard it took (chi, pong, exposed kong; an added kong keeps its
+        # pong's), -1 for a concealed kong.
+        self.meld_claims: list[list[int]] = [[], []]
         self.thrown: list[int] = []  # duel T9 extra draws thrown away
         self.visible = [0] * 34  # discards + exposed meld tiles (和绝张, E13)
         self.current = -1
@@ -256,6 +266,10 @@ class TableState:
         tile = public["tile"]
         self._move(seat, tile, -1)
         self.rivers[seat].append(tile)
+        flags = (DISCARD_READY if public.get("ready") else 0) | (
+            DISCARD_DRAWN if tile == self.last_draw else 0
+        )
+        self.river_marks[seat].append([tile, flags])
         self.visible[tile] += 1
         self.discards[seat] += 1
         self.last_discard = tile
@@ -293,8 +307,10 @@ class TableState:
             self._move(seat, tile, -used)
             self.visible[tile] += used
         self.melds[seat].append((kind, tile))
+        self.meld_claims[seat].append(discard)
         self._melds_changed(seat)
         self.rivers[1 - seat].pop()  # the claimed discard now lies in the meld
+        self.river_marks[1 - seat][-1][1] |= DISCARD_CLAIMED
         self.calls += 1
         self.phase = TURN
         self.current = seat
@@ -307,6 +323,7 @@ class TableState:
         if kind == "concealed_kong":
             self._move(seat, tile, -4)
             self.melds[seat].append((kind, tile))
+            self.meld_claims[seat].append(-1)
             self._melds_changed(seat)
         else:  # added kong: the pong becomes a kong
             self._move(seat, tile, -1)
@@ -363,6 +380,8 @@ class TableState:
             self.phase = EXTRA_DRAW
 
     def _won(self, event: Event) -> None:
+        if self.phase == CLAIM and self.river_marks[1 - event.seat]:  # won on the opponent's discard
+            self.river_marks[1 - event.seat][-1][1] |= DISCARD_CLAIMED
         self.winner = event.seat
         self.win = dict(event.public or {})
         self.current = event.seat

@@ -6,7 +6,6 @@ for hidden information: the opponent's private event parts, the wall, the pool, 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
@@ -17,12 +16,10 @@ import pytest_asyncio
 
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc, tiles_pb2
 from services.table import main as table_main
 from services.table.config import TableConfig
 from services.table.live import LiveTable
-
-SERVER_ONLY_KEYS = ("wall", "pool", "seed", "tenpai")
 
 
 def _rules(**overrides: Any) -> rules_pb2.RoomRules:
@@ -114,6 +111,16 @@ class SeatClient:
         if self._call is not None:
             self._call.cancel()
 
+    async def reconnect(self, last_seen: int | None = None) -> None:
+        """A new Play stream with the same ticket after this one ended, resuming after ``last_seen``
+        (the last sequence seen by default); what the old stream received is kept."""
+        if self._reader is not None:
+            await asyncio.gather(self._reader, return_exceptions=True)
+        self.ended.clear()
+        self._requests = asyncio.Queue()
+        self.views = asyncio.Queue()  # drop what the first stream left behind
+        await self.connect(self.last_seen if last_seen is None else last_seen)
+
     async def close(self) -> None:
         await self._requests.put(None)
         self.disconnect()
@@ -150,26 +157,42 @@ def check_saw_a_hand(client: SeatClient, table: LiveTable, *, negotiated: int = 
     assert [(s.multipliers.negotiated, s.multipliers.progressive) for s in started] == [(negotiated, 1)]
 
 
+# The typed fields of a SeatEvent that only the seat the event is about may see filled.
+OWN_ONLY = {
+    "tiles_dealt": ("tiles",),
+    "tile_drawn": ("tile",),
+    "tiles_exchanged": ("given", "received"),
+    "item_applied": ("given", "received"),
+    "offer_resolved": ("offer_id", "given", "received"),
+    "doubling_chosen": ("start_doubled",),
+}
+
+
 def check_hidden(client: SeatClient, table: LiveTable) -> int:
-    """No message to ``client`` holds a server-only part or the opponent's private event parts; returns
+    """No message to ``client`` holds server-only state or the opponent's private event parts (its
+    dealt, drawn and exchanged tiles, offers, item trades, 开始加倍 choice, concealed kongs); returns
     how many messages were checked."""
-    private_by_sequence = {
-        sequence: event.private
-        for sequence, event in table._log.events
-        if event.private and event.seat != client.seat
-    }
+    own = rules_pb2.SEAT_FIRST if client.seat == 0 else rules_pb2.SEAT_SECOND
     for response in client.received:
         text = str(response)
-        for field in ("seed", "unused_pool", "wall:"):
+        for field in ("seed", "unused_pool", "wall:", "tenpai"):
             assert field not in text
-        if response.HasField("event") and response.event.detail_json:
-            detail = json.loads(response.event.detail_json)
-            assert not set(detail) & set(SERVER_ONLY_KEYS), detail
-            hidden = private_by_sequence.get(response.event.sequence)
-            if hidden:
-                leaked = set(hidden) & (set(detail) - {"kind", "seat"})
-                flower = detail["kind"] == "drew" and detail.get("source") == "flower"  # flowers are public
-                assert not leaked or flower, detail
+        if response.HasField("event"):
+            event = response.event
+            kind = event.WhichOneof("kind")
+            assert kind is not None, f"an untyped event: {event}"
+            assert event.detail_json == "", "detail_json is no longer set"
+            typed = getattr(event, kind)
+            about = getattr(typed, "seat", own)
+            if about != own:
+                for name in OWN_ONLY.get(kind, ()):
+                    assert not getattr(typed, name), (
+                        f"the opponent's {kind}.{name} reached seat {client.seat}"
+                    )
+                if kind == "offer_made":
+                    assert not typed.HasField("offer"), typed
+                if kind == "meld_made" and typed.meld.kind == tiles_pb2.MELD_KIND_CONCEALED_KONG:
+                    assert typed.meld.hidden and not typed.meld.tiles, typed
         view = response.view if response.HasField("view") else response.rejected.view
         if view.table.phase in (play_pb2.HAND_PHASE_PLAY, play_pb2.HAND_PHASE_EXCHANGE):
             opponent = view.table.seats[1 - client.seat] if len(view.table.seats) == 2 else None
@@ -230,6 +253,25 @@ async def open_table(
     for client in clients:
         await client.close()
     await channel.close()
+
+
+class FakeClock:
+    """The table host's injectable clock: time moves only when a test says so."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
+    """Wait until ``check()`` holds (polling), or fail."""
+    for _ in range(int(within / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    assert check(), "the condition never held"
 
 
 def live(table_server: Any, table_id: str) -> LiveTable:
@@ -306,4 +348,6 @@ def kit() -> SimpleNamespace:
         read_log=_read_log,
         log_messages=_log_messages,
         next_rejection=_next_rejection,
+        FakeClock=FakeClock,
+        eventually=eventually,
     )
