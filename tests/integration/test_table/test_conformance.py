@@ -388,10 +388,13 @@ def check_stream(client: Any, table_id: str, names: list[str], room: str) -> Non
             assert typed.HasField("task") != duel
         elif kind == "hand_settled":
             assert revealed is not None, "a settlement follows the hand's reveal"
-            if revealed.outcome == rules_pb2.HAND_OUTCOME_WIN:
-                assert typed.settlement.hand_id == f"{table_id}-h{hand}" and typed.settlement.transfer.amount
+            # Every outcome: the wallet's settlement of this hand (its postings balance) and both
+            # balances after it; a win and an escape move prestige between the players.
+            assert typed.settlement.hand_id == f"{table_id}-h{hand}"
+            assert typed.settlement.postings and sum(p.amount for p in typed.settlement.postings) == 0
+            assert {b.seat for b in typed.balances} == {rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND}
             if revealed.outcome != rules_pb2.HAND_OUTCOME_DRAWN:
-                assert {b.seat for b in typed.balances} == {rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND}
+                assert typed.settlement.transfer.amount > 0
         elif kind == "seat_connection":
             assert typed.seat
         elif kind == "escaped":
