@@ -241,8 +241,13 @@ function playTable(session, ready, room, log) {
   }
 
   function onEvent(event) {
-    lastSeen = Math.max(lastSeen, Number(event.sequence));
-    const kind = event.kind ?? '(untyped)';
+    // One stream from the table's start: every event the seat learns of is numbered 1, 2, 3… without
+    // gaps or repeats, and each is typed (the contract needs no side channel to play a hand).
+    const sequence = Number(event.sequence);
+    if (sequence !== lastSeen + 1) throw new ClientError(`event sequence ${sequence} after ${lastSeen}: not one more`);
+    lastSeen = sequence;
+    const kind = event.kind;
+    if (!kind) throw new ClientError(`event ${sequence} has no typed kind: ${JSON.stringify(event)}`);
     eventKinds.set(kind, (eventKinds.get(kind) ?? 0) + 1);
     switch (kind) {
       case 'hand_started':
