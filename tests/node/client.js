@@ -19,6 +19,7 @@
 // a rejected action, the timeout), with its reason.
 'use strict';
 
+const fs = require('node:fs');
 const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
@@ -305,6 +306,8 @@ function playTable(session, ready, room, log) {
       finish(failure);
     };
     stream.on('data', (response) => {
+      // --dump FILE: every PlayResponse as one JSON line, as this client decoded it.
+      if (session.args.dump) fs.appendFileSync(session.args.dump, `${JSON.stringify(response)}\n`);
       try {
         for (const one of flatten(response)) {
           switch (one.kind) {
@@ -480,6 +483,7 @@ function parseArgs(argv) {
     name: 'node-client',
     timeoutSeconds: 75,
     proto: path.resolve(__dirname, '..', '..', 'proto'),
+    dump: '',
   };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
@@ -496,6 +500,7 @@ function parseArgs(argv) {
       case '--name': args.name = value; break;
       case '--timeout-seconds': args.timeoutSeconds = Number(value); break;
       case '--proto': args.proto = path.resolve(value); break;
+      case '--dump': args.dump = path.resolve(value); break;
       default: throw new ClientError(`unknown option ${flag}`);
     }
   }
