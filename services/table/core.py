@@ -49,13 +49,8 @@ class TableJournal(Protocol):
     async def publish(self, subject: str, event: Message, event_id: str) -> None:
         """Another table event (ExchangeCharged, GuessResolved…): envelope filled, de-duplicated on id."""
 
-    async def fee_charged(
-        self, table_id: str, hand_id: str, room_id: str, player_id: str, amount: int
-    ) -> None: ...
-
-    async def settlement(
-        self, hand_id: str, within: float
-    ) -> tuple[events_pb2.HandScored | None, events_pb2.SettlementApplied | None]: ...
+    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
+        """What the wallet applied for the hand (the only settlement seats are shown), or None."""
 
     async def table_opened(self, request: OpenRequest) -> None: ...
 

@@ -38,7 +38,6 @@ class NatsJournal:
     def __init__(self, bus: Bus, producer: str) -> None:
         self.bus = bus
         self.producer = producer
-        self._scored: dict[str, events_pb2.HandScored] = {}
         self._applied: dict[str, events_pb2.SettlementApplied] = {}
         self._arrived = asyncio.Condition()
         self._subscriptions: list[object] = []
@@ -48,14 +47,7 @@ class NatsJournal:
 
     async def start(self) -> None:
         client = self.bus.client
-        self._subscriptions.append(await client.subscribe(subjects.HAND_SCORED, cb=self._on_scored))
         self._subscriptions.append(await client.subscribe(subjects.SETTLEMENT_APPLIED, cb=self._on_applied))
-
-    async def _on_scored(self, message: Msg) -> None:
-        event = events_pb2.HandScored.FromString(message.data)
-        async with self._arrived:
-            self._scored[event.hand_id] = event
-            self._arrived.notify_all()
 
     async def _on_applied(self, message: Msg) -> None:
         event = events_pb2.SettlementApplied.FromString(message.data)
@@ -66,9 +58,7 @@ class NatsJournal:
             self._applied[event.hand_id] = event
             self._arrived.notify_all()
 
-    async def settlement(
-        self, hand_id: str, within: float
-    ) -> tuple[events_pb2.HandScored | None, events_pb2.SettlementApplied | None]:
+    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
         try:
             async with asyncio.timeout(within):
                 async with self._arrived:
@@ -77,7 +67,7 @@ class NatsJournal:
             _log.warning(
                 "no settlement for the hand in time; carrying on", extra={"fields": {"hand_id": hand_id}}
             )
-        return self._scored.pop(hand_id, None), self._applied.pop(hand_id, None)
+        return self._applied.pop(hand_id, None)
 
     async def append(
         self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
@@ -128,19 +118,6 @@ class NatsJournal:
             result=result,
         )
         await self.bus.publish_event(subjects.HAND_ENDED, event)
-
-    async def fee_charged(
-        self, table_id: str, hand_id: str, room_id: str, player_id: str, amount: int
-    ) -> None:
-        event = events_pb2.FeeCharged(
-            envelope=self._envelope(f"fee:{hand_id}:{player_id}"),
-            table_id=table_id,
-            hand_id=hand_id,
-            player_id=player_id,
-            room_id=room_id,
-            amount=amount,
-        )
-        await self.bus.publish_event(subjects.FEE_CHARGED, event)
 
     async def table_opened(self, request: OpenRequest) -> None:
         event = events_pb2.TableOpened(

@@ -131,8 +131,8 @@ class HandCycle:
         await journal.hand_ended(hand_result)
         self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._send_views()
-        scored, applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
-        await self._show_settlement(scored, applied)
+        applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
+        await self._show_settlement(applied)
         winner = int(str(result["winner"]))
         if winner >= 0:
             guessed = results.guess_resolved(
@@ -192,13 +192,11 @@ class HandCycle:
                     subjects.EXCHANGE_CHARGED, charge, f"exchange:{self.table_id}:{sequence}"
                 )
 
-    async def _show_settlement(
-        self, scored: events_pb2.HandScored | None, applied: events_pb2.SettlementApplied | None
-    ) -> None:
+    async def _show_settlement(self, applied: events_pb2.SettlementApplied | None) -> None:
         """Both seats are shown what the hand moved: the next numbered event, written ahead like the rest,
         so a seat that resumes later is sent it too."""
         players = self.request.players
-        await self._announce(lambda sequence: views.hand_settled(scored, applied, players, sequence))
+        await self._announce(lambda sequence: views.hand_settled(applied, players, sequence))
 
     async def _between_hands(
         self,

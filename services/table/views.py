@@ -538,16 +538,15 @@ def legal_actions(
 
 
 def hand_settled(
-    scored: events_pb2.HandScored | None,
     applied: events_pb2.SettlementApplied | None,
     players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
     sequence: int,
 ) -> play_pb2.SeatEvent:
     """The settlement both seats are shown: exactly what the wallet applied for the hand — its
     settlement as applied (scoring's breakdown, the transfer it capped and moved, every posting, fees
-    included) and both players' balances after it. ``scored`` is never shown: its transfer is the
-    uncapped figure. Empty if the wallet's answer did not come in time (nothing is guessed). The
-    table's own event, numbered ``sequence`` after the hand's last event."""
+    included) and both players' balances after it; scoring's own (uncapped) figure is never shown.
+    Empty if the wallet's answer did not come in time (nothing is guessed). The table's own event,
+    numbered ``sequence`` after the hand's last event."""
     settled = play_pb2.HandSettled()
     if applied is not None and applied.HasField("settlement"):
         settled.settlement.CopyFrom(applied.settlement)

@@ -143,13 +143,11 @@ def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_gu
     assert results.guess_resolved(result, refused, table_id="t", hand_id="t-h1", player_id="a") is None
 
 
-def test_the_seats_are_shown_the_settlement_the_wallet_applied_not_the_scored_one() -> None:
+def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
     players = (
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="a"),
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="b"),
     )
-    uncapped = rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=160)
-    scored = events_pb2.HandScored(settlement=rules_pb2.Settlement(fan_amount=160, transfer=uncapped))
     moved = rules_pb2.Settlement(
         fan_amount=160,
         capped_by_carry=True,
@@ -166,13 +164,13 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied_not_the_scored_on
             rules_pb2.AccountBalance(account="player:b", balance=960),
         ],
     )
-    shown = views.hand_settled(scored, applied, players, 9).hand_settled
+    shown = views.hand_settled(applied, players, 9).hand_settled
     assert shown.settlement == moved
     assert [(b.seat, b.balance) for b in shown.balances] == [
         (rules_pb2.SEAT_FIRST, 1040),
         (rules_pb2.SEAT_SECOND, 960),
     ]
-    late = views.hand_settled(scored, None, players, 9).hand_settled  # the wallet did not answer in time
+    late = views.hand_settled(None, players, 9).hand_settled  # the wallet did not answer in time
     assert not late.HasField("settlement") and not late.balances
 
 
