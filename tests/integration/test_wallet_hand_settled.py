@@ -39,7 +39,7 @@ from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import events_pb2, matchmaking_pb2, play_pb2, rules_pb2, table_pb2
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
-from services.table import hands as table_hands
+from services.table import core as table_core
 from services.table import main as table_main
 from services.table.config import TableConfig
 from services.wallet.sources import Namespace
@@ -75,7 +75,7 @@ async def stack(
     unique_name: Callable[[str], str],
 ) -> AsyncIterator[SimpleNamespace]:
     seeds = itertools.count(4100)
-    monkeypatch.setattr(table_hands, "secrets", SimpleNamespace(randbits=lambda _bits: next(seeds)))
+    monkeypatch.setattr(table_core, "secrets", SimpleNamespace(randbits=lambda _bits: next(seeds)))
     wallet, matchmaking = await start_matchmaking([ROOM])
     table_env = {
         **service_env,
