@@ -40,10 +40,11 @@ from duelmahjong.platform.pull import PullFeed
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec
+from services.wallet.connections import ConnectionLender
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
 from services.wallet.sources import PLATFORM_NAMESPACE, SOURCES, Namespace, Source
-from services.wallet.store import ConnectionLender, Outcome, WalletStore
+from services.wallet.store import Outcome, WalletStore
 
 _log = get_logger("wallet.events")
 

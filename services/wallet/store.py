@@ -84,46 +84,6 @@ def _balances_json(draft: Draft) -> str:
     )
 
 
-class ConnectionLender:
-    """A few pool connections the settlement workers keep between events.
-
-    Borrowing one costs no round trip, where every return to the pool costs one (asyncpg resets the
-    session). A connection in an unknown state — its task cancelled mid-query, the server gone — goes
-    back to the pool for good and a fresh one is taken on the next borrow.
-    """
-
-    def __init__(self, pool: asyncpg.Pool, size: int) -> None:
-        self._pool = pool
-        self._idle: asyncio.Queue[asyncpg.Connection | None] = asyncio.Queue()
-        for _ in range(size):
-            self._idle.put_nowait(None)  # taken from the pool on first use
-
-    @contextlib.asynccontextmanager
-    async def borrow(self) -> AsyncIterator[asyncpg.Connection]:
-        conn = await self._idle.get()
-        try:
-            if conn is None or conn.is_closed():
-                conn = await self._pool.acquire()
-                await conn.execute(sql.SETTLEMENT_SESSION)  # undone by the pool's reset on return
-            yield conn
-        except WalletError:
-            raise  # an expected refusal: the transaction was rolled back, the connection is fine
-        except BaseException:
-            if conn is not None:
-                conn.terminate()
-                await self._pool.release(conn)
-                conn = None
-            raise
-        finally:
-            self._idle.put_nowait(conn)
-
-    async def close(self) -> None:
-        while not self._idle.empty():
-            conn = self._idle.get_nowait()
-            if conn is not None:
-                await self._pool.release(conn)
-
-
 class WalletStore:
     def __init__(self, pool: asyncpg.Pool, metrics: ServiceMetrics | None = None) -> None:
         self._pool = pool
