@@ -336,13 +336,13 @@ async def interval_line(state: StackState, tally: Tally, samples: dict[str, Proc
 
 async def ledger_state(admin_url: str) -> tuple[int, int, list[str]]:
     """The ledger total, the open holds and the wallet's own audit findings (docs/wallet.md)."""
-    from services.wallet.store import WalletStore  # the audit the wallet's tests run, not a copy
+    from services.wallet.audit import audit_ledger  # the audit the wallet's tests run, not a copy
 
     balances = await ledger_balances(admin_url)
     pool = await asyncpg.create_pool(with_database(admin_url, "wallet"), min_size=1, max_size=1)
     try:
         holds = await pool.fetchval("SELECT count(*) FROM wallet.holds WHERE open")
-        problems = await WalletStore(pool).audit()
+        problems = await audit_ledger(pool)
     finally:
         await pool.close()
     return sum((balances or {}).values()), int(holds), problems

@@ -43,6 +43,7 @@ from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2
+from services.wallet.audit import audit_ledger
 from services.wallet.commands import Command, Grant, HandSettlement
 from services.wallet.events import SettlementConsumer
 from services.wallet.ledger import Status
@@ -285,7 +286,7 @@ async def measure(data_dir: Path, runs: int, settlements: int) -> list[str]:
                 nats_server.url, floor_store, publisher, players, pairs, f"f{run}", meter, side="floor"
             )
             floor.append(rate)
-        problems = await store.audit()
+        problems = await audit_ledger(pool)
         await publisher.close()
         await pool.close()
     if problems:

@@ -36,7 +36,9 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     )
     await consumer.declare()  # streams and durables exist before the service reports SERVING
     runtime.spawn(consumer.run(runtime.stopping), name="settlement-consumer")
-    runtime.spawn(LedgerAudit(store, runtime.metrics).run(config.audit_interval_seconds), name="ledger-audit")
+    runtime.spawn(
+        LedgerAudit(store.pool, runtime.metrics).run(config.audit_interval_seconds), name="ledger-audit"
+    )
 
 
 SPEC = ServiceSpec(wire=wire, migrations=MIGRATIONS, public_methods=PUBLIC_METHODS)

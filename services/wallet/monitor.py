@@ -1,4 +1,4 @@
-"""The ledger audit as metrics: :meth:`WalletStore.audit` run every ``WALLET_AUDIT_INTERVAL_SECONDS``.
+"""The ledger audit as metrics: ``audit_ledger`` (``audit.py``) run every ``WALLET_AUDIT_INTERVAL_SECONDS``.
 
 Exports ``duel_wallet_ledger_invariant_ok_bool`` (1 while every invariant of docs/wallet.md holds),
 ``duel_wallet_ledger_violations_count`` (how many do not), ``duel_wallet_ledger_balance_prestige``
@@ -21,7 +21,7 @@ import asyncpg
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.wallet import sql
-from services.wallet.store import WalletStore
+from services.wallet.audit import audit_ledger
 
 _log = get_logger("wallet.monitor")
 
@@ -30,8 +30,8 @@ class LedgerAudit:
     """Runs the audit and keeps the ledger gauges; one per wallet process (replicas audit the same
     ledger, so alerts take the min/max over pods, never the sum)."""
 
-    def __init__(self, store: WalletStore, metrics: ServiceMetrics) -> None:
-        self.store = store
+    def __init__(self, pool: asyncpg.Pool, metrics: ServiceMetrics) -> None:
+        self.pool = pool
         self._ok = metrics.gauge("ledger_invariant_ok", "bool", "1 while every ledger invariant holds")
         self._violations = metrics.gauge("ledger_violations", "count", "ledger invariants that do not hold")
         self._balance = metrics.gauge(
@@ -43,8 +43,8 @@ class LedgerAudit:
     async def check(self) -> list[str]:
         """Audit once, update the gauges; returns the invariants that do not hold (empty = all hold)."""
         started = time.perf_counter()
-        problems = await self.store.audit()
-        totals = await self.store.pool.fetch(sql.LEDGER_TOTALS)
+        problems = await audit_ledger(self.pool)
+        totals = await self.pool.fetch(sql.LEDGER_TOTALS)
         self._duration.set(time.perf_counter() - started)
         self._ok.set(0 if problems else 1)
         self._violations.set(len(problems))

@@ -405,35 +405,6 @@ class WalletStore:
             postings=postings,
         )
 
-    async def audit(self) -> list[str]:
-        """Every ledger invariant that does not hold right now (empty = all hold); see docs/wallet.md."""
-        problems: list[str] = []
-        async with self._pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            total = await conn.fetchval("SELECT coalesce(sum(balance), 0) FROM wallet.accounts")
-            if total != 0:
-                problems.append(f"the balances sum to {total}, not 0")
-            for row in await conn.fetch(sql.AUDIT_REPLAY):
-                problems.append(
-                    f"account {row['id']} has {row['balance']}, its entries replay to {row['replayed']}"
-                )
-            for row in await conn.fetch(sql.AUDIT_UNBALANCED):
-                problems.append(f"transaction {row['transaction_id']}'s entries sum to {row['total']}")
-            for row in await conn.fetch(sql.AUDIT_RUNNING):
-                problems.append(
-                    f"entry {row['id']} of account {row['account_id']} says {row['balance_after']} after it, "
-                    f"its account's entries up to it sum to {row['running']}"
-                )
-            for row in await conn.fetch(sql.AUDIT_HELD):
-                problems.append(
-                    f"account {row['id']} holds {row['held']}, its open holds sum to {row['in_holds']}"
-                )
-            negative = await conn.fetchval(
-                "SELECT count(*) FROM wallet.accounts WHERE NOT overdraft_allowed AND balance < held"
-            )
-            if negative:
-                problems.append(f"{negative} accounts have less prestige than they hold")
-        return problems
-
     # -- players and sessions ---------------------------------------------------------------------
 
     async def create_player(

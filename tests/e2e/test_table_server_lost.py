@@ -26,7 +26,7 @@ from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import events_pb2, table_pb2, table_pb2_grpc
 from duelmahjong.v1 import matchmaking_pb2 as mm
-from services.wallet.store import WalletStore
+from services.wallet.audit import audit_ledger
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -147,7 +147,7 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         assert ledger_after is not None and sum(ledger_after.values()) == sum(ledger_before.values())
         pool = await asyncpg.create_pool(with_database(stack.database_url, "wallet"), min_size=1, max_size=1)
         try:
-            assert await WalletStore(pool).audit() == []
+            assert await audit_ledger(pool) == []
         finally:
             await pool.close()
 

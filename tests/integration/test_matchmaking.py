@@ -22,9 +22,9 @@ from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2, wallet_pb2
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.main import SPEC as MATCHMAKING
+from services.wallet.audit import audit_ledger
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC as WALLET
-from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -348,12 +348,12 @@ async def test_successive_bot_fills_reuse_the_house_bot_without_minting_per_fill
         )
         assert {entry.player_id for entry in board.entries} == {alice.player_id, bob.player_id}
         for _ in range(200):  # the holds are released in the background after the pairings end
-            if await WalletStore(pool).audit() == [] and not await count(
+            if await audit_ledger(pool) == [] and not await count(
                 "SELECT count(*) FROM wallet.holds WHERE open"
             ):
                 break
             await asyncio.sleep(0.05)
-        assert await WalletStore(pool).audit() == []
+        assert await audit_ledger(pool) == []
         assert not await count("SELECT count(*) FROM wallet.holds WHERE open")
     finally:
         await pool.close()

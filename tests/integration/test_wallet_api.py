@@ -18,10 +18,10 @@ from duelmahjong.platform.auth import Role
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.service import ServiceRuntime
 from duelmahjong.v1 import events_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
+from services.wallet.audit import audit_ledger
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC
 from services.wallet.sources import Namespace
-from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -388,7 +388,7 @@ async def test_a_house_bot_is_created_once_topped_up_in_the_ledger_and_never_ran
             )
             assert sorted(e.display_name for e in board.entries) == ["ann", "ben"]
             assert {e.rank for e in board.entries} == {1}
-    assert await WalletStore(db).audit() == []
+    assert await audit_ledger(db) == []
 
 
 async def test_guest_logins_are_rate_limited_per_client_address(

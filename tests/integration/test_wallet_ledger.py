@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from duelmahjong.platform import db
 from duelmahjong.rules.settlement import duel_transfer
+from services.wallet.audit import audit_ledger
 from services.wallet.commands import (
     Charge,
     Command,
@@ -47,7 +48,7 @@ async def store(database_url: str) -> AsyncIterator[WalletStore]:
     await db.apply_migrations(pool, MIGRATIONS, service="wallet")
     wallet = WalletStore(pool)
     yield wallet
-    assert await wallet.audit() == []
+    assert await audit_ledger(pool) == []
     await pool.close()
 
 

@@ -1,4 +1,4 @@
-"""The ledger audit as metrics, on a real Postgres: the gauges follow what WalletStore.audit finds."""
+"""The ledger audit as metrics, on a real Postgres: the gauges follow what audit_ledger finds."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def test_the_ledger_gauges_hold_the_totals_and_turn_to_0_when_an_invariant
     store: WalletStore,
 ) -> None:
     metrics = ServiceMetrics("wallet")
-    audit = LedgerAudit(store, metrics)
+    audit = LedgerAudit(store.pool, metrics)
     await store.create_player("ana", "ana")
     await store.execute(
         Grant("start:ana", player="ana", amount=1_000, grant_reason="test"), record_rejection=False
@@ -57,7 +57,7 @@ async def test_the_ledger_gauges_hold_the_totals_and_turn_to_0_when_an_invariant
 
 async def test_the_audit_loop_survives_a_database_that_went_away(store: WalletStore) -> None:
     metrics = ServiceMetrics("wallet")
-    audit = LedgerAudit(store, metrics)
+    audit = LedgerAudit(store.pool, metrics)
     await store.pool.close()  # every audit now fails (as with connections lost)
     task = asyncio.create_task(audit.run(0.01))
     await asyncio.sleep(0.05)
