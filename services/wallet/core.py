@@ -20,8 +20,9 @@ from duelmahjong.platform.auth import Principal, Role
 from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
 from services.wallet.commands import BotTopUp, Grant, PlaceHold, ReleaseHolds, check_ids
 from services.wallet.config import WalletConfig
+from services.wallet.leaderboard import Leaderboard, RankedPlayer
 from services.wallet.levels import LevelTable
-from services.wallet.store import HistoryRow, Outcome, RankedPlayer, WalletStore
+from services.wallet.store import HistoryRow, Outcome, WalletStore
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
@@ -98,8 +99,11 @@ def owner(principal: Principal, player_id: str) -> str:
 
 
 class WalletCore:
-    def __init__(self, store: WalletStore, config: WalletConfig, *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, store: WalletStore, leaderboard: Leaderboard, config: WalletConfig, *, clock: Clock = utc_now
+    ) -> None:
         self.store = store
+        self.board = leaderboard
         self.config = config
         self.levels: LevelTable = config.level_table
         self._clock = clock
@@ -227,8 +231,8 @@ class WalletCore:
     async def leaderboard(self, principal: Principal, around_me: bool, limit: int) -> list[RankedPlayer]:
         size = check_page_size(limit, DEFAULT_LEADERBOARD)
         if around_me:
-            return await self.store.around(principal.player_id, size)
-        return await self.store.top(size)
+            return await self.board.around(principal.player_id, size)
+        return await self.board.top(size)
 
     async def inventory(self, principal: Principal, player_id: str) -> dict[str, int]:
         return await self.store.inventory(owner(principal, player_id))

@@ -11,6 +11,7 @@ from services.wallet.api import PUBLIC_METHODS, SERVICE_NAME, WalletApi
 from services.wallet.config import WalletConfig
 from services.wallet.core import WalletCore
 from services.wallet.events import SettlementConsumer
+from services.wallet.leaderboard import Leaderboard
 from services.wallet.monitor import LedgerAudit
 from services.wallet.sources import Namespace
 from services.wallet.store import WalletStore
@@ -20,8 +21,9 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 
 async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     config = runtime.config
-    store = WalletStore(runtime.require_db(), runtime.metrics)
-    core = WalletCore(store, config)
+    pool = runtime.require_db()
+    store = WalletStore(pool, runtime.metrics)
+    core = WalletCore(store, Leaderboard(pool), config)
     runtime.server.add_service(
         SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
     )
@@ -36,9 +38,7 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     )
     await consumer.declare()  # streams and durables exist before the service reports SERVING
     runtime.spawn(consumer.run(runtime.stopping), name="settlement-consumer")
-    runtime.spawn(
-        LedgerAudit(store.pool, runtime.metrics).run(config.audit_interval_seconds), name="ledger-audit"
-    )
+    runtime.spawn(LedgerAudit(pool, runtime.metrics).run(config.audit_interval_seconds), name="ledger-audit")
 
 
 SPEC = ServiceSpec(wire=wire, migrations=MIGRATIONS, public_methods=PUBLIC_METHODS)
