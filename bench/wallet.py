@@ -48,6 +48,7 @@ from services.wallet.commands import Command, Grant, HandSettlement
 from services.wallet.events import SettlementConsumer
 from services.wallet.ledger import Status
 from services.wallet.main import MIGRATIONS
+from services.wallet.players import PlayerStore
 from services.wallet.sources import SOURCES
 from services.wallet.store import Outcome, WalletStore
 
@@ -243,7 +244,7 @@ async def measure(data_dir: Path, runs: int, settlements: int) -> list[str]:
         store = WalletStore(pool)
         players = [f"bench-{n:02d}" for n in range(PLAYERS)]
         for player_id in players:
-            await store.create_player(player_id, player_id)
+            await PlayerStore(pool, store).create_player(player_id, player_id)
             await store.execute(
                 Grant(f"start:{player_id}", player=player_id, amount=10**12, grant_reason="bench"),
                 record_rejection=False,

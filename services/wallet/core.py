@@ -22,6 +22,7 @@ from services.wallet.commands import BotTopUp, Grant, PlaceHold, ReleaseHolds, c
 from services.wallet.config import WalletConfig
 from services.wallet.leaderboard import Leaderboard, RankedPlayer
 from services.wallet.levels import LevelTable
+from services.wallet.players import PlayerStore
 from services.wallet.store import HistoryRow, Outcome, WalletStore
 
 MAX_PAGE = 100
@@ -100,9 +101,16 @@ def owner(principal: Principal, player_id: str) -> str:
 
 class WalletCore:
     def __init__(
-        self, store: WalletStore, leaderboard: Leaderboard, config: WalletConfig, *, clock: Clock = utc_now
+        self,
+        store: WalletStore,
+        players: PlayerStore,
+        leaderboard: Leaderboard,
+        config: WalletConfig,
+        *,
+        clock: Clock = utc_now,
     ) -> None:
         self.store = store
+        self.players = players
         self.board = leaderboard
         self.config = config
         self.levels: LevelTable = config.level_table
@@ -118,7 +126,7 @@ class WalletCore:
         if not name.isprintable():
             raise InvalidArgument("display name must be printable (no control characters)")
         player_id = uuid.uuid4().hex
-        await self.store.create_player(player_id, name, self._starting_grant(player_id, "starting grant"))
+        await self.players.create_player(player_id, name, self._starting_grant(player_id, "starting grant"))
         return await self._new_session(player_id)
 
     async def bot_login(
@@ -138,7 +146,7 @@ class WalletCore:
         if request_id:
             check_ids(request_id)
         grant = self._starting_grant(bot_id, "starting grant (house bot)")
-        await self.store.ensure_bot(bot_id, bot_display_name(bot_id), grant)
+        await self.players.ensure_bot(bot_id, bot_display_name(bot_id), grant)
         topped_up = 0
         if minimum_available:
             balance, held = await self.store.balance(bot_id)
@@ -171,7 +179,9 @@ class WalletCore:
         session_id = uuid.uuid4().hex
         refresh_token = secrets.token_urlsafe(32)
         refresh_expires = now + timedelta(seconds=self.config.refresh_ttl_seconds)
-        await self.store.create_session(session_id, player_id, _refresh_hash(refresh_token), refresh_expires)
+        await self.players.create_session(
+            session_id, player_id, _refresh_hash(refresh_token), refresh_expires
+        )
         return self._session(player_id, session_id, refresh_token, refresh_expires, now)
 
     def _session(
@@ -197,7 +207,7 @@ class WalletCore:
         now = self._clock()
         new_refresh = secrets.token_urlsafe(32)
         refresh_expires = now + timedelta(seconds=self.config.refresh_ttl_seconds)
-        rotated = await self.store.rotate_session(
+        rotated = await self.players.rotate_session(
             _refresh_hash(refresh_token), _refresh_hash(new_refresh), now, refresh_expires
         )
         if rotated is None:
@@ -211,7 +221,7 @@ class WalletCore:
         wanted = owner(principal, player_id)
         balance, held = await self.store.balance(wanted)
         level, name = self.levels.level_of(balance)
-        return Balance(wanted, balance, held, level, name, await self.store.display_name(wanted))
+        return Balance(wanted, balance, held, level, name, await self.players.display_name(wanted))
 
     async def history(
         self, principal: Principal, player_id: str, page_size: int, page_token: str
@@ -235,7 +245,7 @@ class WalletCore:
         return await self.board.top(size)
 
     async def inventory(self, principal: Principal, player_id: str) -> dict[str, int]:
-        return await self.store.inventory(owner(principal, player_id))
+        return await self.players.inventory(owner(principal, player_id))
 
     # -- writes -----------------------------------------------------------------------------------
 

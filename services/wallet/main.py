@@ -13,6 +13,7 @@ from services.wallet.core import WalletCore
 from services.wallet.events import SettlementConsumer
 from services.wallet.leaderboard import Leaderboard
 from services.wallet.monitor import LedgerAudit
+from services.wallet.players import PlayerStore
 from services.wallet.sources import Namespace
 from services.wallet.store import WalletStore
 
@@ -23,7 +24,7 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     config = runtime.config
     pool = runtime.require_db()
     store = WalletStore(pool, runtime.metrics)
-    core = WalletCore(store, Leaderboard(pool), config)
+    core = WalletCore(store, PlayerStore(pool, store), Leaderboard(pool), config)
     runtime.server.add_service(
         SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
     )

@@ -37,6 +37,7 @@ from services.wallet.errors import (
 from services.wallet.ledger import Status
 from services.wallet.levels import DEFAULT_LEVELS, LevelTable
 from services.wallet.main import MIGRATIONS
+from services.wallet.players import PlayerStore
 from services.wallet.store import WalletStore
 
 pytestmark = pytest.mark.integration
@@ -53,7 +54,7 @@ async def store(database_url: str) -> AsyncIterator[WalletStore]:
 
 
 async def player(store: WalletStore, player_id: str, prestige: int) -> str:
-    await store.create_player(player_id, player_id.upper())
+    await PlayerStore(store.pool, store).create_player(player_id, player_id.upper())
     grant = GrantCommand(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
     await store.execute(grant, record_rejection=False)
     return player_id
@@ -426,7 +427,7 @@ async def test_t6_items_are_granted_and_spent_once(store: WalletStore) -> None:
     await store.execute(
         ItemUse("item:t1:1", table_id="t1", player="a", item="grand_shift"), record_rejection=True
     )
-    assert await store.inventory("a") == {}
+    assert await PlayerStore(store.pool, store).inventory("a") == {}
 
 
 @pytest.mark.asyncio

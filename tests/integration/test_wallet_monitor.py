@@ -13,6 +13,7 @@ from duelmahjong.platform.metrics import ServiceMetrics
 from services.wallet.commands import Charge, Grant
 from services.wallet.main import MIGRATIONS
 from services.wallet.monitor import LedgerAudit
+from services.wallet.players import PlayerStore
 from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -31,7 +32,7 @@ async def test_the_ledger_gauges_hold_the_totals_and_turn_to_0_when_an_invariant
 ) -> None:
     metrics = ServiceMetrics("wallet")
     audit = LedgerAudit(store.pool, metrics)
-    await store.create_player("ana", "ana")
+    await PlayerStore(store.pool, store).create_player("ana", "ana")
     await store.execute(
         Grant("start:ana", player="ana", amount=1_000, grant_reason="test"), record_rejection=False
     )

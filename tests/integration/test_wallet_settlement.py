@@ -25,6 +25,7 @@ from services.wallet.audit import audit_ledger
 from services.wallet.commands import Grant, PlaceHold, ReleaseHolds
 from services.wallet.events import SettlementConsumer
 from services.wallet.main import MIGRATIONS
+from services.wallet.players import PlayerStore
 from services.wallet.sources import SOURCES, Namespace
 from services.wallet.store import WalletStore
 
@@ -59,7 +60,7 @@ class Wallet:
     async def players(self, count: int, prestige: int) -> list[str]:
         ids = [f"p{n:02d}" for n in range(count)]
         for player_id in ids:
-            await self.store.create_player(player_id, player_id)
+            await PlayerStore(self.store.pool, self.store).create_player(player_id, player_id)
             grant = Grant(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
             await self.store.execute(grant, record_rejection=False)
         return ids
@@ -305,10 +306,10 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
             await process_bus.client.close()
     assert restarts >= 3  # the consumer really died several times (two workers may die together)
 
+    pool = wallet.store.pool
     for player_id in players:
         assert (await wallet.store.balance(player_id))[0] == expected[player_id]
-        assert await wallet.store.inventory(player_id) == {"graft_blossoms": 1}
-    pool = wallet.store.pool
+        assert await PlayerStore(pool, wallet.store).inventory(player_id) == {"graft_blossoms": 1}
     keys = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind NOT IN ('grant')")
     assert keys == len(events)
     assert await audit_ledger(pool) == []
