@@ -47,10 +47,10 @@ from services.wallet.audit import audit_ledger
 from services.wallet.commands import Command, Grant, HandSettlement
 from services.wallet.events import SettlementConsumer
 from services.wallet.ledger import Status
+from services.wallet.ledger_store import LedgerStore, Outcome
 from services.wallet.main import MIGRATIONS
 from services.wallet.players import PlayerStore
 from services.wallet.sources import SOURCES
-from services.wallet.store import Outcome, WalletStore
 
 WORKERS = 8
 PLAYERS = 50
@@ -83,7 +83,7 @@ async def raw_transaction(
     return transaction_id, balance[payer] - amount, balance[payee] + amount
 
 
-class RawTransactionStore(WalletStore):
+class RawTransactionStore(LedgerStore):
     """The floor's store: a settlement worker's command runs as the reference's bare transaction."""
 
     def __init__(self, pool: asyncpg.Pool, account_of: dict[str, int]) -> None:
@@ -165,7 +165,7 @@ async def raw_run(
 
 async def our_run(
     nats_url: str,
-    store: WalletStore,
+    store: LedgerStore,
     publisher: Bus,
     players: list[str],
     pairs: list[tuple[int, int, int]],
@@ -241,7 +241,7 @@ async def measure(data_dir: Path, runs: int, settlements: int) -> list[str]:
         url = await db.ensure_database(postgres.url, "wallet_bench")
         pool = await db.create_pool(url, max_size=WORKERS + 2)
         await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-        store = WalletStore(pool)
+        store = LedgerStore(pool)
         players = [f"bench-{n:02d}" for n in range(PLAYERS)]
         for player_id in players:
             await PlayerStore(pool, store).create_player(player_id, player_id)

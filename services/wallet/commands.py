@@ -1,6 +1,6 @@
 """Wallet commands: every input that changes prestige, holds or items, each with its idempotency key.
 
-A command names the accounts it touches (so the store can lock them in a fixed order before
+A command names the accounts it touches (so the ledger store can lock them in a fixed order before
 planning) and says what it does to a :class:`~services.wallet.ledger.Draft`. Caps are applied here
 and nowhere else: H1 (a hand's transfer is bounded by both carries) and H3 (an escape penalty by the
 escaper's carry), on the holds as they stand when the hand is applied. Scoring sends the uncapped
@@ -75,7 +75,7 @@ class Command(ABC):
     at_table: ClassVar[bool] = False  # play at a table draws on the players' holds (carry, fee reserve)
     houses: ClassVar[tuple[House, ...]] = ()  # house accounts the command may touch
     # It only moves prestige between its accounts and changes holds that exist: it may be planned on a
-    # snapshot read and written by one version-checked statement (store.py); anything else (new
+    # snapshot read and written by one version-checked statement (ledger_store.py); anything else (new
     # holds, items, a table or a closure to record) takes the locked path.
     snapshot_safe: ClassVar[bool] = False
 
@@ -429,7 +429,7 @@ class PlaceHold(Command):
 class ReleaseHolds(Command):
     """A pairing closed (or one player left it): release what is left of the holds.
 
-    With no ``seats`` the store releases every open hold of the pairing.
+    With no ``seats`` the ledger store releases every open hold of the pairing.
     """
 
     pairing_id: str = ""

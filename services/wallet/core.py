@@ -1,6 +1,6 @@
 """The wallet's domain services: players and sessions, reads, grants and holds.
 
-Everything that moves prestige goes through :meth:`WalletStore.execute` with a command from
+Everything that moves prestige goes through :meth:`LedgerStore.execute` with a command from
 ``commands.py``; this module decides who may ask for what and builds those commands. It knows
 nothing of gRPC or NATS (``api.py`` and ``events.py`` translate).
 """
@@ -21,9 +21,9 @@ from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
 from services.wallet.commands import BotTopUp, Grant, PlaceHold, ReleaseHolds, check_ids
 from services.wallet.config import WalletConfig
 from services.wallet.leaderboard import Leaderboard, RankedPlayer
+from services.wallet.ledger_store import HistoryRow, LedgerStore, Outcome
 from services.wallet.levels import LevelTable
 from services.wallet.players import PlayerStore
-from services.wallet.store import HistoryRow, Outcome, WalletStore
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
@@ -102,14 +102,14 @@ def owner(principal: Principal, player_id: str) -> str:
 class WalletCore:
     def __init__(
         self,
-        store: WalletStore,
+        ledger: LedgerStore,
         players: PlayerStore,
         leaderboard: Leaderboard,
         config: WalletConfig,
         *,
         clock: Clock = utc_now,
     ) -> None:
-        self.store = store
+        self.ledger = ledger
         self.players = players
         self.board = leaderboard
         self.config = config
@@ -149,7 +149,7 @@ class WalletCore:
         await self.players.ensure_bot(bot_id, bot_display_name(bot_id), grant)
         topped_up = 0
         if minimum_available:
-            balance, held = await self.store.balance(bot_id)
+            balance, held = await self.ledger.balance(bot_id)
             if not held and balance < minimum_available:  # else the command would write an empty transaction
                 command = BotTopUp(
                     f"grant:bot:{bot_id}:{request_id}",
@@ -157,9 +157,9 @@ class WalletCore:
                     minimum=minimum_available,
                     granted_by=principal.player_id,
                 )
-                outcome = await self.store.execute(command, record_rejection=False)
+                outcome = await self.ledger.execute(command, record_rejection=False)
                 topped_up = sum(amount for purpose, amount in outcome.moved if purpose == "grant")
-        balance, held = await self.store.balance(bot_id)
+        balance, held = await self.ledger.balance(bot_id)
         return BotSession(await self._new_session(bot_id), balance - held, topped_up)
 
     def _starting_grant(self, player_id: str, reason: str) -> Grant | None:
@@ -219,7 +219,7 @@ class WalletCore:
 
     async def balance(self, principal: Principal, player_id: str) -> Balance:
         wanted = owner(principal, player_id)
-        balance, held = await self.store.balance(wanted)
+        balance, held = await self.ledger.balance(wanted)
         level, name = self.levels.level_of(balance)
         return Balance(wanted, balance, held, level, name, await self.players.display_name(wanted))
 
@@ -233,7 +233,7 @@ class WalletCore:
             if not page_token.isdigit():
                 raise InvalidArgument(f"page token {page_token!r} did not come from this service")
             before = int(page_token)
-        rows = await self.store.history(wanted, before, size + 1)
+        rows = await self.ledger.history(wanted, before, size + 1)
         more = len(rows) > size
         rows = rows[:size]
         return rows, (str(rows[-1].entry_id) if more else "")
@@ -273,7 +273,7 @@ class WalletCore:
             grant_reason=reason,
             granted_by=principal.player_id,
         )
-        return await self.store.execute(command, record_rejection=False)
+        return await self.ledger.execute(command, record_rejection=False)
 
     async def place_hold(
         self, principal: Principal, player_id: str, pairing_id: str, amount: int, fee: int
@@ -285,7 +285,7 @@ class WalletCore:
         command = PlaceHold(
             f"hold:{pairing_id}:{wanted}", pairing_id=pairing_id, player=wanted, carry=amount - fee, fee=fee
         )
-        return await self.store.execute(command, record_rejection=False)
+        return await self.ledger.execute(command, record_rejection=False)
 
     async def release_hold(self, principal: Principal, player_id: str, pairing_id: str) -> Outcome:
         # Mid-hand a player's carry is at stake: leaving is escape (T10), which the table decides.
@@ -293,9 +293,9 @@ class WalletCore:
             principal, player_id, "holds are released by the servers when the pairing closes"
         )
         check_ids(wanted)
-        await self.store.balance(wanted)  # an unknown player is NOT_FOUND, not an empty release
+        await self.ledger.balance(wanted)  # an unknown player is NOT_FOUND, not an empty release
         command = ReleaseHolds(f"release:{pairing_id}:{wanted}", pairing_id=pairing_id, seats=(wanted,))
-        return await self.store.execute(command, record_rejection=False)
+        return await self.ledger.execute(command, record_rejection=False)
 
     @staticmethod
     def _server_call(principal: Principal, player_id: str, why: str) -> str:

@@ -1,7 +1,7 @@
 """Settlement over NATS: consume the events that move prestige, apply each once, publish the result.
 
 For each delivered event: decode → its command (``sources.py``; the idempotency key comes from the
-event's documented key) → :meth:`WalletStore.execute` (one database transaction; a key seen before
+event's documented key) → :meth:`LedgerStore.execute` (one database transaction; a key seen before
 returns the recorded outcome instead) → publish ``SettlementApplied`` with the JetStream message id
 ``wallet:<key>`` → once the stream has stored it (its PubAck), ack the input.
 
@@ -43,8 +43,8 @@ from services.wallet import codec
 from services.wallet.connections import ConnectionLender
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
+from services.wallet.ledger_store import LedgerStore, Outcome
 from services.wallet.sources import PLATFORM_NAMESPACE, SOURCES, Namespace, Source
-from services.wallet.store import Outcome, WalletStore
 
 _log = get_logger("wallet.events")
 
@@ -148,7 +148,7 @@ class SettlementConsumer:
     def __init__(
         self,
         bus: Bus,
-        store: WalletStore,
+        ledger: LedgerStore,
         metrics: ServiceMetrics,
         *,
         workers: int,
@@ -159,7 +159,7 @@ class SettlementConsumer:
         namespace: Namespace = PLATFORM_NAMESPACE,
     ) -> None:
         self.bus = bus
-        self.store = store
+        self.ledger = ledger
         self.workers = workers  # ledger transactions in flight (connections kept), and hot consume loops
         self.ack_wait_seconds = ack_wait_seconds
         self.producer = producer
@@ -167,7 +167,7 @@ class SettlementConsumer:
         self.namespace = namespace
         self.applied_subject = namespace.subject(subjects.SETTLEMENT_APPLIED)
         self._checkpoint = checkpoint
-        self._lender = ConnectionLender(store.pool, workers)
+        self._lender = ConnectionLender(ledger.pool, workers)
         self._sending = asyncio.Semaphore(MAX_UNCONFIRMED)  # a slot per output not yet confirmed
         self._stored: asyncio.Queue[_Sent] = asyncio.Queue()  # outputs whose PubAck is in (or failed)
         self._unconfirmed = 0
@@ -220,7 +220,7 @@ class SettlementConsumer:
         """Consume until ``stop`` is set or cancelled, then confirm the outputs already sent. If a
         worker or the confirmer dies, everything stops and that error is raised (like a crash)."""
         await self.declare()
-        self._lender = ConnectionLender(self.store.pool, self.workers)
+        self._lender = ConnectionLender(self.ledger.pool, self.workers)
         self._sending = asyncio.Semaphore(MAX_UNCONFIRMED)
         self._stored = asyncio.Queue()
         self._unconfirmed = 0
@@ -320,7 +320,7 @@ class SettlementConsumer:
         try:
             command = source.to_command(event)
             async with self._lender.borrow() as conn:  # a worker: one ledger transaction at a time
-                return await self.store.execute(command, record_rejection=True, conn=conn)
+                return await self.ledger.execute(command, record_rejection=True, conn=conn)
         except WalletError as err:
             # A malformed event (bad id, unknown item kind): nothing recorded, and the same answer on
             # every redelivery, so publishing a rejection keyed by the source event is idempotent.

@@ -1,12 +1,12 @@
 """What this process last knew of the rows a settlement is planned on, so a warm settlement goes
-straight to its version-checked write: one round trip instead of two (store.py, docs/wallet.md).
+straight to its version-checked write: one round trip instead of two (ledger_store.py, docs/wallet.md).
 
 Nothing here is trusted on its own. Every fact a snapshot-safe command is planned on is checked by the
 write statement: each player's account and holds by the account's ``version`` (every written ledger
 transaction bumps the version of each player account it locks, and holds change only in such
 transactions), and the table's pairing by looking it up again. House balances need no check: the
 write moves them by the planned amount and counts ``balance_after`` from the locked row. A check that
-fails writes nothing; the store then forgets those players (and the table) and reads them afresh.
+fails writes nothing; the ledger store then forgets those players (and the table) and reads them afresh.
 
 What is kept, per player: the account row, the open hold (a player holds for one pairing at a time)
 and, per pairing a command's table was in, the player's hold in it (released or not, or none), all

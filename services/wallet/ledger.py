@@ -2,7 +2,7 @@
 
 A wallet command (a hand's settlement, an escape, a fee, a hold, a grant…) is turned into a
 :class:`Plan` — balanced postings plus hold and inventory changes — from a snapshot of the accounts
-it touches, taken while those accounts are locked. ``store.py`` locks, lets the command apply
+it touches, taken while those accounts are locked. ``ledger_store.py`` locks, lets the command apply
 itself to a :class:`Draft`, and writes the plan in the same database transaction. Keeping the
 arithmetic here means every cap (H1 carries, H3 escape) and every invariant check lives in one
 readable place.

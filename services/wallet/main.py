@@ -1,4 +1,5 @@
-"""Composition root of the wallet service: config → store → core → gRPC API and settlement consumer."""
+"""Composition root of the wallet service: config → the ledger and the stores beside it → core → gRPC
+API, settlement consumer and ledger audit."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from services.wallet.config import WalletConfig
 from services.wallet.core import WalletCore
 from services.wallet.events import SettlementConsumer
 from services.wallet.leaderboard import Leaderboard
+from services.wallet.ledger_store import LedgerStore
 from services.wallet.monitor import LedgerAudit
 from services.wallet.players import PlayerStore
 from services.wallet.sources import Namespace
-from services.wallet.store import WalletStore
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -23,14 +24,14 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     config = runtime.config
     pool = runtime.require_db()
-    store = WalletStore(pool, runtime.metrics)
-    core = WalletCore(store, PlayerStore(pool, store), Leaderboard(pool), config)
+    ledger = LedgerStore(pool, runtime.metrics)
+    core = WalletCore(ledger, PlayerStore(pool, ledger), Leaderboard(pool), config)
     runtime.server.add_service(
         SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
     )
     consumer = SettlementConsumer(
         runtime.require_bus(),
-        store,
+        ledger,
         runtime.metrics,
         workers=config.consumer_workers,
         ack_wait_seconds=config.ack_wait_seconds,

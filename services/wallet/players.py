@@ -13,11 +13,11 @@ import asyncpg
 from duelmahjong.platform.errors import FailedPrecondition
 from services.wallet.commands import Command
 from services.wallet.errors import UnknownPlayerError
-from services.wallet.store import WalletStore
+from services.wallet.ledger_store import LedgerStore
 
 
 class PlayerStore:
-    def __init__(self, pool: asyncpg.Pool, ledger: WalletStore) -> None:
+    def __init__(self, pool: asyncpg.Pool, ledger: LedgerStore) -> None:
         self._pool = pool
         self._ledger = ledger
 

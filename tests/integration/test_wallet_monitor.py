@@ -11,32 +11,32 @@ import pytest_asyncio
 from duelmahjong.platform import db
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.wallet.commands import Charge, Grant
+from services.wallet.ledger_store import LedgerStore
 from services.wallet.main import MIGRATIONS
 from services.wallet.monitor import LedgerAudit
 from services.wallet.players import PlayerStore
-from services.wallet.store import WalletStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
 
 @pytest_asyncio.fixture
-async def store(database_url: str) -> AsyncIterator[WalletStore]:
+async def ledger(database_url: str) -> AsyncIterator[LedgerStore]:
     pool = await db.create_pool(database_url, max_size=3)
     await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-    yield WalletStore(pool)
+    yield LedgerStore(pool)
     await pool.close()
 
 
 async def test_the_ledger_gauges_hold_the_totals_and_turn_to_0_when_an_invariant_breaks(
-    store: WalletStore,
+    ledger: LedgerStore,
 ) -> None:
     metrics = ServiceMetrics("wallet")
-    audit = LedgerAudit(store.pool, metrics)
-    await PlayerStore(store.pool, store).create_player("ana", "ana")
-    await store.execute(
+    audit = LedgerAudit(ledger.pool, metrics)
+    await PlayerStore(ledger.pool, ledger).create_player("ana", "ana")
+    await ledger.execute(
         Grant("start:ana", player="ana", amount=1_000, grant_reason="test"), record_rejection=False
     )
-    await store.execute(
+    await ledger.execute(
         Charge("fee:h1:ana", table_id="t1", hand_id="h1", player="ana", amount=30), record_rejection=False
     )
 
@@ -50,16 +50,16 @@ async def test_the_ledger_gauges_hold_the_totals_and_turn_to_0_when_an_invariant
     assert gauge("ledger_balance_prestige", holder="grants") == -1_000
 
     # A balance changed behind the ledger's back: no entry explains it, and the total is no longer 0.
-    await store.pool.execute("UPDATE wallet.accounts SET balance = balance + 5 WHERE player_id = 'ana'")
+    await ledger.pool.execute("UPDATE wallet.accounts SET balance = balance + 5 WHERE player_id = 'ana'")
     problems = await audit.check()
     assert len(problems) == 2
     assert (gauge("ledger_invariant_ok_bool"), gauge("ledger_violations_count")) == (0, 2)
 
 
-async def test_the_audit_loop_survives_a_database_that_went_away(store: WalletStore) -> None:
+async def test_the_audit_loop_survives_a_database_that_went_away(ledger: LedgerStore) -> None:
     metrics = ServiceMetrics("wallet")
-    audit = LedgerAudit(store.pool, metrics)
-    await store.pool.close()  # every audit now fails (as with connections lost)
+    audit = LedgerAudit(ledger.pool, metrics)
+    await ledger.pool.close()  # every audit now fails (as with connections lost)
     task = asyncio.create_task(audit.run(0.01))
     await asyncio.sleep(0.05)
     assert not task.done()  # logged, retried at the next tick; the service is not stopped

@@ -24,10 +24,10 @@ from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet.audit import audit_ledger
 from services.wallet.commands import Grant, PlaceHold, ReleaseHolds
 from services.wallet.events import SettlementConsumer
+from services.wallet.ledger_store import LedgerStore
 from services.wallet.main import MIGRATIONS
 from services.wallet.players import PlayerStore
 from services.wallet.sources import SOURCES, Namespace
-from services.wallet.store import WalletStore
 
 pytestmark = pytest.mark.integration
 
@@ -36,14 +36,14 @@ SUBJECT_OF = {source.message: source.subject for source in SOURCES}
 
 @dataclass
 class Wallet:
-    store: WalletStore
+    ledger: LedgerStore
     namespace: Namespace
     nats_url: str
 
     def consumer(self, bus: Bus, **options: object) -> SettlementConsumer:
         return SettlementConsumer(
             bus,
-            self.store,
+            self.ledger,
             ServiceMetrics("wallet"),
             namespace=self.namespace,
             **options,  # type: ignore[arg-type]
@@ -60,9 +60,9 @@ class Wallet:
     async def players(self, count: int, prestige: int) -> list[str]:
         ids = [f"p{n:02d}" for n in range(count)]
         for player_id in ids:
-            await PlayerStore(self.store.pool, self.store).create_player(player_id, player_id)
+            await PlayerStore(self.ledger.pool, self.ledger).create_player(player_id, player_id)
             grant = Grant(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
-            await self.store.execute(grant, record_rejection=False)
+            await self.ledger.execute(grant, record_rejection=False)
         return ids
 
 
@@ -72,7 +72,7 @@ async def wallet(
 ) -> AsyncIterator[Wallet]:
     pool = await db.create_pool(database_url, max_size=10)
     await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-    yield Wallet(WalletStore(pool), Namespace(unique_name("w").lower()), nats_server_url)
+    yield Wallet(LedgerStore(pool), Namespace(unique_name("w").lower()), nats_server_url)
     await pool.close()
 
 
@@ -129,7 +129,7 @@ async def run_until_drained(bus: Bus, *consumers: SettlementConsumer, within: fl
 async def play_from_holds(wallet: Wallet, players: list[str]) -> None:
     """Half the players play from holds: fees and hands draw on them concurrently."""
     for player_id in players[::2]:
-        await wallet.store.execute(
+        await wallet.ledger.execute(
             PlaceHold(
                 f"hold:{player_id}", pairing_id=f"p-{player_id}", player=player_id, carry=3_000, fee=100
             ),
@@ -168,7 +168,7 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
     await publish_all(wallet, bus, events)
     await run_until_drained(bus, consumer, within=90)
 
-    pool = wallet.store.pool
+    pool = wallet.ledger.pool
     applied = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind IN ('hand', 'charge')")
     assert applied == 2_000
     assert await audit_ledger(pool) == []  # each balance = its replayed entries; total 0; all balanced
@@ -179,7 +179,7 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
     assert await pool.fetchval("SELECT min(balance) FROM wallet.accounts WHERE player_id IS NOT NULL") >= 0
     for player_id in players[::2]:  # every hold releases cleanly: held was exact all along
         release = ReleaseHolds(f"close:{player_id}", pairing_id=f"p-{player_id}", table_id=f"t-{player_id}")
-        await wallet.store.execute(release, record_rejection=False)
+        await wallet.ledger.execute(release, record_rejection=False)
     assert await pool.fetchval("SELECT max(held) FROM wallet.accounts") == 0
     assert await audit_ledger(pool) == []
 
@@ -192,29 +192,34 @@ async def test_two_replicas_settling_the_same_players_keep_every_invariant(walle
     players = await wallet.players(10, 5_000)
     await play_from_holds(wallet, players)
     events = settlements(players, 1_000, seed=7, fee_every=4, top_stake=1_000)
-    replicas = [WalletStore(wallet.store.pool), WalletStore(wallet.store.pool)]
+    replicas = [LedgerStore(wallet.ledger.pool), LedgerStore(wallet.ledger.pool)]
     consumers = [
         SettlementConsumer(
-            bus, store, ServiceMetrics("wallet"), workers=4, ack_wait_seconds=30.0, namespace=wallet.namespace
+            bus,
+            ledger,
+            ServiceMetrics("wallet"),
+            workers=4,
+            ack_wait_seconds=30.0,
+            namespace=wallet.namespace,
         )
-        for store in replicas
+        for ledger in replicas
     ]
     await consumers[0].declare()
     await publish_all(wallet, bus, events)
     await run_until_drained(bus, *consumers, within=90)
 
-    pool = wallet.store.pool
+    pool = wallet.ledger.pool
     settled = "SELECT count(*) FROM wallet.transactions WHERE kind IN ('hand', 'charge')"
     assert await pool.fetchval(settled) == 1_000
     assert await audit_ledger(pool) == []
     total = "SELECT sum(balance) FROM wallet.accounts WHERE house IS DISTINCT FROM 'grants'"
     assert await pool.fetchval(total) == 10 * 5_000
-    print("paths per replica:", [dict(store.paths) for store in replicas])
-    assert all(store.paths["snapshot"] and store.paths["snapshot_stale"] for store in replicas), [
-        store.paths for store in replicas
+    print("paths per replica:", [dict(ledger.paths) for ledger in replicas])
+    assert all(ledger.paths["snapshot"] and ledger.paths["snapshot_stale"] for ledger in replicas), [
+        ledger.paths for ledger in replicas
     ]
     written = sum(
-        store.paths["known"] + store.paths["snapshot"] + store.paths["locked"] for store in replicas
+        ledger.paths["known"] + ledger.paths["snapshot"] + ledger.paths["locked"] for ledger in replicas
     )
     assert written >= 1_000  # each event written once; a redelivered duplicate is read, not written
 
@@ -232,7 +237,7 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
         items = Grant(
             f"items:{player_id}", player=player_id, items=(("graft_blossoms", 2),), grant_reason="test"
         )
-        await wallet.store.execute(items, record_rejection=False)
+        await wallet.ledger.execute(items, record_rejection=False)
     rng = random.Random(7)
     expected = dict.fromkeys(players, 100_000)
     events: list[Message] = []
@@ -306,10 +311,10 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
             await process_bus.client.close()
     assert restarts >= 3  # the consumer really died several times (two workers may die together)
 
-    pool = wallet.store.pool
+    pool = wallet.ledger.pool
     for player_id in players:
-        assert (await wallet.store.balance(player_id))[0] == expected[player_id]
-        assert await PlayerStore(pool, wallet.store).inventory(player_id) == {"graft_blossoms": 1}
+        assert (await wallet.ledger.balance(player_id))[0] == expected[player_id]
+        assert await PlayerStore(pool, wallet.ledger).inventory(player_id) == {"graft_blossoms": 1}
     keys = await pool.fetchval("SELECT count(*) FROM wallet.transactions WHERE kind NOT IN ('grant')")
     assert keys == len(events)
     assert await audit_ledger(pool) == []
@@ -325,7 +330,7 @@ async def test_prestige_moved_fees_and_the_settlement_lag_from_the_hand_end_are_
     ana, bo = await wallet.players(2, 1_000)
     metrics = ServiceMetrics("wallet")
     consumer = SettlementConsumer(
-        bus, wallet.store, metrics, workers=2, ack_wait_seconds=30.0, namespace=wallet.namespace
+        bus, wallet.ledger, metrics, workers=2, ack_wait_seconds=30.0, namespace=wallet.namespace
     )
     await consumer.declare()
     scored = hand_scored("h1", ana, bo, 150)

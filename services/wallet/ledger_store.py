@@ -1,22 +1,23 @@
-"""The wallet's SQL (asyncpg): one database transaction per ledger transaction.
+"""The ledger's SQL path (asyncpg): balances, transactions, entries and holds, one database
+transaction per ledger transaction.
 
-:meth:`WalletStore.execute` is the only way prestige moves. A command is planned (``ledger.py``) on
+:meth:`LedgerStore.execute` is the only way prestige moves. A command is planned (``ledger.py``) on
 its accounts and holds and written with one statement that locks the accounts it changes in
 account-id order (a fixed order, so concurrent settlements never deadlock), inserts the transaction
 row whose unique idempotency key makes a second execution of the same key a no-op, and writes the
 postings, balances and holds. Commands that only move prestige are planned on a snapshot read and
 their write checks the players' account versions (two round trips, no BEGIN); everything else, and
 any plan that went stale, is planned on rows locked ``FOR UPDATE`` inside a transaction. A
-redelivered command returns the outcome recorded the first time. docs/wallet.md has the why."""
+redelivered command returns the outcome recorded the first time. docs/wallet.md has the why.
+
+Players and sessions (``players.py``), the leaderboard (``leaderboard.py``) and the invariant audit
+(``audit.py``) read and write beside the ledger; none of them moves prestige."""
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import contextlib
 import dataclasses
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -28,6 +29,7 @@ from services.wallet.commands import Command, ReleaseHolds
 from services.wallet.errors import UnknownPlayerError, WalletError
 from services.wallet.known import KnownRows, Read
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, Status
+from services.wallet.player_locks import PlayerLocks
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,21 +63,13 @@ class HistoryRow:
     reference: str
 
 
-class _SharedLock(asyncio.Lock):
-    """A lock that knows how many commands want it, so an idle one can be dropped."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.users = 0
-
-
 def _balances_json(draft: Draft) -> str:
     return json.dumps(
         {ref.name: [s.balance, s.held] for ref, s in sorted(draft.accounts.items()) if ref.kind == "player"}
     )
 
 
-class WalletStore:
+class LedgerStore:
     def __init__(self, pool: asyncpg.Pool, metrics: ServiceMetrics | None = None) -> None:
         self._pool = pool
         # How commands were written: "known" (planned on what this process knew: one round trip),
@@ -94,7 +88,7 @@ class WalletStore:
             if metrics is not None
             else None
         )
-        self._player_locks: dict[str, _SharedLock] = {}
+        self._player_locks = PlayerLocks()  # this process's commands on a player, one at a time
         self._known = KnownRows()
 
     @property
@@ -116,7 +110,7 @@ class WalletStore:
 
     async def _execute(self, conn: asyncpg.Connection, command: Command, record_rejection: bool) -> Outcome:
         if command.snapshot_safe:
-            async with self._players_locked(command.players()):
+            async with self._player_locks.held(command.players()):
                 outcome = await self._execute_on_snapshot(conn, command)
             if outcome is not None:
                 return outcome
@@ -150,32 +144,6 @@ class WalletStore:
         self.paths[path] += 1
         if self._paths is not None:
             self._paths(path).inc()
-
-    @contextlib.asynccontextmanager
-    async def _players_locked(self, players: tuple[str, ...]) -> AsyncIterator[None]:
-        """This process's commands on the same players, one at a time (locks taken in id order): their
-        snapshots would otherwise go stale under each other (a quarter of them with 8 workers on 50
-        players). Other replicas are caught by the version check."""
-        locks = []
-        for player_id in sorted(set(players)):
-            lock = self._player_locks.get(player_id)
-            if lock is None:
-                lock = self._player_locks[player_id] = _SharedLock()
-            lock.users += 1
-            locks.append((player_id, lock))
-        taken = 0
-        try:
-            for _player_id, lock in locks:
-                await lock.acquire()
-                taken += 1
-            yield
-        finally:
-            for n, (player_id, lock) in enumerate(locks):
-                if n < taken:
-                    lock.release()
-                lock.users -= 1
-                if not lock.users:
-                    del self._player_locks[player_id]
 
     async def _execute_on_snapshot(self, conn: asyncpg.Connection, command: Command) -> Outcome | None:
         """The common case: plan on what this process knows of the rows (``known.py``: one round
