@@ -1,4 +1,4 @@
-"""What each seat is shown of a hand's settlement is what the ledger did for that hand (issue 11).
+"""What each seat is shown of a hand's settlement is what the ledger did for that hand.
 
 Real services on the session's NATS and Postgres: the wallet (its own database and event namespace),
 matchmaking, a table server and scoring, all in this test's event loop. Four guests play two duel
