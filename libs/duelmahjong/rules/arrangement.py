@@ -21,11 +21,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from duelmahjong.rules.analysis import shape_waits
+from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.facts import (
-    FACT_NAMES,
     FACTS,
     GREEN_MASK,
     MELD_SET_KIND,
@@ -33,13 +33,9 @@ from duelmahjong.rules.facts import (
     HandFacts,
     facts_of,
 )
-from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.setups import get_setup
 from duelmahjong.rules.tables import get_tables, suit_keys
-
-__all__ = ["FACTS", "FACT_NAMES", "Arrangement", "WinSet", "arrangements"]
-
-if TYPE_CHECKING:
-    from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.tiles import format_tiles
 
 _SELF_DRAWN_FACT = FACTS["self_drawn"]
 _CONCEALED_FACT = FACTS["concealed"]
@@ -182,7 +178,7 @@ class Arrangement:
         return self._sets
 
     def has(self, fact: str) -> bool:
-        """Whether this arrangement has the named fact (see ``FACT_NAMES``)."""
+        """Whether this arrangement has the named fact (see :data:`~duelmahjong.rules.facts.FACT_NAMES`)."""
         return bool(self.facts & FACTS[fact])
 
     @property
@@ -208,8 +204,6 @@ class Arrangement:
         return hand.waits
 
     def __repr__(self) -> str:
-        from duelmahjong.rules.tiles import format_tiles
-
         parts = [
             f"{s.kind}:{format_tiles(range(s.tile, s.tile + 3) if s.kind == 'chow' else [s.tile])}"
             for s in self.sets
@@ -313,7 +307,7 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
 
 def _readings(desc: HandDescription) -> list[Arrangement]:
     """:func:`arrangements` for the winning tile the description names."""
-    profile = get_profile(desc.profile)
+    profile = get_setup(desc.profile)
     hand = HandFacts(desc)
     closed = hand.closed
     win = desc.win_tile

@@ -11,10 +11,10 @@ honour is always 清一色 as well.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from duelmahjong.rules.arrangement import FACTS
+from duelmahjong.rules.arrangement import Arrangement
 from duelmahjong.rules.erren_chows import chow_patterns, same_suit
+from duelmahjong.rules.facts import FACTS
 from duelmahjong.rules.tiles import (
     DRAGONS,
     FLOWERS,
@@ -31,10 +31,7 @@ from duelmahjong.rules.tiles import (
     suit_of,
 )
 
-if TYPE_CHECKING:
-    from duelmahjong.rules.arrangement import Arrangement
-
-Detect = Callable[["Arrangement"], int]
+Detect = Callable[[Arrangement], int]
 
 _OPEN_MELDS = frozenset({"chi", "pong", "exposed_kong", "added_kong"})  # 吃、碰、明杠: not 门前清
 _NINE_GATES_RANKS = (3, 1, 1, 1, 1, 1, 1, 1, 3)  # 1112345678999 (E10)

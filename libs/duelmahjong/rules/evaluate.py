@@ -22,6 +22,7 @@ from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import InvalidHandError
 from duelmahjong.rules.patterns import Catalogue, Pattern, ScoredPattern
 from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.tiles import format_tiles
 
 
 class Evaluation(NamedTuple):
@@ -139,7 +140,5 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation
 
 
 def _hand_text(desc: HandDescription) -> str:
-    from duelmahjong.rules.tiles import format_tiles
-
     melds = " ".join(f"[{format_tiles(m.tiles)}]" for m in desc.melds)
     return f"{format_tiles(desc.concealed)}{' ' + melds if melds else ''} + {format_tiles([desc.win_tile])}"

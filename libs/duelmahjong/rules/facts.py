@@ -12,12 +12,9 @@ once; the arrangement adds the facts of its reading (form, number of chows and p
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
+from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import GREEN_TILES
-
-if TYPE_CHECKING:
-    from duelmahjong.rules.description import HandDescription
 
 _CONTEXT_FACTS = (
     "after_kong",

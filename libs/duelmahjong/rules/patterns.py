@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from duelmahjong.rules.arrangement import Arrangement
 from duelmahjong.rules.errors import RulesError
-
-if TYPE_CHECKING:
-    from duelmahjong.rules.arrangement import Arrangement
+from duelmahjong.rules.facts import FACTS
 
 
 class ScoredPattern(NamedTuple):
@@ -43,7 +42,7 @@ class Pattern:
     ``detect`` returns how many times the pattern occurs in an arrangement (0 = absent); the fan scored
     is ``fan`` per occurrence. ``limit_tier`` marks a limit hand (役满, duel D9) and is its value.
     ``excludes`` are the ids this pattern stops from scoring (不记番, E1). ``requires`` lists facts of
-    :data:`~duelmahjong.rules.arrangement.FACT_NAMES` that must hold for the pattern to occur: the
+    :data:`~duelmahjong.rules.facts.FACT_NAMES` that must hold for the pattern to occur: the
     catalogue calls ``detect`` only when they do, so ``detect`` may take them for granted, and a
     pattern the facts define completely uses :func:`always` (which the catalogue does not even call).
     :meth:`occurrences` applies both.
@@ -60,8 +59,6 @@ class Pattern:
 
     def occurrences(self, arrangement: Arrangement) -> int:
         """How many times the pattern occurs in ``arrangement`` (required facts, then ``detect``)."""
-        from duelmahjong.rules.arrangement import FACTS
-
         if not all(arrangement.facts & FACTS[name] for name in self.requires):
             return 0
         return self.detect(arrangement)
@@ -104,8 +101,6 @@ class Catalogue:
         fallback: str | None = None,
         fallback_ignores: Iterable[str] = (),
     ) -> None:
-        from duelmahjong.rules.arrangement import FACTS
-
         self.profile = profile
         self.patterns: tuple[Pattern, ...] = tuple(patterns)
         self.cap = cap
