@@ -11,10 +11,18 @@ once; the arrangement adds the facts of its reading (form, number of chows and p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import attrgetter
 
 from duelmahjong.rules.description import HandDescription
-from duelmahjong.rules.tiles import GREEN_TILES
+from duelmahjong.rules.tiles import (
+    DRAGONS,
+    GREEN_TILES,
+    NUM_KINDS,
+    SUIT_FIRSTS,
+    TERMINALS_AND_HONORS,
+    WINDS,
+)
 
 _CONTEXT_FACTS = (
     "after_kong",
@@ -63,7 +71,6 @@ FACT_NAMES: tuple[str, ...] = (
 )
 FACTS: dict[str, int] = {name: 1 << bit for bit, name in enumerate(FACT_NAMES)}
 _F = FACTS
-_TERMINALS_AND_HONORS = (0, 8, 9, 17, 18, 26, 27, 28, 29, 30, 31, 32, 33)
 
 _BONUS_TILES_FACT = _F["bonus_tiles"]
 _CONCEALED_FACT = _F["concealed"]
@@ -86,13 +93,19 @@ MELD_SET_KIND = {"chi": "chow", "pong": "pung", "exposed_kong": "kong", "added_k
 MELD_SET_KIND["concealed_kong"] = "kong"
 
 
-_BIT = tuple(1 << kind for kind in range(34))
-_MAN, _PIN, _SOU = (sum(_BIT[base : base + 9]) for base in (0, 9, 18))
-_WIND_MASK = sum(_BIT[27:31])
-_DRAGON_MASK = sum(_BIT[31:34])
+_BIT = tuple(1 << kind for kind in range(NUM_KINDS))
+
+
+def _mask(kinds: Iterable[int]) -> int:
+    return sum(_BIT[kind] for kind in set(kinds))
+
+
+_MAN, _PIN, _SOU = (_mask(range(first, first + 9)) for first in SUIT_FIRSTS)
+_WIND_MASK = _mask(WINDS)
+_DRAGON_MASK = _mask(DRAGONS)
 _HONOR_MASK = _WIND_MASK | _DRAGON_MASK
-TERMINAL_HONOR_MASK = sum(_BIT[kind] for kind in _TERMINALS_AND_HONORS)
-GREEN_MASK = sum(_BIT[kind] for kind in GREEN_TILES)
+TERMINAL_HONOR_MASK = _mask(TERMINALS_AND_HONORS)
+GREEN_MASK = _mask(GREEN_TILES)
 _CONTEXT_FLAGS = attrgetter("declared_ready", "declared_first_turn", *_CONTEXT_FACTS)
 _CONTEXT_FLAG_BITS = (_F["declared_ready"], _F["declared_ready"], *(_F[name] for name in _CONTEXT_FACTS))
 _context_facts_memo: dict[tuple[bool, ...], int] = {}
@@ -140,7 +153,7 @@ class HandFacts:
     def __init__(self, desc: HandDescription) -> None:
         self.desc = desc
         bits = _BIT
-        closed = [0] * 34
+        closed = [0] * NUM_KINDS
         mask = 0
         for kind in desc.concealed:
             closed[kind] += 1
