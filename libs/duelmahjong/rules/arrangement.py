@@ -34,7 +34,7 @@ from duelmahjong.rules.facts import (
     facts_of,
 )
 from duelmahjong.rules.setups import get_setup
-from duelmahjong.rules.tables import get_tables, suit_keys
+from duelmahjong.rules.tables import OnFirstUse, suit_keys
 from duelmahjong.rules.tiles import format_tiles
 
 _SELF_DRAWN_FACT = FACTS["self_drawn"]
@@ -62,8 +62,8 @@ _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: co
 
 # Per-suit readings of the precomputed tables (tables.py) turned into absolute chow/pung tiles.
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
-_SUIT_READINGS = get_tables().suit_readings
-_HONOR_READINGS = get_tables().honor_readings
+_SUIT_READINGS = OnFirstUse("suit_readings", globals())
+_HONOR_READINGS = OnFirstUse("honor_readings", globals())
 # Memoised per suit, keyed by the suit's counts as bytes (cheaper than computing the tables' key).
 _SHAPES: dict[int, dict[bytes, list[_Shape]]] = {base: {} for base in (0, 9, 18, 27)}
 _SUIT_SLICES = tuple(
