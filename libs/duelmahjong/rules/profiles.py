@@ -22,7 +22,7 @@ from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.rules.setups import SETUPS, Setup, get_setup
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Profile(Setup):
     """One rule profile: its setup and its catalogue."""
 

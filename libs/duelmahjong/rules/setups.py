@@ -21,22 +21,22 @@ from duelmahjong.rules.errors import UnknownProfileError
 from duelmahjong.rules.tiles import PROFILE_KINDS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Setup:
-    """One profile's setup."""
+    """One profile's setup; the defaults are what both profiles share."""
 
     id: str
     name_zh: str
     tile_kinds: frozenset[int]  # every kind the wall holds, flowers included
     wall_size: int
     in_play: int  # tiles used per hand; duel leaves the rest as the unused pool (T4, T5, T9)
-    dealer_tiles: int
-    nondealer_tiles: int
-    has_flowers: bool  # erren: flowers are set aside and replaced (补花), E14
-    revealed_bonus_tiles: int  # duel 花牌: tiles of the unused pool turned face up (D1); a room may set 1-4
-    seven_pairs: bool
-    thirteen_orphans: bool
-    all_green_free_form: bool  # duel 绿一色 "可以乱牌" (D12)
+    dealer_tiles: int = 14
+    nondealer_tiles: int = 13
+    has_flowers: bool = False  # erren: flowers are set aside and replaced (补花), E14
+    revealed_bonus_tiles: int = 0  # duel 花牌: tiles of the unused pool turned face up (D1); rooms set 1-4
+    seven_pairs: bool = True
+    thirteen_orphans: bool = False
+    all_green_free_form: bool = False  # duel 绿一色 "可以乱牌" (D12)
 
     @property
     def has_unused_pool(self) -> bool:
@@ -51,11 +51,7 @@ SETUPS: dict[str, Setup] = {
         tile_kinds=PROFILE_KINDS["duel"],
         wall_size=136,
         in_play=71,
-        dealer_tiles=14,
-        nondealer_tiles=13,
-        has_flowers=False,
         revealed_bonus_tiles=2,
-        seven_pairs=True,
         thirteen_orphans=True,
         all_green_free_form=True,
     ),
@@ -65,13 +61,8 @@ SETUPS: dict[str, Setup] = {
         tile_kinds=PROFILE_KINDS["erren"],
         wall_size=72,
         in_play=72,
-        dealer_tiles=14,
-        nondealer_tiles=13,
         has_flowers=True,
-        revealed_bonus_tiles=0,
-        seven_pairs=True,
-        thirteen_orphans=False,  # impossible without 筒/条, and not in the 000 table
-        all_green_free_form=False,
+        # no thirteen orphans: impossible without 筒/条, and not in the 000 table
     ),
 }
 
