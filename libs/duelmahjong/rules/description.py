@@ -110,7 +110,9 @@ class Context:
 
 
 _CONTEXT_KEYS = frozenset(field.name for field in fields(Context))
-_BOOL_KEYS = frozenset(field.name for field in fields(Context) if field.default is False)
+# The true/false circumstances of a win, in field order: the one list of them (facts, codecs).
+CONTEXT_FLAGS: tuple[str, ...] = tuple(field.name for field in fields(Context) if field.default is False)
+_BOOL_KEYS = frozenset(CONTEXT_FLAGS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,17 +126,12 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation
     scored = tuple([once[p.id] if n == 1 else catalogue.scored(p, n) for _, p, n in found])
     if limit:
         return Evaluation(scored, max(item[1].value for item in found), False, True, True)
-    total = 0
-    toward_minimum = 0
-    for _, pattern, occurrences in found:
-        fan = pattern.fan * occurrences
-        total += fan
-        if pattern.counts_toward_minimum:
-            toward_minimum += fan
+    total = sum(line.fan for line in scored)
+    meets_minimum = catalogue.fan_toward_minimum(scored) >= catalogue.minimum
     cap = catalogue.cap
     if cap is not None and total > cap:
-        return Evaluation(scored, cap, True, False, toward_minimum >= catalogue.minimum)
-    return Evaluation(scored, total, False, False, toward_minimum >= catalogue.minimum)
+        return Evaluation(scored, cap, True, False, meets_minimum)
+    return Evaluation(scored, total, False, False, meets_minimum)
 
 
 def _hand_text(desc: HandDescription) -> str:

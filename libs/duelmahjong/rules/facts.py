@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from operator import attrgetter
 
-from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.description import CONTEXT_FLAGS, HandDescription
 from duelmahjong.rules.tiles import (
     DRAGONS,
     GREEN_TILES,
@@ -24,15 +24,10 @@ from duelmahjong.rules.tiles import (
     WINDS,
 )
 
-_CONTEXT_FACTS = (
-    "after_kong",
-    "after_flower_replacement",
-    "last_wall_tile",
-    "last_discard",
-    "extra_draw_after_exhaustion",
-    "robbing_kong",
-    "fourth_tile_visible",
-    "first_turn_after_declare",
+# The context flags that are facts of the same name. Not ``dealer`` (no pattern reads it as a fact),
+# nor the two declarations, which both set the fact ``declared_ready``.
+_CONTEXT_FACTS = tuple(
+    flag for flag in CONTEXT_FLAGS if flag not in ("dealer", "declared_ready", "declared_first_turn")
 )
 # Every fact, in bit order.
 FACT_NAMES: tuple[str, ...] = (

@@ -246,6 +246,11 @@ class Catalogue:
                 self._candidates[facts] = found
         return found
 
+    def fan_toward_minimum(self, scored: Iterable[ScoredPattern]) -> int:
+        """The fan of a breakdown that counts toward 起和: every line but the erren flower fans (E16)."""
+        by_id = self._by_id
+        return sum(line.fan for line in scored if by_id[line.id].counts_toward_minimum)
+
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
         """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""
         if occurrences == 1:
