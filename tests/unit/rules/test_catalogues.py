@@ -3,6 +3,7 @@ named function of a predicates module, its required facts are facts, its exclusi
 
 from __future__ import annotations
 
+from dataclasses import fields
 from types import ModuleType
 
 import pytest
@@ -10,8 +11,9 @@ import pytest
 from duelmahjong.rules import duel_predicates, erren_predicates, patterns, predicates
 from duelmahjong.rules.catalogue_duel import DUEL
 from duelmahjong.rules.catalogue_erren import ERREN
+from duelmahjong.rules.description import CONTEXT_FLAGS, Context
 from duelmahjong.rules.facts import FACT_NAMES
-from duelmahjong.rules.patterns import EXCLUSION_SOURCES, Catalogue, CatalogueError, row
+from duelmahjong.rules.patterns import EXCLUSION_SOURCES, Catalogue, CatalogueError, ScoredPattern, row
 
 # The modules a row's predicate may come from, per catalogue.
 HOMES: dict[str, tuple[ModuleType, ...]] = {
@@ -70,3 +72,14 @@ def test_a_catalogue_refuses_a_row_naming_what_does_not_exist(
 ) -> None:
     with pytest.raises(CatalogueError, match=message):
         Catalogue("toy", rows)
+
+
+def test_the_fan_toward_the_minimum_leaves_out_the_flower_fans() -> None:
+    lines = [ScoredPattern("flower_tiles", "花牌", 3), ScoredPattern("self_drawn", "自摸", 1)]
+    assert ERREN.fan_toward_minimum(lines) == 1  # E16
+    assert DUEL.fan_toward_minimum([ScoredPattern("bonus_tiles", "花牌", 2)]) == 2  # duel's 花牌 counts
+
+
+def test_the_context_flags_are_the_true_false_context_fields_and_name_their_facts() -> None:
+    assert CONTEXT_FLAGS == tuple(f.name for f in fields(Context) if f.type in (bool, "bool"))
+    assert set(CONTEXT_FLAGS) - {"dealer", "declared_first_turn"} <= set(FACT_NAMES)
