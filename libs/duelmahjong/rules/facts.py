@@ -106,9 +106,14 @@ _CONTEXT_FLAG_BITS = (_F["declared_ready"], _F["declared_ready"], *(_F[name] for
 _context_facts_memo: dict[tuple[bool, ...], int] = {}
 
 
-_CHOW_FACTS = (0, _F["chow"], _F["chow"] | _F["two_chows"], _F["chow"] | _F["two_chows"] | _F["three_chows"])
+_CHOW_FACTS: tuple[int, ...] = (
+    0,
+    _F["chow"],
+    _F["chow"] | _F["two_chows"],
+    _F["chow"] | _F["two_chows"] | _F["three_chows"],
+)
 _CHOW_FACTS += (_CHOW_FACTS[3] | _F["four_chows"],)
-_PUNG_FACTS = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
+_PUNG_FACTS: tuple[int, ...] = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
 _PUNG_FACTS += (_PUNG_FACTS[3] | _F["four_pungs"],)
 _FORM_FACTS = {form: _F[form] for form in ("standard", "seven_pairs", "thirteen_orphans", "free")}
 
@@ -165,11 +170,11 @@ class HandFacts:
             counts = closed[:]
             concealed = True
             for meld in desc.melds:
-                kind = MELD_SET_KIND[meld.kind]
+                set_kind = MELD_SET_KIND[meld.kind]
                 tile = meld.tiles[0]
                 is_hidden = meld.kind == "concealed_kong"
                 concealed = concealed and is_hidden
-                if kind == "chow":
+                if set_kind == "chow":
                     counts[tile] += 1
                     counts[tile + 1] += 1
                     counts[tile + 2] += 1
@@ -180,7 +185,7 @@ class HandFacts:
                     mask |= bits[tile]
                     meld_pungs.append(tile)
                     hidden += is_hidden
-                    kongs += kind == "kong"
+                    kongs += set_kind == "kong"
             if kongs:
                 facts |= _KONG_FACT
         else:

@@ -86,8 +86,8 @@ class RuleTables:
     honor_green: bytes
     suit_class: bytes
     honor_class: bytes
-    suit_waits: array  # uint16 per key, see _waits
-    honor_waits: array
+    suit_waits: array[int]  # uint16 per key, see _waits
+    honor_waits: array[int]
     merge: bytes  # class of (a, b) combined, index a * 256 + b
     final: bytes  # distance to K sets + one pair, index (a * 256 + b) * 5 + K
     suit_readings: dict[int, tuple[SuitReading, ...]]
@@ -202,7 +202,7 @@ def _tiles_of_field(field: int) -> int:
     return 3 * (field // 2) + 2 * (field % 2)
 
 
-def _waits(ranks: int, shapes: dict[int, list[SuitReading]]) -> array:
+def _waits(ranks: int, shapes: dict[int, list[SuitReading]]) -> array[int]:
     """Per key: bit r set if one more tile of rank r completes the key; bit 9 set if that makes a pair."""
     place = [5 ** (ranks - 1 - r) for r in range(ranks)]
     table = array("H", bytes(2 * 5**ranks))
@@ -402,8 +402,9 @@ class OnFirstUse:
                 self.namespace[name] = getattr(tables, value.field)
         return getattr(tables, self.field)
 
-    def __getitem__(self, key: int) -> Any:
-        return self._load()[key]
+    def __getitem__(self, key: int) -> int:
+        value: int = self._load()[key]
+        return value
 
     def get(self, key: int, default: Any = None) -> Any:
         return self._load().get(key, default)
