@@ -2,7 +2,8 @@
 docs/decisions.md D1–D13); those erren shares are in :mod:`duelmahjong.rules.predicates`.
 
 Each takes one :class:`~duelmahjong.rules.arrangement.Arrangement` and returns how many times its
-pattern occurs (0 = absent); the row's required facts hold whenever it is called.
+pattern occurs (0 = absent; a ``bool`` for a pattern that occurs at most once); the row's required
+facts hold whenever it is called.
 """
 
 from __future__ import annotations
@@ -52,12 +53,12 @@ def _has_straight(a: Arrangement) -> bool:
 
 def _only_kinds(a: Arrangement, kinds: frozenset[int]) -> int:
     counts = a.counts
-    return int(all(counts[kind] == 0 for kind in range(NUM_KINDS) if kind not in kinds))
+    return all(counts[kind] == 0 for kind in range(NUM_KINDS) if kind not in kinds)
 
 
 def all_chows(a: Arrangement) -> int:
     """平和 (D5): concealed, four chows, a pair that is not an honour, won on a two-sided wait."""
-    return int(a.pair is not None and a.pair < SUITED_KINDS and a.wait == "two_sided")
+    return a.pair is not None and a.pair < SUITED_KINDS and a.wait == "two_sided"
 
 
 def bonus_tiles(a: Arrangement) -> int:
@@ -69,47 +70,47 @@ def bonus_tiles(a: Arrangement) -> int:
 
 def pure_double_chow(a: Arrangement) -> int:
     """一杯口: one pair of identical chows."""
-    return int(_identical_chow_pairs(a) == 1)
+    return _identical_chow_pairs(a) == 1
 
 
 def twice_pure_double_chow(a: Arrangement) -> int:
     """两杯口: two pairs of identical chows."""
-    return int(_identical_chow_pairs(a) == 2)
+    return _identical_chow_pairs(a) == 2
 
 
 def dragon_seven_pairs(a: Arrangement) -> int:
     """龙七对 (D2): the winning tile completes the four identical tiles."""
-    return int(a.counts[a.win_tile] == 4)
+    return a.counts[a.win_tile] == 4
 
 
 def mixed_triple_chow(a: Arrangement) -> int:
     """三色同顺: the same chow in the three suits."""
-    return int(_same_rank_in_three_suits(a.chows))
+    return _same_rank_in_three_suits(a.chows)
 
 
 def triple_pung(a: Arrangement) -> int:
     """三色同刻: pungs of the same rank in the three suits."""
-    return int(_same_rank_in_three_suits(a.pungs_and_kongs))
+    return _same_rank_in_three_suits(a.pungs_and_kongs)
 
 
 def three_concealed_pungs(a: Arrangement) -> int:
     """三暗刻: exactly three (D13: a pung completed by a discard is not concealed)."""
-    return int(a.concealed_pung_count == 3)
+    return a.concealed_pung_count == 3
 
 
 def pure_straight(a: Arrangement) -> int:
     """一气通贯: 123 456 789 of one suit."""
-    return int(_has_straight(a))
+    return _has_straight(a)
 
 
 def drew_the_tile(a: Arrangement) -> int:
     """The winner drew the winning tile (杠上开花, 河底捞月)."""
-    return int(a.desc.self_drawn)
+    return a.desc.self_drawn
 
 
 def claimed_the_discard(a: Arrangement) -> int:
     """The winner took the opponent's discard (河底捞鱼)."""
-    return int(not a.desc.self_drawn)
+    return not a.desc.self_drawn
 
 
 def million_stones(a: Arrangement) -> int:
@@ -117,7 +118,7 @@ def million_stones(a: Arrangement) -> int:
     counts = a.counts
     if any(counts[P1:]):
         return 0
-    return int(sum((kind - M1 + 1) * counts[kind] for kind in range(M1, M9 + 1)) >= _MILLION_STONES)
+    return sum((kind - M1 + 1) * counts[kind] for kind in range(M1, M9 + 1)) >= _MILLION_STONES
 
 
 def all_green(a: Arrangement) -> int:
@@ -134,4 +135,4 @@ def northeast_express(a: Arrangement) -> int:
     """东北新干线 (D12): 一气通贯 + East pung/kong + North pair, or North pung/kong + East pair."""
     pungs = a.pungs_and_kongs
     ends = (EAST in pungs and a.pair == NORTH) or (NORTH in pungs and a.pair == EAST)
-    return int(ends and _has_straight(a))
+    return ends and _has_straight(a)

@@ -126,7 +126,9 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation
     scored = tuple([once[p.id] if n == 1 else catalogue.scored(p, n) for _, p, n in found])
     if limit:
         return Evaluation(scored, max(item[1].value for item in found), False, True, True)
-    total = sum(line.fan for line in scored)
+    total = 0
+    for line in scored:
+        total += line.fan
     meets_minimum = catalogue.fan_toward_minimum(scored) >= catalogue.minimum
     cap = catalogue.cap
     if cap is not None and total > cap:

@@ -192,6 +192,7 @@ class Catalogue:
         ordered = sorted((p for p in self.patterns if p.id != fallback), key=order)
         self.evaluation_order: tuple[Pattern, ...] = tuple(ordered)
         self.position = position
+        self._toward_minimum = {p.id: p.counts_toward_minimum for p in self.patterns}
         self._requires_mask = {p.id: sum(FACTS[name] for name in p.requires) for p in self.patterns}
         self._candidates: dict[int, tuple[Entry, ...]] = {}
         self.scored_once: dict[str, ScoredPattern] = {
@@ -248,8 +249,12 @@ class Catalogue:
 
     def fan_toward_minimum(self, scored: Iterable[ScoredPattern]) -> int:
         """The fan of a breakdown that counts toward 起和: every line but the erren flower fans (E16)."""
-        by_id = self._by_id
-        return sum(line.fan for line in scored if by_id[line.id].counts_toward_minimum)
+        counted = self._toward_minimum
+        fan = 0
+        for line in scored:
+            if counted[line.id]:
+                fan += line.fan
+        return fan
 
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
         """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""

@@ -54,5 +54,6 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str) -> Profile:
-    """The profile called ``name`` (``duel`` or ``erren``)."""
-    return PROFILES[get_setup(name).id]
+    """The profile called ``name`` (``duel`` or ``erren``); an unknown name raises as :func:`get_setup`."""
+    profile = PROFILES.get(name)
+    return profile if profile is not None else PROFILES[get_setup(name).id]
