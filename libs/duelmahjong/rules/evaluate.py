@@ -126,10 +126,8 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation
     scored = tuple([once[p.id] if n == 1 else catalogue.scored(p, n) for _, p, n in found])
     if limit:
         return Evaluation(scored, max(item[1].value for item in found), False, True, True)
-    total = 0
-    for line in scored:
-        total += line.fan
-    meets_minimum = catalogue.fan_toward_minimum(scored) >= catalogue.minimum
+    total, toward_minimum = catalogue.fan_totals(scored)
+    meets_minimum = toward_minimum >= catalogue.minimum
     cap = catalogue.cap
     if cap is not None and total > cap:
         return Evaluation(scored, cap, True, False, meets_minimum)

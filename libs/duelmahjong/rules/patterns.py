@@ -247,14 +247,16 @@ class Catalogue:
                 self._candidates[facts] = found
         return found
 
-    def fan_toward_minimum(self, scored: Iterable[ScoredPattern]) -> int:
-        """The fan of a breakdown that counts toward 起和: every line but the erren flower fans (E16)."""
+    def fan_totals(self, lines: Iterable[ScoredPattern]) -> tuple[int, int]:
+        """The fan of a breakdown's lines, and the part of it that counts toward 起和: every line but
+        the erren flower fans (E16)."""
         counted = self._toward_minimum
-        fan = 0
-        for line in scored:
+        total = toward_minimum = 0
+        for line in lines:
+            total += line.fan
             if counted[line.id]:
-                fan += line.fan
-        return fan
+                toward_minimum += line.fan
+        return total, toward_minimum
 
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
         """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""

@@ -55,5 +55,7 @@ PROFILES: dict[str, Profile] = {
 
 def get_profile(name: str) -> Profile:
     """The profile called ``name`` (``duel`` or ``erren``); an unknown name raises as :func:`get_setup`."""
-    profile = PROFILES.get(name)
-    return profile if profile is not None else PROFILES[get_setup(name).id]
+    try:
+        return PROFILES[name]
+    except KeyError:
+        return PROFILES[get_setup(name).id]  # get_setup names the known profiles in its error

@@ -76,8 +76,8 @@ def test_a_catalogue_refuses_a_row_naming_what_does_not_exist(
 
 def test_the_fan_toward_the_minimum_leaves_out_the_flower_fans() -> None:
     lines = [ScoredPattern("flower_tiles", "花牌", 3), ScoredPattern("self_drawn", "自摸", 1)]
-    assert ERREN.fan_toward_minimum(lines) == 1  # E16
-    assert DUEL.fan_toward_minimum([ScoredPattern("bonus_tiles", "花牌", 2)]) == 2  # duel's 花牌 counts
+    assert ERREN.fan_totals(lines) == (4, 1)  # E16
+    assert DUEL.fan_totals([ScoredPattern("bonus_tiles", "花牌", 2)]) == (2, 2)  # duel's 花牌 counts
 
 
 def test_the_context_flags_are_the_true_false_context_fields_and_name_their_facts() -> None:
