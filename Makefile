@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 GEN_STAMP := libs/duelmahjong/v1/.generated
+RULE_TABLES := .local/cache/.rule-tables
 PROTOS := $(wildcard proto/duelmahjong/v1/*.proto)
 TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
@@ -13,13 +14,19 @@ NODE_CLIENT := tests/node/node_modules/.installed
 
 .PHONY: install gen run test lint buf bench soak demo clean deploy-tools deploy-check node-client
 
-install: $(STAMP) $(GEN_STAMP)
+install: $(STAMP) $(GEN_STAMP) $(RULE_TABLES)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[local,dev]'
 	touch $@
+
+# The rules library's lookup tables take seconds to build; duelmahjong.rules.tables builds them on
+# first use into .local/cache/. Built here, at install, so no service or test pays for it mid-call.
+$(RULE_TABLES): $(STAMP) libs/duelmahjong/rules/tables.py
+	$(PY) -c "from duelmahjong.rules.tables import get_tables; get_tables()"
+	mkdir -p $(@D) && touch $@
 
 # Python code from proto/: generated, never committed, never edited. mypy-protobuf's plugins live
 # in the venv, which need not be on PATH: they are named explicitly. Generated beside the package

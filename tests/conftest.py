@@ -33,6 +33,13 @@ from pathlib import Path
 import pytest
 
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
+from duelmahjong.rules.tables import get_tables
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Load the rules tables (building them, seconds, if no cache has them) before any test: they load
+    on first use, and a first use inside a timed test (a hypothesis deadline) would pay for the build."""
+    get_tables()
 
 
 @pytest.fixture(scope="session")

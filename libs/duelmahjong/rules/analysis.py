@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from duelmahjong.rules.errors import InvalidHandError, UnknownProfileError
-from duelmahjong.rules.tables import get_tables
+from duelmahjong.rules.tables import OnFirstUse
 from duelmahjong.rules.tiles import (
     COPIES,
     GREEN_TILES,
@@ -74,15 +74,16 @@ class Decomposition:
         return " ".join([format_tiles((self.pair, self.pair)), *map(str, self.blocks)])
 
 
-# --- the tables, bound to module globals once: every lookup below is one index ----------------------
-_TABLES = get_tables()
-_SUIT_WIN, _HONOR_WIN = _TABLES.suit_win, _TABLES.honor_win
-_SUIT_PAIRS, _HONOR_PAIRS = _TABLES.suit_pairs, _TABLES.honor_pairs
-_SUIT_ORPHANS, _HONOR_ORPHANS = _TABLES.suit_orphans, _TABLES.honor_orphans
-_SOU_GREEN, _HONOR_GREEN = _TABLES.sou_green, _TABLES.honor_green
-_SUIT_CLASS, _HONOR_CLASS = _TABLES.suit_class, _TABLES.honor_class
-_SUIT_WAITS, _HONOR_WAITS = _TABLES.suit_waits, _TABLES.honor_waits
-_MERGE, _FINAL = _TABLES.merge, _TABLES.final
+# --- the tables, bound to module globals on first use: every lookup below is one index ---------------
+_SUIT_WIN, _HONOR_WIN = OnFirstUse("suit_win", globals()), OnFirstUse("honor_win", globals())
+_SUIT_PAIRS, _HONOR_PAIRS = OnFirstUse("suit_pairs", globals()), OnFirstUse("honor_pairs", globals())
+_SUIT_ORPHANS, _HONOR_ORPHANS = OnFirstUse("suit_orphans", globals()), OnFirstUse("honor_orphans", globals())
+_SOU_GREEN, _HONOR_GREEN = OnFirstUse("sou_green", globals()), OnFirstUse("honor_green", globals())
+_SUIT_CLASS, _HONOR_CLASS = OnFirstUse("suit_class", globals()), OnFirstUse("honor_class", globals())
+_SUIT_WAITS, _HONOR_WAITS = OnFirstUse("suit_waits", globals()), OnFirstUse("honor_waits", globals())
+_MERGE, _FINAL = OnFirstUse("merge", globals()), OnFirstUse("final", globals())
+_SUIT_READINGS = OnFirstUse("suit_readings", globals())
+_HONOR_READINGS = OnFirstUse("honor_readings", globals())
 _ORPHANS_COMPLETE = 13 + 16  # thirteen kinds, one of them twice
 _DIGIT_OF_COUNT = bytes(range(48, 53)) + b"x" * 251
 _GREEN_ORDER = sorted(GREEN_TILES)
@@ -165,7 +166,7 @@ def waits_keys(
 def readings_keys(m: int, p: int, s: int, z: int) -> list[Decomposition]:
     """Every standard decomposition of a complete hand given as suit keys (``[]`` if not complete)."""
     per_suit = []
-    suit, honor = _TABLES.suit_readings, _TABLES.honor_readings
+    suit, honor = _SUIT_READINGS, _HONOR_READINGS
     for base, key, table in ((0, m, suit), (9, p, suit), (18, s, suit), (27, z, honor)):
         readings = table.get(key)
         if readings is None:

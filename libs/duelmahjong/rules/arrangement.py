@@ -21,11 +21,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from duelmahjong.rules.analysis import shape_waits
+from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.facts import (
-    FACT_NAMES,
     FACTS,
     GREEN_MASK,
     MELD_SET_KIND,
@@ -33,13 +33,9 @@ from duelmahjong.rules.facts import (
     HandFacts,
     facts_of,
 )
-from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.tables import get_tables, suit_keys
-
-__all__ = ["FACTS", "FACT_NAMES", "Arrangement", "WinSet", "arrangements"]
-
-if TYPE_CHECKING:
-    from duelmahjong.rules.description import HandDescription
+from duelmahjong.rules.setups import get_setup
+from duelmahjong.rules.tables import OnFirstUse, suit_keys
+from duelmahjong.rules.tiles import format_tiles
 
 _SELF_DRAWN_FACT = FACTS["self_drawn"]
 _CONCEALED_FACT = FACTS["concealed"]
@@ -66,8 +62,8 @@ _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: co
 
 # Per-suit readings of the precomputed tables (tables.py) turned into absolute chow/pung tiles.
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
-_SUIT_READINGS = get_tables().suit_readings
-_HONOR_READINGS = get_tables().honor_readings
+_SUIT_READINGS = OnFirstUse("suit_readings", globals())
+_HONOR_READINGS = OnFirstUse("honor_readings", globals())
 # Memoised per suit, keyed by the suit's counts as bytes (cheaper than computing the tables' key).
 _SHAPES: dict[int, dict[bytes, list[_Shape]]] = {base: {} for base in (0, 9, 18, 27)}
 _SUIT_SLICES = tuple(
@@ -182,7 +178,7 @@ class Arrangement:
         return self._sets
 
     def has(self, fact: str) -> bool:
-        """Whether this arrangement has the named fact (see ``FACT_NAMES``)."""
+        """Whether this arrangement has the named fact (see :data:`~duelmahjong.rules.facts.FACT_NAMES`)."""
         return bool(self.facts & FACTS[fact])
 
     @property
@@ -208,8 +204,6 @@ class Arrangement:
         return hand.waits
 
     def __repr__(self) -> str:
-        from duelmahjong.rules.tiles import format_tiles
-
         parts = [
             f"{s.kind}:{format_tiles(range(s.tile, s.tile + 3) if s.kind == 'chow' else [s.tile])}"
             for s in self.sets
@@ -313,7 +307,7 @@ def arrangements(desc: HandDescription) -> list[Arrangement]:
 
 def _readings(desc: HandDescription) -> list[Arrangement]:
     """:func:`arrangements` for the winning tile the description names."""
-    profile = get_profile(desc.profile)
+    profile = get_setup(desc.profile)
     hand = HandFacts(desc)
     closed = hand.closed
     win = desc.win_tile

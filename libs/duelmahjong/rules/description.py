@@ -23,6 +23,7 @@ from typing import Any
 
 from duelmahjong.rules.errors import InvalidHandError, NotationError
 from duelmahjong.rules.hand import MELD_KINDS, Meld
+from duelmahjong.rules.setups import Setup, get_setup
 from duelmahjong.rules.tiles import EAST, WIND_NAMES, format_tiles, parse_tiles
 
 FIRST_TURN_WINS: tuple[str, ...] = ("dealer_initial_hand", "nondealer_first_draw", "dealer_first_discard")
@@ -109,7 +110,9 @@ class Context:
 
 
 _CONTEXT_KEYS = frozenset(field.name for field in fields(Context))
-_BOOL_KEYS = frozenset(field.name for field in fields(Context) if field.default is False)
+# The true/false circumstances of a win, in field order: the one list of them (facts, codecs).
+CONTEXT_FLAGS: tuple[str, ...] = tuple(field.name for field in fields(Context) if field.default is False)
+_BOOL_KEYS = frozenset(CONTEXT_FLAGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +130,6 @@ class HandDescription:
     @classmethod
     def from_json(cls, data: Any) -> HandDescription:
         """Validate and build a description from its JSON object (docs/decisions.md §7)."""
-        # Imported here: profiles imports the catalogues, which import this module.
-        from duelmahjong.rules.profiles import get_profile
-
         if not isinstance(data, Mapping):
             raise InvalidHandError(f"a hand description must be a JSON object, got {type(data).__name__}")
         unknown = sorted(set(data) - {"profile", "concealed", "melds", "win_tile", "self_drawn", "context"})
@@ -140,14 +140,14 @@ class HandDescription:
                 raise InvalidHandError(f"hand description lacks {key!r}")
         if not isinstance(data["profile"], str):
             raise InvalidHandError("profile must be a string such as 'duel' or 'erren'")
-        profile = get_profile(data["profile"])
+        setup = get_setup(data["profile"])
         concealed = tuple(sorted(_tiles("concealed", data["concealed"])))
         melds = tuple(_meld(i, raw) for i, raw in enumerate(_list("melds", data.get("melds", []))))
         win = _tiles("win_tile", data["win_tile"])
         if len(win) != 1:
             raise InvalidHandError(f"win_tile must be exactly one tile, got {len(win)}")
         desc = cls(
-            profile=profile.id,
+            profile=setup.id,
             concealed=concealed,
             melds=melds,
             win_tile=win[0],
@@ -155,10 +155,11 @@ class HandDescription:
             context=Context.from_json(data.get("context")),
         )
         _check_tiles(desc)
-        profile.check_description(desc)
-        pool = profile.in_play < profile.wall_size  # duel leaves an unused pool (extra draws, T9)
-        seats = _ERREN_SEAT_WINDS if profile.id == "erren" else None  # duel scores no wind (D11)
-        _check_context(desc, has_flowers=profile.has_flowers, has_unused_pool=pool, seat_winds=seats)
+        _check_setup(desc, setup)
+        seats = _ERREN_SEAT_WINDS if setup.id == "erren" else None  # duel scores no wind (D11)
+        _check_context(
+            desc, has_flowers=setup.has_flowers, has_unused_pool=setup.has_unused_pool, seat_winds=seats
+        )
         return desc
 
     def to_json(self) -> dict[str, Any]:
@@ -213,6 +214,23 @@ def _check_tiles(desc: HandDescription) -> None:
             raise InvalidHandError(f"context.flowers lists {format_tiles([kind])}, which is not a flower")
     if len(set(desc.context.flowers)) != len(desc.context.flowers):
         raise InvalidHandError("context.flowers lists a flower twice; each flower exists once")
+
+
+def _check_setup(desc: HandDescription, setup: Setup) -> None:
+    """What the profile does not have: tiles outside its set, flowers, revealed bonus tiles."""
+    outside = sorted({kind for kind in desc.all_tiles() if kind not in setup.tile_kinds})
+    if outside:
+        raise InvalidHandError(f"{format_tiles(outside)} not in the {setup.id} tile set")
+    if desc.context.flowers and not setup.has_flowers:
+        raise InvalidHandError(f"profile {setup.id} has no flower tiles; context.flowers must be empty")
+    bonus = desc.context.revealed_bonus_tiles
+    if bonus and not setup.revealed_bonus_tiles:
+        raise InvalidHandError(f"profile {setup.id} has no revealed bonus tiles (花牌)")
+    if len(bonus) > 4:
+        raise InvalidHandError(f"at most 4 revealed bonus tiles, got {len(bonus)}")
+    outside = sorted({kind for kind in bonus if kind not in setup.tile_kinds})
+    if outside:
+        raise InvalidHandError(f"revealed bonus tile {format_tiles(outside)} not in the {setup.id} tile set")
 
 
 # D10 / E7: what each first-turn event is — whether the win is self-drawn, and whose it is.

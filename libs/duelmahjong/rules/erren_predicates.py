@@ -1,4 +1,5 @@
-"""Detect predicates of the erren (二人麻将) catalogue, one per pattern of seed 000.
+"""Detect predicates of the erren (二人麻将) catalogue (seed 000) that only erren reads this way;
+those duel shares are in :mod:`duelmahjong.rules.predicates`.
 
 Each predicate takes one :class:`~duelmahjong.rules.arrangement.Arrangement` (one reading of the
 whole winning hand) and returns how many times its pattern occurs there (0 = absent). They only
@@ -10,11 +11,10 @@ honour is always 清一色 as well.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-from duelmahjong.rules.arrangement import FACTS
+from duelmahjong.rules.arrangement import Arrangement
 from duelmahjong.rules.erren_chows import chow_patterns, same_suit
+from duelmahjong.rules.facts import FACTS
+from duelmahjong.rules.predicates import Detect, any_suited, dragon_pungs, wind_pungs
 from duelmahjong.rules.tiles import (
     DRAGONS,
     FLOWERS,
@@ -22,33 +22,18 @@ from duelmahjong.rules.tiles import (
     NUM_KINDS,
     PLANTS,
     SEASONS,
+    SUIT_FIRSTS,
+    TERMINALS,
     WINDS,
-    counts_of,
     is_honor,
     is_suited,
-    is_terminal_or_honor,
     rank_of,
-    suit_of,
 )
 
-if TYPE_CHECKING:
-    from duelmahjong.rules.arrangement import Arrangement
-
-Detect = Callable[["Arrangement"], int]
-
 _OPEN_MELDS = frozenset({"chi", "pong", "exposed_kong", "added_kong"})  # 吃、碰、明杠: not 门前清
-_NINE_GATES_RANKS = (3, 1, 1, 1, 1, 1, 1, 1, 3)  # 1112345678999 (E10)
 
 
 # --- small readings of one arrangement ---------------------------------------------------------------
-def _wind_pungs(a: Arrangement) -> int:
-    return sum(1 for s in a.sets if s.kind != "chow" and s.tile in WINDS)
-
-
-def _dragon_pungs(a: Arrangement) -> int:
-    return sum(1 for s in a.sets if s.kind != "chow" and s.tile in DRAGONS)
-
-
 def _kongs(a: Arrangement, *, concealed: bool) -> int:
     return sum(1 for s in a.sets if s.kind == "kong" and (s.declared == "concealed_kong") == concealed)
 
@@ -66,33 +51,7 @@ def _on_discard(a: Arrangement) -> bool:
     return not a.desc.self_drawn and not a.desc.context.robbing_kong
 
 
-def _flag(name: str) -> Detect:
-    def detect(a: Arrangement) -> int:
-        return int(bool(getattr(a.desc.context, name)))
-
-    detect.__name__ = f"context_{name}"
-    return detect
-
-
-# --- first-turn wins and ready declarations (E7, E8) ------------------------------------------------
-def heavenly_hand(a: Arrangement) -> int:
-    """天胡: the dealer wins on the dealt (and 补花-completed) hand."""
-    return int(a.desc.context.first_turn_win == "dealer_initial_hand")
-
-
-def earthly_hand(a: Arrangement) -> int:
-    """地胡 (erren's reading, the reverse of duel's D10): the non-dealer wins on the first draw."""
-    return int(a.desc.context.first_turn_win == "nondealer_first_draw")
-
-
-def human_hand(a: Arrangement) -> int:
-    """人胡: the non-dealer wins on the dealer's first discard."""
-    return int(a.desc.context.first_turn_win == "dealer_first_discard")
-
-
-heavenly_ready = _flag("declared_first_turn")  # 天听 (T3)
-
-
+# --- ready declarations (E8); first-turn wins and 天听 are in predicates -------------------------------
 def ready_first_discard(a: Arrangement) -> int:
     """报听一发 (E8): won on the opponent's first discard after declaring."""
     ctx = a.desc.context
@@ -101,39 +60,23 @@ def ready_first_discard(a: Arrangement) -> int:
 
 
 # --- winds and dragons (E11) -------------------------------------------------------------------------
-def big_four_winds(a: Arrangement) -> int:
-    return int(_wind_pungs(a) == 4)
-
-
-def little_four_winds(a: Arrangement) -> int:
-    return int(_wind_pungs(a) == 3 and a.pair in WINDS)
-
-
 def big_three_winds(a: Arrangement) -> int:
     """大三风: three wind pungs (four is 大四喜, which excludes it)."""
-    return int(_wind_pungs(a) >= 3)
+    return int(wind_pungs(a) >= 3)
 
 
 def little_three_winds(a: Arrangement) -> int:
     """小三风: two wind pungs and a wind pair (three is 小四喜, which excludes it — E11)."""
-    return int(_wind_pungs(a) >= 2 and a.pair in WINDS)
-
-
-def big_three_dragons(a: Arrangement) -> int:
-    return int(_dragon_pungs(a) == 3)
-
-
-def little_three_dragons(a: Arrangement) -> int:
-    return int(_dragon_pungs(a) == 2 and a.pair in DRAGONS)
+    return int(wind_pungs(a) >= 2 and a.pair in WINDS)
 
 
 def two_dragon_pungs(a: Arrangement) -> int:
-    return int(_dragon_pungs(a) >= 2)
+    return int(dragon_pungs(a) >= 2)
 
 
 def dragon_pung(a: Arrangement) -> int:
     """箭刻, once per dragon pung or kong."""
-    return _dragon_pungs(a)
+    return dragon_pungs(a)
 
 
 def _seat_wind(a: Arrangement) -> int | None:
@@ -157,42 +100,20 @@ def terminal_honor_pung(a: Arrangement) -> int:
     """幺九刻: pungs and kongs of 1m, 9m and winds — but never a pung that scores otherwise (E11):
     dragon pungs are 箭刻; the round and seat wind pungs are 圈风刻/门风刻; wind pungs forming
     大三风/小三风/小四喜/大四喜 are counted by those patterns."""
-    winds_scored_as_group = _wind_pungs(a) >= 3 or (_wind_pungs(a) == 2 and a.pair in WINDS)
+    winds_scored_as_group = wind_pungs(a) >= 3 or (wind_pungs(a) == 2 and a.pair in WINDS)
     special = {a.desc.context.round_wind_tile, _seat_wind(a)}
     count = 0
     for tile in a.pungs_and_kongs:
         if tile in WINDS:
             count += not winds_scored_as_group and tile not in special
         elif not is_honor(tile):
-            count += rank_of(tile) in (1, 9)
+            count += tile in TERMINALS
     return count
 
 
 # --- pung shapes ---------------------------------------------------------------------------------------
 def all_pungs(a: Arrangement) -> int:
     return int(a.form == "standard" and len(a.pungs_and_kongs) == 4)
-
-
-def _shifted_pung_run(a: Arrangement) -> int:
-    """The longest run of suited pungs whose ranks rise by one (一色…节高)."""
-    suited = {t for t in a.pungs_and_kongs if is_suited(t)}
-    best = 0
-    for tile in suited:
-        if tile - 1 in suited and suit_of(tile - 1) == suit_of(tile):
-            continue
-        run = 1
-        while tile + run in suited and suit_of(tile + run) == suit_of(tile):
-            run += 1
-        best = max(best, run)
-    return best
-
-
-def four_pure_shifted_pungs(a: Arrangement) -> int:
-    return int(_shifted_pung_run(a) >= 4)
-
-
-def pure_shifted_pungs(a: Arrangement) -> int:
-    return int(_shifted_pung_run(a) >= 3)
 
 
 def _concealed_pung_count_is(minimum: int) -> Detect:
@@ -205,18 +126,13 @@ def _concealed_pung_count_is(minimum: int) -> Detect:
     return detect
 
 
-four_concealed_pungs = _concealed_pung_count_is(4)
 three_concealed_pungs = _concealed_pung_count_is(3)
 two_concealed_pungs = _concealed_pung_count_is(2)
 
 
 # --- kongs (E12) -------------------------------------------------------------------------------------
-def four_kongs(a: Arrangement) -> int:
-    return int(_kongs(a, concealed=True) + _kongs(a, concealed=False) == 4)
-
-
 def three_kongs(a: Arrangement) -> int:
-    return int(_kongs(a, concealed=True) + _kongs(a, concealed=False) >= 3)
+    return int(a.kong_count >= 3)
 
 
 def two_concealed_kongs(a: Arrangement) -> int:
@@ -274,23 +190,15 @@ def all_chows(a: Arrangement) -> int:
 _ONE_SUIT_HONORS = FACTS["one_suit"] | FACTS["honors"]
 
 
-def _has_suited(a: Arrangement) -> bool:
-    return any(a.counts[:27])
-
-
 def half_flush(a: Arrangement) -> int:
     """混一色: one suit and honours (an all-honour hand has no suit: it is 字一色)."""
-    return int(a.facts & _ONE_SUIT_HONORS == _ONE_SUIT_HONORS and _has_suited(a))
-
-
-def all_honors(a: Arrangement) -> int:
-    return int(not _has_suited(a))
+    return int(a.facts & _ONE_SUIT_HONORS == _ONE_SUIT_HONORS and any_suited(a))
 
 
 def _ranks_within(a: Arrangement, low: int, high: int) -> bool:
     """Every tile a suited tile of rank ``low``..``high``."""
     counts = a.counts
-    inside = sum(counts[suit + rank - 1] for suit in (0, 9, 18) for rank in range(low, high + 1))
+    inside = sum(counts[first + rank - 1] for first in SUIT_FIRSTS for rank in range(low, high + 1))
     return inside == sum(counts)
 
 
@@ -304,17 +212,6 @@ def lower_four(a: Arrangement) -> int:
     return int(_ranks_within(a, 1, 4))
 
 
-def outside_hand(a: Arrangement) -> int:
-    """全带幺: every set and the pair hold a 1, 9 or honour."""
-    if a.form != "standard" or a.pair is None:
-        return 0
-    for s in a.sets:
-        tiles = (s.tile, s.tile + 2) if s.kind == "chow" else (s.tile,)
-        if not any(is_terminal_or_honor(t) for t in tiles):
-            return 0
-    return int(is_terminal_or_honor(a.pair))
-
-
 def tile_hog(a: Arrangement) -> int:
     """四归一: all four copies of a kind in the hand, not as a kong; once per kind (E6: seven pairs
     with two identical pairs too)."""
@@ -322,22 +219,7 @@ def tile_hog(a: Arrangement) -> int:
     return sum(1 for kind in range(NUM_KINDS) if a.counts[kind] == 4 and kind not in kong_tiles)
 
 
-def nine_gates(a: Arrangement) -> int:
-    """九莲宝灯 (E10): no melds, the 13 concealed tiles are exactly 1112345678999 of one suit."""
-    desc = a.desc
-    if desc.melds or len(desc.concealed) != 13:
-        return 0
-    first = desc.concealed[0]
-    if not is_suited(first) or rank_of(first) != 1 or not is_suited(desc.win_tile):
-        return 0
-    counts = counts_of(desc.concealed)
-    ranks = tuple(counts[first : first + 9])
-    return int(ranks == _NINE_GATES_RANKS and sum(ranks) == 13 and same_suit(first, desc.win_tile))
-
-
 # --- seven pairs (E6) ----------------------------------------------------------------------------------
-
-
 def _pair_kinds(a: Arrangement) -> set[int]:
     return set(a.pairs) if a.form == "seven_pairs" else set()
 

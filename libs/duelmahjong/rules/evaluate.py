@@ -22,6 +22,7 @@ from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import InvalidHandError
 from duelmahjong.rules.patterns import Catalogue, Pattern, ScoredPattern
 from duelmahjong.rules.profiles import get_profile
+from duelmahjong.rules.tiles import format_tiles
 
 
 class Evaluation(NamedTuple):
@@ -125,21 +126,14 @@ def _result(catalogue: Catalogue, found: list[Found], limit: bool) -> Evaluation
     scored = tuple([once[p.id] if n == 1 else catalogue.scored(p, n) for _, p, n in found])
     if limit:
         return Evaluation(scored, max(item[1].value for item in found), False, True, True)
-    total = 0
-    toward_minimum = 0
-    for _, pattern, occurrences in found:
-        fan = pattern.fan * occurrences
-        total += fan
-        if pattern.counts_toward_minimum:
-            toward_minimum += fan
+    total, toward_minimum = catalogue.fan_totals(scored)
+    meets_minimum = toward_minimum >= catalogue.minimum
     cap = catalogue.cap
     if cap is not None and total > cap:
-        return Evaluation(scored, cap, True, False, toward_minimum >= catalogue.minimum)
-    return Evaluation(scored, total, False, False, toward_minimum >= catalogue.minimum)
+        return Evaluation(scored, cap, True, False, meets_minimum)
+    return Evaluation(scored, total, False, False, meets_minimum)
 
 
 def _hand_text(desc: HandDescription) -> str:
-    from duelmahjong.rules.tiles import format_tiles
-
     melds = " ".join(f"[{format_tiles(m.tiles)}]" for m in desc.melds)
     return f"{format_tiles(desc.concealed)}{' ' + melds if melds else ''} + {format_tiles([desc.win_tile])}"

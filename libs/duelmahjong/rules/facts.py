@@ -11,23 +11,23 @@ once; the arrangement adds the facts of its reading (form, number of chows and p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from operator import attrgetter
-from typing import TYPE_CHECKING
 
-from duelmahjong.rules.tiles import GREEN_TILES
+from duelmahjong.rules.description import CONTEXT_FLAGS, HandDescription
+from duelmahjong.rules.tiles import (
+    DRAGONS,
+    GREEN_TILES,
+    NUM_KINDS,
+    SUIT_FIRSTS,
+    TERMINALS_AND_HONORS,
+    WINDS,
+)
 
-if TYPE_CHECKING:
-    from duelmahjong.rules.description import HandDescription
-
-_CONTEXT_FACTS = (
-    "after_kong",
-    "after_flower_replacement",
-    "last_wall_tile",
-    "last_discard",
-    "extra_draw_after_exhaustion",
-    "robbing_kong",
-    "fourth_tile_visible",
-    "first_turn_after_declare",
+# The context flags that are facts of the same name. Not ``dealer`` (no pattern reads it as a fact),
+# nor the two declarations, which both set the fact ``declared_ready``.
+_CONTEXT_FACTS = tuple(
+    flag for flag in CONTEXT_FLAGS if flag not in ("dealer", "declared_ready", "declared_first_turn")
 )
 # Every fact, in bit order.
 FACT_NAMES: tuple[str, ...] = (
@@ -66,7 +66,6 @@ FACT_NAMES: tuple[str, ...] = (
 )
 FACTS: dict[str, int] = {name: 1 << bit for bit, name in enumerate(FACT_NAMES)}
 _F = FACTS
-_TERMINALS_AND_HONORS = (0, 8, 9, 17, 18, 26, 27, 28, 29, 30, 31, 32, 33)
 
 _BONUS_TILES_FACT = _F["bonus_tiles"]
 _CONCEALED_FACT = _F["concealed"]
@@ -89,21 +88,32 @@ MELD_SET_KIND = {"chi": "chow", "pong": "pung", "exposed_kong": "kong", "added_k
 MELD_SET_KIND["concealed_kong"] = "kong"
 
 
-_BIT = tuple(1 << kind for kind in range(34))
-_MAN, _PIN, _SOU = (sum(_BIT[base : base + 9]) for base in (0, 9, 18))
-_WIND_MASK = sum(_BIT[27:31])
-_DRAGON_MASK = sum(_BIT[31:34])
+_BIT = tuple(1 << kind for kind in range(NUM_KINDS))
+
+
+def _mask(kinds: Iterable[int]) -> int:
+    return sum(_BIT[kind] for kind in set(kinds))
+
+
+_MAN, _PIN, _SOU = (_mask(range(first, first + 9)) for first in SUIT_FIRSTS)
+_WIND_MASK = _mask(WINDS)
+_DRAGON_MASK = _mask(DRAGONS)
 _HONOR_MASK = _WIND_MASK | _DRAGON_MASK
-TERMINAL_HONOR_MASK = sum(_BIT[kind] for kind in _TERMINALS_AND_HONORS)
-GREEN_MASK = sum(_BIT[kind] for kind in GREEN_TILES)
+TERMINAL_HONOR_MASK = _mask(TERMINALS_AND_HONORS)
+GREEN_MASK = _mask(GREEN_TILES)
 _CONTEXT_FLAGS = attrgetter("declared_ready", "declared_first_turn", *_CONTEXT_FACTS)
 _CONTEXT_FLAG_BITS = (_F["declared_ready"], _F["declared_ready"], *(_F[name] for name in _CONTEXT_FACTS))
 _context_facts_memo: dict[tuple[bool, ...], int] = {}
 
 
-_CHOW_FACTS = (0, _F["chow"], _F["chow"] | _F["two_chows"], _F["chow"] | _F["two_chows"] | _F["three_chows"])
+_CHOW_FACTS: tuple[int, ...] = (
+    0,
+    _F["chow"],
+    _F["chow"] | _F["two_chows"],
+    _F["chow"] | _F["two_chows"] | _F["three_chows"],
+)
 _CHOW_FACTS += (_CHOW_FACTS[3] | _F["four_chows"],)
-_PUNG_FACTS = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
+_PUNG_FACTS: tuple[int, ...] = (0, 0, _F["two_pungs"], _F["two_pungs"] | _F["three_pungs"])
 _PUNG_FACTS += (_PUNG_FACTS[3] | _F["four_pungs"],)
 _FORM_FACTS = {form: _F[form] for form in ("standard", "seven_pairs", "thirteen_orphans", "free")}
 
@@ -143,7 +153,7 @@ class HandFacts:
     def __init__(self, desc: HandDescription) -> None:
         self.desc = desc
         bits = _BIT
-        closed = [0] * 34
+        closed = [0] * NUM_KINDS
         mask = 0
         for kind in desc.concealed:
             closed[kind] += 1
@@ -160,11 +170,11 @@ class HandFacts:
             counts = closed[:]
             concealed = True
             for meld in desc.melds:
-                kind = MELD_SET_KIND[meld.kind]
+                set_kind = MELD_SET_KIND[meld.kind]
                 tile = meld.tiles[0]
                 is_hidden = meld.kind == "concealed_kong"
                 concealed = concealed and is_hidden
-                if kind == "chow":
+                if set_kind == "chow":
                     counts[tile] += 1
                     counts[tile + 1] += 1
                     counts[tile + 2] += 1
@@ -175,7 +185,7 @@ class HandFacts:
                     mask |= bits[tile]
                     meld_pungs.append(tile)
                     hidden += is_hidden
-                    kongs += kind == "kong"
+                    kongs += set_kind == "kong"
             if kongs:
                 facts |= _KONG_FACT
         else:

@@ -11,14 +11,13 @@ order (highest value first), and, per set of arrangement facts, the patterns wor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from duelmahjong.rules.arrangement import Arrangement
 from duelmahjong.rules.errors import RulesError
-
-if TYPE_CHECKING:
-    from duelmahjong.rules.arrangement import Arrangement
+from duelmahjong.rules.facts import FACTS
 
 
 class ScoredPattern(NamedTuple):
@@ -42,8 +41,9 @@ class Pattern:
 
     ``detect`` returns how many times the pattern occurs in an arrangement (0 = absent); the fan scored
     is ``fan`` per occurrence. ``limit_tier`` marks a limit hand (役满, duel D9) and is its value.
-    ``excludes`` are the ids this pattern stops from scoring (不记番, E1). ``requires`` lists facts of
-    :data:`~duelmahjong.rules.arrangement.FACT_NAMES` that must hold for the pattern to occur: the
+    ``excludes`` are the ids this pattern stops from scoring (不记番, E1), and ``exclusion_sources``
+    says where each comes from (see :func:`row`). ``requires`` lists facts of
+    :data:`~duelmahjong.rules.facts.FACT_NAMES` that must hold for the pattern to occur: the
     catalogue calls ``detect`` only when they do, so ``detect`` may take them for granted, and a
     pattern the facts define completely uses :func:`always` (which the catalogue does not even call).
     :meth:`occurrences` applies both.
@@ -57,11 +57,10 @@ class Pattern:
     limit_tier: int | None = None
     counts_toward_minimum: bool = True  # erren flower fans do not count toward 起和 (E16)
     requires: frozenset[str] = frozenset()
+    exclusion_sources: Mapping[str, frozenset[str]] = field(default_factory=dict, repr=False, compare=False)
 
     def occurrences(self, arrangement: Arrangement) -> int:
         """How many times the pattern occurs in ``arrangement`` (required facts, then ``detect``)."""
-        from duelmahjong.rules.arrangement import FACTS
-
         if not all(arrangement.facts & FACTS[name] for name in self.requires):
             return 0
         return self.detect(arrangement)
@@ -78,6 +77,55 @@ _MEMO_LIMIT = 1 << 14
 def always(arrangement: Arrangement) -> int:
     """The ``detect`` of a pattern its required facts define completely (e.g. 门清 = ``concealed``)."""
     return 1
+
+
+Detect = Callable[[Arrangement], int]
+# Where an exclusion comes from (E1): the seed's 不记番 list, the 国标 (MCR) list of the same fan, what
+# the pattern cannot occur without, a decision of docs/decisions.md (duel's D2/D3 replacements too).
+EXCLUSION_SOURCES: tuple[str, ...] = ("seed", "gb", "implied", "decided")
+
+
+def row(
+    pattern_id: str,
+    name_zh: str,
+    /,
+    *,
+    fan: int | None = None,
+    limit: int | None = None,
+    detect: Detect = always,
+    requires: Iterable[str] = (),
+    seed: Iterable[str] = (),
+    gb: Iterable[str] = (),
+    implied: Iterable[str] = (),
+    decided: Iterable[str] = (),
+    toward_minimum: bool = True,
+) -> Pattern:
+    """One catalogue row, the same shape in both profiles: the id and the name as the seed writes it,
+    then ``fan`` per occurrence, or ``limit``, the tier of a limit hand (役满, D9); ``detect``, the
+    predicate (:func:`always` when the required facts define the pattern); ``requires``, the facts of
+    :data:`~duelmahjong.rules.facts.FACT_NAMES` it needs; the ids it excludes, by source
+    (:data:`EXCLUSION_SOURCES`); ``toward_minimum=False`` for the fans 起和 leaves out (E16).
+
+    >>> row("a", "甲", fan=2, requires=["concealed"], decided=["b"]).excludes
+    frozenset({'b'})
+    """
+    if (fan is None) == (limit is None):
+        raise CatalogueError(f"row {pattern_id!r}: give exactly one of fan and limit")
+    value = limit if limit is not None else fan
+    assert value is not None
+    sources = {"seed": seed, "gb": gb, "implied": implied, "decided": decided}
+    by_source = {source: frozenset(sources[source]) for source in EXCLUSION_SOURCES}
+    return Pattern(
+        id=pattern_id,
+        name_zh=name_zh,
+        fan=value,
+        detect=detect,
+        excludes=frozenset().union(*by_source.values()),
+        limit_tier=limit,
+        counts_toward_minimum=toward_minimum,
+        requires=frozenset(requires),
+        exclusion_sources=by_source,
+    )
 
 
 # (catalogue position, pattern, id, is a limit under the limit rule, detect is ``always``)
@@ -104,8 +152,6 @@ class Catalogue:
         fallback: str | None = None,
         fallback_ignores: Iterable[str] = (),
     ) -> None:
-        from duelmahjong.rules.arrangement import FACTS
-
         self.profile = profile
         self.patterns: tuple[Pattern, ...] = tuple(patterns)
         self.cap = cap
@@ -146,6 +192,7 @@ class Catalogue:
         ordered = sorted((p for p in self.patterns if p.id != fallback), key=order)
         self.evaluation_order: tuple[Pattern, ...] = tuple(ordered)
         self.position = position
+        self._toward_minimum = {p.id: p.counts_toward_minimum for p in self.patterns}
         self._requires_mask = {p.id: sum(FACTS[name] for name in p.requires) for p in self.patterns}
         self._candidates: dict[int, tuple[Entry, ...]] = {}
         self.scored_once: dict[str, ScoredPattern] = {
@@ -199,6 +246,17 @@ class Catalogue:
             if len(self._candidates) < _MEMO_LIMIT:  # real hands use a few hundred facts values
                 self._candidates[facts] = found
         return found
+
+    def fan_totals(self, lines: Iterable[ScoredPattern]) -> tuple[int, int]:
+        """The fan of a breakdown's lines, and the part of it that counts toward 起和: every line but
+        the erren flower fans (E16)."""
+        counted = self._toward_minimum
+        total = toward_minimum = 0
+        for line in lines:
+            total += line.fan
+            if counted[line.id]:
+                toward_minimum += line.fan
+        return total, toward_minimum
 
     def scored(self, pattern: Pattern, occurrences: int) -> ScoredPattern:
         """The breakdown line of a pattern found ``occurrences`` times (shared for a single one)."""

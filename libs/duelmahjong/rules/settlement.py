@@ -65,7 +65,7 @@ def progressive_multiplier(hand_number: int) -> int:
     >>> [progressive_multiplier(n) for n in (1, 2, 3, 4)]
     [1, 2, 4, 8]
     """
-    return 2 ** (_count("hand_number", hand_number, 1) - 1)
+    return 1 << (_count("hand_number", hand_number, 1) - 1)
 
 
 def duel_transfer(

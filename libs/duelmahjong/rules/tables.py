@@ -21,9 +21,11 @@ What is tabled, per key (``bytes`` indexed by the key, so a lookup is one C-leve
 * ``suit_readings`` / ``honor_readings``: for complete keys, every set of blocks (+ pair) it splits into.
 
 Building takes a few seconds in plain Python (two passes over the 405,350 suit keys: which keys are
-part of a complete suit shape, then distances as bit-OR of "distance ≤ d" masks). The result is cached
-on disk (``$DUELMAHJONG_CACHE_DIR``, else the user cache dir), named by a hash of this file so a change
-here rebuilds it, and written to a temporary file then renamed so concurrent first users are safe.
+part of a complete suit shape, then distances as bit-OR of "distance ≤ d" masks). They are built on
+first use, never on import (:class:`OnFirstUse`), and cached on disk inside the project:
+``$DUELMAHJONG_CACHE_DIR``, else ``.local/cache/`` of the checkout the package is installed from (never
+the user's home). The file is named by a hash of this module, so a change here rebuilds it, and is written
+to a temporary file then renamed, so concurrent first users are safe.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 SUIT_RANKS: Final = 9
 HONOR_RANKS: Final = 7
@@ -84,8 +86,8 @@ class RuleTables:
     honor_green: bytes
     suit_class: bytes
     honor_class: bytes
-    suit_waits: array  # uint16 per key, see _waits
-    honor_waits: array
+    suit_waits: array[int]  # uint16 per key, see _waits
+    honor_waits: array[int]
     merge: bytes  # class of (a, b) combined, index a * 256 + b
     final: bytes  # distance to K sets + one pair, index (a * 256 + b) * 5 + K
     suit_readings: dict[int, tuple[SuitReading, ...]]
@@ -200,7 +202,7 @@ def _tiles_of_field(field: int) -> int:
     return 3 * (field // 2) + 2 * (field % 2)
 
 
-def _waits(ranks: int, shapes: dict[int, list[SuitReading]]) -> array:
+def _waits(ranks: int, shapes: dict[int, list[SuitReading]]) -> array[int]:
     """Per key: bit r set if one more tile of rank r completes the key; bit 9 set if that makes a pair."""
     place = [5 ** (ranks - 1 - r) for r in range(ranks)]
     table = array("H", bytes(2 * 5**ranks))
@@ -322,13 +324,16 @@ def _win_code(readings: list[SuitReading]) -> int:
 
 
 # --- disk cache --------------------------------------------------------------------------------------
+# The checkout holding libs/duelmahjong/rules/tables.py: the package is installed editable from it
+# (`make install`, the Dockerfile), so its .local/ (ignored by git, removed by `make clean`) is the
+# project's own scratch space.
+PROJECT_DIR: Final = Path(__file__).resolve().parents[3]
+
+
 def cache_dir() -> Path:
-    """Where built tables are kept: ``$DUELMAHJONG_CACHE_DIR``, else ``$XDG_CACHE_HOME``/``~/.cache``."""
+    """Where built tables are kept: ``$DUELMAHJONG_CACHE_DIR``, else the project's ``.local/cache``."""
     explicit = os.environ.get("DUELMAHJONG_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "duelmahjong"
+    return Path(explicit) if explicit else PROJECT_DIR / ".local" / "cache"
 
 
 def cache_path() -> Path:
@@ -373,3 +378,33 @@ def get_tables() -> RuleTables:
         tables = build_tables()
         _save(path, tables)
     return tables
+
+
+class OnFirstUse:
+    """One table of :func:`get_tables`, bound to a module global before the tables are loaded, so
+    that importing the module loads and writes nothing.
+
+    ``_SUIT_WIN = OnFirstUse("suit_win", globals())``: the first lookup through it (``[key]`` or
+    ``.get``) loads the tables and rebinds every :class:`OnFirstUse` global of that module to its real
+    table, so from then on the hot paths index plain ``bytes`` / ``dict`` values at no extra cost.
+    """
+
+    __slots__ = ("field", "namespace")
+
+    def __init__(self, field: str, namespace: dict[str, Any]) -> None:
+        self.field = field
+        self.namespace = namespace
+
+    def _load(self) -> Any:
+        tables = get_tables()
+        for name, value in list(self.namespace.items()):
+            if isinstance(value, OnFirstUse):
+                self.namespace[name] = getattr(tables, value.field)
+        return getattr(tables, self.field)
+
+    def __getitem__(self, key: int) -> int:
+        value: int = self._load()[key]
+        return value
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self._load().get(key, default)

@@ -40,6 +40,9 @@ EAST, SOUTH, WEST, NORTH, WHITE, GREEN, RED = range(27, 34)
 F1, F2, F3, F4, F5, F6, F7, F8 = range(34, 42)
 SPRING, SUMMER, AUTUMN, WINTER, PLUM, ORCHID, BAMBOO, CHRYSANTHEMUM = range(34, 42)
 
+SUITED_KINDS: Final = 27  # kinds 0–26 are the number tiles: ``counts[:SUITED_KINDS]``
+SUIT_FIRSTS: Final = (M1, P1, S1)  # the 1 of each suit
+
 SUITS: Final = "mpszf"  # canonical print order
 SUITED: Final = "mps"
 _SUIT_START: Final = {"m": 0, "p": 9, "s": 18, "z": 27, "f": 34}

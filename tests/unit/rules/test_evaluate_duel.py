@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from duelmahjong.rules.arrangement import FACT_NAMES, arrangements
+from duelmahjong.rules.arrangement import arrangements
 from duelmahjong.rules.catalogue_duel import DUEL
 from duelmahjong.rules.description import Context, HandDescription
 from duelmahjong.rules.errors import InvalidHandError, NotationError, UnknownProfileError
 from duelmahjong.rules.evaluate import evaluate, evaluate_with_arrangement
+from duelmahjong.rules.facts import FACT_NAMES
 from duelmahjong.rules.patterns import Catalogue, CatalogueError, Pattern
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.tiles import EAST, NORTH, format_tiles

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,55 @@ def test_cache_file_is_named_by_the_builder_version(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("DUELMAHJONG_CACHE_DIR", str(tmp_path))
     path = tables.cache_path()
     assert path.parent == tmp_path and path.name.startswith("rules-tables-") and path.suffix == ".pickle"
+
+
+def test_the_cache_is_inside_the_project_by_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("DUELMAHJONG_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # a user cache setting is not followed
+    project = Path(__file__).resolve().parents[3]
+    assert tables.cache_dir() == project / ".local" / "cache"
+    assert tables.cache_path().is_relative_to(project)
+
+
+def test_a_table_bound_before_use_loads_on_first_lookup_and_then_is_the_table() -> None:
+    namespace: dict[str, object] = {}
+    namespace["WIN"] = tables.OnFirstUse("suit_win", namespace)
+    namespace["READINGS"] = tables.OnFirstUse("suit_readings", namespace)
+    assert namespace["WIN"][key("123m")] == 1  # type: ignore[index]
+    built = tables.get_tables()
+    assert namespace["WIN"] is built.suit_win and namespace["READINGS"] is built.suit_readings
+
+
+_IMPORT_EVERYTHING = """
+import importlib, pkgutil, sys
+import duelmahjong.rules
+from duelmahjong.rules import tables
+for module in pkgutil.walk_packages(duelmahjong.rules.__path__, "duelmahjong.rules."):
+    importlib.import_module(module.name)
+print("loaded on import:", tables.get_tables.cache_info().currsize)
+from duelmahjong.rules.analysis import is_winning
+from duelmahjong.rules.tiles import counts_of, parse_tiles
+print("first use:", is_winning(counts_of(parse_tiles("123m456p789s11222z"))))
+"""
+
+
+def test_importing_the_rules_library_has_no_side_effect(tmp_path: Path) -> None:
+    home, user_cache, cache = tmp_path / "home", tmp_path / "xdg", tmp_path / "cache"
+    for directory in (home, user_cache, cache):
+        directory.mkdir()
+    # The tables the child will find, so its first use reads them instead of building them (seconds).
+    tables._save(cache / tables.cache_path().name, tables.get_tables())
+    seeded = sorted(cache.iterdir())
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(user_cache),
+        "DUELMAHJONG_CACHE_DIR": str(cache),
+    }
+    child = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EVERYTHING], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["loaded on import: 0", "first use: True"]
+    assert list(home.iterdir()) == [] and list(user_cache.iterdir()) == []
+    assert sorted(cache.iterdir()) == seeded  # first use read the tables and wrote nothing new
