@@ -5,25 +5,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from duelmahjong.engine.draws import draw_replacement
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.qiankun import arrange as qiankun_arrange
 from duelmahjong.engine.settings import RoomSettings
-from duelmahjong.engine.state import (
-    FROM_FLOWER,
-)
+from duelmahjong.engine.sink import Sink
+from duelmahjong.engine.state import FROM_FLOWER
 from duelmahjong.engine.wall import HandTiles, derived_random, shuffle_hand
-
-if TYPE_CHECKING:
-    from duelmahjong.engine.table import Table
 
 
 # --- starting a hand ---------------------------------------------------------------------------------------
 def start_hand(
-    table: Table, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
+    table: Sink, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
 ) -> None:
     state = table.state
     settings = state.settings
@@ -92,7 +88,7 @@ def _use_qiankun(
     return tiles
 
 
-def deal(table: Table) -> None:
+def deal(table: Sink) -> None:
     """Dealer 14, non-dealer 13 from the head of the wall, then 补花 (erren) dealer first."""
     state = table.state
     dealer = state.dealer

@@ -59,7 +59,7 @@ class Table:
         self._legal_cache: list[list[Action] | None] = [None, None]  # per seat, for state ``_legal_at``
         self._legal_at = -1
         if settings is not None:
-            self._commit([Event("table_opened", public={"settings": settings.to_json()})])
+            self.emit(Event("table_opened", public={"settings": settings.to_json()}))
 
     # --- reading -----------------------------------------------------------------------------------------
     @property
@@ -190,13 +190,9 @@ class Table:
             return f"{action.kind!r} is not possible now; seat {action.seat} may: {', '.join(kinds)}"
         return f"{action} is not legal now (wrong tile or tiles for {action.kind!r})"
 
-    def _commit(self, events: list[Event]) -> None:
-        for event in events:
-            self.state.fold(event)
-            self.events.append(event)
-
     def emit(self, event: Event) -> None:
-        """Fold one event into the state and append it to the log (used by the flow)."""
+        """Fold one event into the state and append it to the log (the :class:`~duelmahjong.engine.sink.Sink`
+        the flow writes to)."""
         self.state.fold(event)
         self.events.append(event)
 
