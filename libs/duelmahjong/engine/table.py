@@ -77,10 +77,6 @@ class Table:
         state = self.state
         return state.current if state.phase in HAND_PHASES and state.phase != EXCHANGE else -1
 
-    def seats_to_act(self) -> list[int]:
-        """Seats with a pending decision (both during doubling and exchange)."""
-        return [seat for seat in (0, 1) if any(a.kind != A.LEAVE for a in self.legal_actions(seat))]
-
     def legal_actions(self, seat: int) -> list[Action]:
         """Every legal action of ``seat``, cached per state. Leaving (T10) is always among them in a hand."""
         state = self.state
