@@ -226,6 +226,20 @@ def test_a_hand_dealt_with_the_t6_grand_shift_item_replays() -> None:
     verify_hand(records_of(table), codec.hand_claim(hand_result(table, result)))
 
 
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_the_log_names_a_win_and_a_kong_as_the_contract_does(profile: str) -> None:
+    """The write-ahead log keeps the engine's text of each action, which replay parses again: a win is
+    logged as ``win`` or ``self_draw_win`` (kongs as ``concealed_kong``/``added_kong``), and replays."""
+    table, result = first_hand(profile, "win")
+    logged = [
+        r.record.action_applied.engine_action for r in table.records if r.record.HasField("action_applied")
+    ]
+    kinds = {text.split()[1] for text in logged}
+    assert kinds & {"win", "self_draw_win"}
+    assert not kinds & {"ron", "tsumo", "ankan", "kakan"}
+    assert verify_hand(records_of(table), codec.hand_claim(hand_result(table, result))).result == result
+
+
 def test_a_changed_win_tile_is_refused() -> None:
     table, result = first_hand("duel", "win")
     genuine = hand_result(table, result)

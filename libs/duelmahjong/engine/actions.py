@@ -18,15 +18,15 @@ EXCHANGE = "exchange"  # T4: tiles = the tiles given back (may be empty = keep t
 # On your turn
 DISCARD = "discard"
 DECLARE_READY = "ready"  # 报听 with this discard (T3)
-SELF_DRAW_WIN = "tsumo"
-CONCEALED_KONG = "ankan"
-ADDED_KONG = "kakan"
+SELF_DRAW_WIN = "self_draw_win"
+CONCEALED_KONG = "concealed_kong"
+ADDED_KONG = "added_kong"
 TAKE_TRIPLET = "take_triplet"  # T5: tiles = the three tiles given back for the offered triplet
 RUB = "rub"  # T5 搓牌: tile = the unseen tile taken as this draw
 SWAP_ITEM = "swap_item"  # T6 偷天换日: tile = from, target = the named kind
 SHUFFLE_ITEM = "shuffle_item"  # T6 移花接木: tiles = three tiles of the hand
 # On the opponent's discard, added kong or an extra draw
-WIN = "ron"
+WIN = "win"
 KONG = "kong"
 PONG = "pong"
 CHI = "chi"  # tile = the lowest tile of the chow

@@ -5,25 +5,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from duelmahjong.engine.draws import draw_replacement
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.qiankun import arrange as qiankun_arrange
 from duelmahjong.engine.settings import RoomSettings
-from duelmahjong.engine.state import (
-    FROM_FLOWER,
-)
+from duelmahjong.engine.sink import Sink
+from duelmahjong.engine.state import FROM_FLOWER
 from duelmahjong.engine.wall import HandTiles, derived_random, shuffle_hand
-
-if TYPE_CHECKING:
-    from duelmahjong.engine.table import Table
+from duelmahjong.rules.profiles import get_profile
 
 
 # --- starting a hand ---------------------------------------------------------------------------------------
 def start_hand(
-    table: Table, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
+    table: Sink, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
 ) -> None:
     state = table.state
     settings = state.settings
@@ -50,7 +47,7 @@ def start_hand(
     }
     server: dict[str, Any] = {}
     if qiankun:
-        tiles = _use_qiankun(tiles, seed, dealer, items, qiankun)
+        tiles = _use_qiankun(tiles, settings.profile, seed, dealer, items, qiankun)
         server["qiankun"] = tuple(sorted(qiankun))
     # Item counts are each player's own business: server-only here, each seat sees its own in its view.
     server["items"] = tuple(items)
@@ -83,20 +80,32 @@ def check_qiankun(
 
 
 def _use_qiankun(
-    tiles: HandTiles, seed: int, dealer: int, items: list[dict[str, int]], qiankun: frozenset[int]
+    tiles: HandTiles,
+    profile_id: str,
+    seed: int,
+    dealer: int,
+    items: list[dict[str, int]],
+    qiankun: frozenset[int],
 ) -> HandTiles:
+    """Steer each user's dealt tiles toward a limit hand (T6); the dealer's slot leads the wall and the
+    non-dealer's follows it, each as long as the profile deals."""
+    profile = get_profile(profile_id)
+    dealer_slot = range(profile.dealer_tiles)
+    nondealer_slot = range(profile.dealer_tiles, profile.dealer_tiles + profile.nondealer_tiles)
     for seat in sorted(qiankun):
         items[seat]["qiankun"] -= 1  # spent once (T6)
-        slot, other = (range(0, 14), range(14, 27)) if seat == dealer else (range(14, 27), range(0, 14))
+        slot, other = (dealer_slot, nondealer_slot) if seat == dealer else (nondealer_slot, dealer_slot)
         tiles = qiankun_arrange(tiles, seat_slot=slot, other_slot=other, rng=derived_random(seed, 500 + seat))
     return tiles
 
 
-def deal(table: Table) -> None:
-    """Dealer 14, non-dealer 13 from the head of the wall, then 补花 (erren) dealer first."""
+def deal(table: Sink) -> None:
+    """The profile's dealer and non-dealer tiles (14, 13) from the head of the wall, then 补花 (erren)
+    dealer first."""
     state = table.state
     dealer = state.dealer
-    for seat, size in ((dealer, 14), (1 - dealer, 13)):
+    profile = get_profile(state.settings.profile)
+    for seat, size in ((dealer, profile.dealer_tiles), (1 - dealer, profile.nondealer_tiles)):
         dealt = state.wall[state.head : state.head + size]
         hand = tuple(sorted(t for t in dealt if t < 34))
         flowers = tuple(t for t in dealt if t >= 34)

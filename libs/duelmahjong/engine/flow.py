@@ -8,15 +8,17 @@ are written into the events.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.dealing import deal
-from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement, end_hand, exhaust
+from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement
+from duelmahjong.engine.ending import end_hand, exhaust
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.legal import is_ready
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
+from duelmahjong.engine.sink import Seats
 from duelmahjong.engine.state import (
     CLAIM,
     DOUBLING,
@@ -32,12 +34,9 @@ from duelmahjong.engine.swaps import give_for_unseen
 from duelmahjong.engine.wall import derived_random
 from duelmahjong.rules.tiles import tiles_of
 
-if TYPE_CHECKING:
-    from duelmahjong.engine.table import Table
-
 
 # --- performing an action ---------------------------------------------------------------------------------
-def perform(table: Table, action: Action) -> None:
+def perform(table: Seats, action: Action) -> None:
     seat, kind = action.seat, action.kind
     if kind == A.LEAVE:
         _leave(table, seat)
@@ -47,7 +46,7 @@ def perform(table: Table, action: Action) -> None:
     advance(table)
 
 
-def _leave(table: Table, seat: int) -> None:
+def _leave(table: Seats, seat: int) -> None:
     """T10: leaving during a hand is escape; between hands it ends the pairing without penalty."""
     state = table.state
     if state.phase in (DOUBLING, EXCHANGE, TURN, CLAIM, ROB_KONG, EXTRA_DRAW):
@@ -56,7 +55,7 @@ def _leave(table: Table, seat: int) -> None:
     table.emit(Event("pairing_ended", seat))
 
 
-def _doubling(table: Table, action: Action) -> None:
+def _doubling(table: Seats, action: Action) -> None:
     state = table.state
     table.emit(Event("doubling_chosen", action.seat, private={"double": action.kind == A.CHOOSE_DOUBLING}))
     if None not in state.doubling:
@@ -64,7 +63,7 @@ def _doubling(table: Table, action: Action) -> None:
         deal(table)
 
 
-def _exchange(table: Table, action: Action) -> None:
+def _exchange(table: Seats, action: Action) -> None:
     """T4: duel from/to the unused pool; erren from the wall, returned tiles shuffled back in."""
     state = table.state
     seat, given = action.seat, action.tiles
@@ -105,7 +104,7 @@ def _exchange(table: Table, action: Action) -> None:
         table.emit(Event("play_started", state.dealer, server=server))
 
 
-def _discard(table: Table, action: Action) -> None:
+def _discard(table: Seats, action: Action) -> None:
     state = table.state
     seat, tile = action.seat, action.tile
     if not state.duel and _could_self_draw(table, seat):
@@ -140,20 +139,20 @@ def _first_turn_ready(state: TableState, seat: int, tile: int) -> bool:
     return state.draws[seat] == 1 and tile == state.last_draw
 
 
-def _could_self_draw(table: Table, seat: int) -> bool:
+def _could_self_draw(table: Seats, seat: int) -> bool:
     """Whether ``seat`` may win on its own tile now (a self-drawn win is listed first on a turn)."""
     legal = table.legal_actions(seat)
     return legal[0].kind == A.SELF_DRAW_WIN
 
 
-def _decline_win(table: Table, seat: int) -> None:
+def _decline_win(table: Seats, seat: int) -> None:
     """T8 胡加倍: each declined win doubles, at most the room's maximum (8)."""
     state = table.state
     declined = state.win_doublings[seat] < state.settings.max_win_doublings and not state.duel
     table.emit(Event("passed", seat, public={"declined_win": declined} if declined else None))
 
 
-def _pass(table: Table, action: Action) -> None:
+def _pass(table: Seats, action: Action) -> None:
     state = table.state
     seat = action.seat
     phase = state.phase
@@ -170,14 +169,14 @@ def _pass(table: Table, action: Action) -> None:
         table.emit(Event("thrown_away", seat, public={"tile": state.last_draw}))
 
 
-def _claim(table: Table, action: Action) -> None:
+def _claim(table: Seats, action: Action) -> None:
     meld = {A.CHI: "chi", A.PONG: "pong", A.KONG: "exposed_kong"}[action.kind]
     table.emit(Event("claimed", action.seat, public={"meld": meld, "tile": action.tile}))
     if meld == "exposed_kong":
         _after_kong(table, action.seat)
 
 
-def _kong(table: Table, action: Action) -> None:
+def _kong(table: Seats, action: Action) -> None:
     seat, tile = action.seat, action.tile
     if not table.state.duel and _could_self_draw(table, seat):
         _decline_win(table, seat)  # T8 胡加倍: konging instead of winning gives the win up too
@@ -190,12 +189,12 @@ def _kong(table: Table, action: Action) -> None:
         # D13: the opponent may rob it; advance() moves on when it cannot.
 
 
-def _after_kong(table: Table, seat: int) -> None:
+def _after_kong(table: Seats, seat: int) -> None:
     if not draw_replacement(table, seat, FROM_KONG):
         exhaust(table)
 
 
-def _win(table: Table, action: Action) -> None:
+def _win(table: Seats, action: Action) -> None:
     state = table.state
     seat, phase = action.seat, state.phase
     self_drawn = action.kind == A.SELF_DRAW_WIN
@@ -220,7 +219,7 @@ def _win(table: Table, action: Action) -> None:
         end_hand(table, outcome="win")
 
 
-def _guess(table: Table, action: Action) -> None:
+def _guess(table: Seats, action: Action) -> None:
     """T12 猜大小: three dice; big 11–17, small 4–10, triples lose; right → ×2–5 from the house."""
     state = table.state
     guess: dict[str, Any] = {"choice": action.kind}
@@ -235,12 +234,12 @@ def _guess(table: Table, action: Action) -> None:
     end_hand(table, outcome="win", guess=guess)
 
 
-def _offer_response(table: Table, action: Action) -> None:
+def _offer_response(table: Seats, action: Action) -> None:
     give_for_unseen(table, action)
 
 
 # --- the automatic steps ----------------------------------------------------------------------------------
-def advance(table: Table) -> None:
+def advance(table: Seats) -> None:
     """Play every forced step until a seat has a real decision or the hand is over.
 
     A seat has a decision when its legal actions hold more than leaving; they are computed through the

@@ -70,7 +70,6 @@ class TableState:
         self.round_wind = 0  # 0 east … 3 north
         self.progressive = 1
         self.results: list[dict[str, Any]] = []
-        self.left_seat = -1
         self.phase = IDLE
         self._reset_hand()
 
@@ -399,7 +398,6 @@ class TableState:
         self.current = -1
 
     def _pairing_ended(self, event: Event) -> None:
-        self.left_seat = event.seat
         self.phase = CLOSED
         self.current = -1
 

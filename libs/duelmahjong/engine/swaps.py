@@ -7,16 +7,12 @@ the pool first, so the wall's order changes as little as possible — and a give
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.sink import Sink
+from duelmahjong.engine.state import TableState
 from duelmahjong.engine.wall import derived_random
-
-if TYPE_CHECKING:
-    from duelmahjong.engine.state import TableState
-    from duelmahjong.engine.table import Table
 
 _REASONS = {A.TAKE_TRIPLET: "triplet", A.RUB: "rub", A.SWAP_ITEM: "swap_item", A.SHUFFLE_ITEM: "shuffle_item"}
 
@@ -32,7 +28,7 @@ def unseen_triplet_kinds(state: TableState) -> list[int]:
     return [kind for kind in range(34) if counts[kind] >= 3]
 
 
-def give_for_unseen(table: Table, action: Action) -> None:
+def give_for_unseen(table: Sink, action: Action) -> None:
     state = table.state
     kind = action.kind
     if kind == A.TAKE_TRIPLET:

@@ -59,7 +59,7 @@ class Table:
         self._legal_cache: list[list[Action] | None] = [None, None]  # per seat, for state ``_legal_at``
         self._legal_at = -1
         if settings is not None:
-            self._commit([Event("table_opened", public={"settings": settings.to_json()})])
+            self.emit(Event("table_opened", public={"settings": settings.to_json()}))
 
     # --- reading -----------------------------------------------------------------------------------------
     @property
@@ -76,10 +76,6 @@ class Table:
         seats decide at once: 开始加倍 and 换牌)."""
         state = self.state
         return state.current if state.phase in HAND_PHASES and state.phase != EXCHANGE else -1
-
-    def seats_to_act(self) -> list[int]:
-        """Seats with a pending decision (both during doubling and exchange)."""
-        return [seat for seat in (0, 1) if any(a.kind != A.LEAVE for a in self.legal_actions(seat))]
 
     def legal_actions(self, seat: int) -> list[Action]:
         """Every legal action of ``seat``, cached per state. Leaving (T10) is always among them in a hand."""
@@ -190,13 +186,9 @@ class Table:
             return f"{action.kind!r} is not possible now; seat {action.seat} may: {', '.join(kinds)}"
         return f"{action} is not legal now (wrong tile or tiles for {action.kind!r})"
 
-    def _commit(self, events: list[Event]) -> None:
-        for event in events:
-            self.state.fold(event)
-            self.events.append(event)
-
     def emit(self, event: Event) -> None:
-        """Fold one event into the state and append it to the log (used by the flow)."""
+        """Fold one event into the state and append it to the log (the :class:`~duelmahjong.engine.sink.Sink`
+        the flow writes to)."""
         self.state.fold(event)
         self.events.append(event)
 

@@ -103,8 +103,8 @@ def _offline_hand(table: Table, seed: int) -> set[str]:
     start = len(table.events)
     table.start_hand(seed)
     while table.phase not in ("over", "closed"):
-        for seat in table.seats_to_act():
-            if seat in table.seats_to_act():
+        for seat in (0, 1):  # a seat decides when it may do more than leave (both at doubling, exchange)
+            if len(table.legal_actions(seat)) > 1:
                 _offline_step(table, seat)
     held = {str((table.outcome or {})["outcome"])}
     for event in table.events[start:]:

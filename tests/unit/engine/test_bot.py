@@ -14,7 +14,7 @@ def _choice(script, seat: int) -> str:  # type: ignore[no-untyped-def]
 
 def test_bot_wins_when_allowed(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=OTHER)
-    assert _choice(duel, 0) == "0 tsumo 2z"
+    assert _choice(duel, 0) == "0 self_draw_win 2z"
 
 
 def test_bot_declares_ready_with_the_most_live_waits(duel) -> None:  # type: ignore[no-untyped-def]
@@ -45,5 +45,5 @@ def test_bot_doubles_as_dealer_and_guesses_big(script_of) -> None:  # type: igno
     assert _choice(erren, 1 - dealer) == f"{1 - dealer} no_double"
     duel = script_of("duel", guess_enabled=True)
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=OTHER)
-    duel.do("0 tsumo 2z")
+    duel.do("0 self_draw_win 2z")
     assert _choice(duel, 0) == "0 big"

@@ -86,7 +86,7 @@ def test_T2_kong_replacement_comes_from_the_end_of_the_wall(duel) -> None:  # ty
 
 def test_T2_concealed_kong_hides_its_tile_from_the_opponent(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="1111m456p789s1z2z3z4z", other_hand="1246789p1s2s3s5s6s7s")
-    events = duel.do("0 ankan 1m")
+    events = duel.do("0 concealed_kong 1m")
     assert events[0].for_seat(1) == {"kind": "konged", "seat": 0, "meld": "concealed_kong"}
     assert duel.table.view(1)["seats"][0]["melds"] == [{"kind": "concealed_kong", "tiles": ""}]
     assert duel.table.view(0)["seats"][0]["melds"] == [{"kind": "concealed_kong", "tiles": "1111m"}]
@@ -99,10 +99,10 @@ def test_D13_added_kong_can_be_robbed_and_scores_as_self_draw(duel) -> None:  # 
     duel.do("1 pong 3m")
     duel.do("1 discard 5s")  # the dealer cannot claim it and draws 7p
     duel.do("0 discard 5z")  # seat 1 cannot claim it and draws the fourth 3m
-    events = duel.do("1 kakan 3m")
+    events = duel.do("1 added_kong 3m")
     assert [e.kind for e in events] == ["konged"] and duel.state.phase == "rob_kong"
-    assert duel.legal(0) == ["0 ron 3m", "0 pass"]
-    duel.do("0 ron 3m")
+    assert duel.legal(0) == ["0 win 3m", "0 pass"]
+    duel.do("0 win 3m")
     assert duel.context()["robbing_kong"] is True
     assert duel.table.outcome["self_drawn"] is True  # D13: scored as a self-draw
 
@@ -111,7 +111,7 @@ def test_D13_robbing_declined_gives_the_replacement(duel) -> None:  # type: igno
     duel.deal(
         dealer_hand="3m12m456p789s11z77p5z", other_hand="33m1246789p1s2s3s5s", draws="7p3m", replacements="9s"
     )
-    for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 kakan 3m"):
+    for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m"):
         duel.do(text)
     events = duel.do("0 pass")
     assert [e.kind for e in events] == ["passed", "drew"] and events[1].public["source"] == "kong"
@@ -120,7 +120,7 @@ def test_D13_robbing_declined_gives_the_replacement(duel) -> None:  # type: igno
 def test_D13_concealed_kong_cannot_be_robbed(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="12m456p789s11z777p5z", other_hand="333m246789p1s2s3s5s", draws="3m")
     duel.do("0 discard 5z")
-    events = duel.do("1 ankan 3m")
+    events = duel.do("1 concealed_kong 3m")
     assert duel.state.phase == "turn" and [e.kind for e in events] == ["konged", "drew"]
 
 

@@ -94,7 +94,7 @@ def _claim_window() -> Table:
 
 ROB_DEALER = "3m12m456p789s11z77p5z"  # later waits on 3m (12m edge): may rob the added kong
 SAFE_DEALER = "3m19m456p789s11z77p5z"  # the same play, never waiting on 3m
-ROB_PLAY = ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 kakan 3m")
+ROB_PLAY = ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m")
 
 
 def test_D13_the_konger_cannot_tell_a_declined_rob_from_no_rob(script_of) -> None:  # type: ignore[no-untyped-def]
@@ -107,7 +107,7 @@ def test_D13_the_konger_cannot_tell_a_declined_rob_from_no_rob(script_of) -> Non
         for text in ROB_PLAY:
             script.do(text)
         if script.state.phase == "rob_kong":
-            assert script.legal(0) == ["0 ron 3m", "0 pass"]
+            assert script.legal(0) == ["0 win 3m", "0 pass"]
             script.do("0 pass")
         worlds.append(_until_next_public_fact(script, "drew"))
     could, could_not = worlds

@@ -26,8 +26,8 @@ def test_E14_win_on_a_flower_replacement_is_a_self_draw(script_of) -> None:  # t
     events = erren.do("0 discard 7z")
     assert [e.kind for e in events] == ["discarded", "drew", "drew"]
     assert events[1].public == {"source": "wall", "tile": 34}  # the flower is shown
-    assert erren.legal(1)[0] == "1 tsumo 5z"
-    erren.do("1 tsumo 5z")
+    assert erren.legal(1)[0] == "1 self_draw_win 5z"
+    erren.do("1 self_draw_win 5z")
     context = erren.context()
     assert context["after_flower_replacement"] is True and context["flowers"] == ["1f"]
     assert erren.table.outcome["self_drawn"] is True and "after_kong" not in context
@@ -38,8 +38,8 @@ def test_T3_erren_ready_hand_may_still_kong(script_of) -> None:  # type: ignore[
     erren.deal(dealer_hand="111m234m567m99m55z7z", other_hand="2468m112233446z", draws="8m1m")
     erren.do("0 ready 7z")
     erren.do("1 discard 8m")
-    assert set(erren.legal(0)) == {"0 ankan 1m", "0 discard 1m"}
-    events = erren.do("0 ankan 1m")
+    assert set(erren.legal(0)) == {"0 concealed_kong 1m", "0 discard 1m"}
+    events = erren.do("0 concealed_kong 1m")
     assert [e.kind for e in events][:2] == ["konged", "drew"]
 
 
@@ -62,8 +62,8 @@ def test_T3_erren_exposed_kong_offered_after_ready_when_it_keeps_the_waits(erren
     assert str(erren.table.default_action(1)) == "1 pass"  # T11: a timeout declines the kong
     events = erren.do("1 kong 1z")
     assert [e.kind for e in events] == ["claimed", "drew"]
-    assert erren.legal(1) == ["1 tsumo 5z", "1 discard 5z"]  # still locked: win or the drawn tile
-    erren.do("1 tsumo 5z")
+    assert erren.legal(1) == ["1 self_draw_win 5z", "1 discard 5z"]  # still locked: win or the drawn tile
+    erren.do("1 self_draw_win 5z")
     ids = erren.pattern_ids()
     # 天听 beside the exposed kong claimed after it is a valid description (T3, E8).
     assert erren.context()["declared_first_turn"] is True
@@ -111,7 +111,7 @@ def test_T9_both_ready_order_is_who_became_ready_first(duel) -> None:  # type: i
 
 def test_D1_revealed_bonus_tiles_reach_the_description(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand="1111s555s9999s3z4z", bonus="2z6z")
-    duel.do("0 tsumo 2z")
+    duel.do("0 self_draw_win 2z")
     assert duel.context()["revealed_bonus_tiles"] == ["2z", "6z"]
 
 
@@ -128,7 +128,7 @@ def test_T8_task_completed_by_the_winner(script_of) -> None:  # type: ignore[no-
     erren.do("1 discard 2z")
     erren.do("0 pass")  # the dealer could pong 2z
     erren.do("0 discard 1z")
-    erren.do("1 ron 1z")
+    erren.do("1 win 1z")
     result = erren.table.outcome
     assert result["task"] == {"kind": "pong", "multiplier": 2} and result["task_completed"] is True
     assert result["doubling"] == [False, False] and result["win_doublings"] == 0
@@ -140,5 +140,5 @@ def test_E13_fourth_tile_visible_on_the_table(duel) -> None:  # type: ignore[no-
     duel.do("0 discard 3m")
     duel.do("1 pong 3m")
     duel.do("1 discard 9m")
-    duel.do("0 tsumo 3m")
+    duel.do("0 self_draw_win 3m")
     assert duel.context()["fourth_tile_visible"] is True

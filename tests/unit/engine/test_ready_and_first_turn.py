@@ -17,7 +17,7 @@ def play_out(script: Any, *, win_when_wall_empty: bool) -> None:
     while table.phase not in ("over", "closed"):
         seat = table.to_move
         legal = table.legal_actions(seat)
-        wins = [a for a in legal if a.kind in ("tsumo", "ron")]
+        wins = [a for a in legal if a.kind in ("self_draw_win", "win")]
         if wins and win_when_wall_empty and table.state.wall_remaining == 0:
             table.apply(wins[0])
         else:
@@ -26,8 +26,8 @@ def play_out(script: Any, *, win_when_wall_empty: bool) -> None:
 
 def test_D10_dealer_initial_hand_is_heavenly(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=IDLE_OTHER)
-    assert "0 tsumo 2z" in duel.legal(0)
-    duel.do("0 tsumo 2z")
+    assert "0 self_draw_win 2z" in duel.legal(0)
+    duel.do("0 self_draw_win 2z")
     assert duel.context()["first_turn_win"] == "dealer_initial_hand"
     assert duel.pattern_ids() == ["heavenly_hand"]
 
@@ -35,8 +35,8 @@ def test_D10_dealer_initial_hand_is_heavenly(duel) -> None:  # type: ignore[no-u
 def test_D10_win_on_the_dealers_first_discard_is_earthly(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="5z159m159p159s2346z", other_hand="123m456p789s11z55z")
     duel.do("0 discard 5z")
-    assert duel.legal(1)[0] == "1 ron 5z"
-    duel.do("1 ron 5z")
+    assert duel.legal(1)[0] == "1 win 5z"
+    duel.do("1 win 5z")
     assert duel.context()["first_turn_win"] == "dealer_first_discard"
     assert "earthly_hand" in duel.pattern_ids()
 
@@ -44,7 +44,7 @@ def test_D10_win_on_the_dealers_first_discard_is_earthly(duel) -> None:  # type:
 def test_D10_self_draw_on_the_first_draw_is_human(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="7z159m159p159s2346z", other_hand="123m456p789s11z55z", draws="5z")
     duel.do("0 discard 7z")
-    duel.do("1 tsumo 5z")
+    duel.do("1 self_draw_win 5z")
     assert duel.context()["first_turn_win"] == "nondealer_first_draw"
     assert "human_hand" in duel.pattern_ids()
 
@@ -66,10 +66,10 @@ def test_T3_ready_hand_is_asked_at_every_win_chance_and_declining_keeps_it(duel)
     duel.deal(dealer_hand=READY_DEALER, other_hand=IDLE_OTHER, draws="4p1p")
     duel.do("0 ready 7z")
     duel.do("1 discard 4p")  # the dealer's winning tile
-    assert duel.legal(0) == ["0 ron 4p", "0 pass"]
+    assert duel.legal(0) == ["0 win 4p", "0 pass"]
     duel.do("0 pass")
-    assert duel.legal(0) == ["0 tsumo 1p", "0 discard 1p"]  # its own draw completes the hand too
-    duel.do("0 tsumo 1p")
+    assert duel.legal(0) == ["0 self_draw_win 1p", "0 discard 1p"]  # its own draw completes the hand too
+    duel.do("0 self_draw_win 1p")
     context = duel.context()
     assert context["declared_ready"] and context["declared_first_turn"]
     assert "heavenly_ready" in duel.pattern_ids()
@@ -79,7 +79,7 @@ def test_E8_win_on_the_first_discard_after_declaring(duel) -> None:  # type: ign
     duel.deal(dealer_hand=READY_DEALER, other_hand=IDLE_OTHER, draws="4p")
     duel.do("0 ready 7z")
     duel.do("1 discard 4p")
-    duel.do("0 ron 4p")
+    duel.do("0 win 4p")
     assert duel.context()["first_turn_after_declare"] is True
 
 

@@ -132,7 +132,7 @@ def test_T8_declining_a_win_doubles(script_of) -> None:  # type: ignore[no-untyp
     erren = script_of("erren", minimum_fan=0)
     erren.deal(dealer_hand="5m1122334455667z", other_hand="1112345678999m")
     erren.do("0 discard 5m")  # nine gates (九莲宝灯) waits on every 万
-    assert erren.legal(1)[0] == "1 ron 5m"
+    assert erren.legal(1)[0] == "1 win 5m"
     events = erren.do("1 pass")
     assert events[0].public == {"declined_win": True}  # 胡加倍
     assert erren.state.win_doublings == [0, 1]
@@ -149,7 +149,7 @@ def test_T10_escape_ends_the_hand_and_the_pairing(duel) -> None:  # type: ignore
 
 def test_T10_leaving_between_hands_is_no_escape(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=OTHER)
-    duel.do("0 tsumo 2z")
+    duel.do("0 self_draw_win 2z")
     events = duel.do("1 leave")
     assert [e.kind for e in events] == ["pairing_ended"] and duel.table.phase == "closed"
 
@@ -176,7 +176,7 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
     for seed in range(6):
         script = script_of("duel", guess_enabled=True)
         script.deal(seed, dealer_hand="123m456p789m11122z", other_hand=OTHER)
-        script.do("0 tsumo 2z")
+        script.do("0 self_draw_win 2z")
         assert script.table.phase == "guess" and script.legal(0) == ["0 big", "0 small", "0 collect"]
         assert script.table.default_action(0).kind == "collect"
         events = script.do("0 big")
@@ -191,5 +191,5 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
 
 def test_T12_off_by_default(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=OTHER)
-    duel.do("0 tsumo 2z")
+    duel.do("0 self_draw_win 2z")
     assert duel.table.phase == "over" and "guess" not in duel.table.outcome

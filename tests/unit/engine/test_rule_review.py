@@ -29,7 +29,7 @@ def test_E8_a_claim_before_the_opponents_first_discard_keeps_the_ippatsu(duel) -
     duel.do("0 ready 7z")
     duel.do("1 pong 7z")
     duel.do("1 discard 4p")
-    duel.do("0 ron 4p")
+    duel.do("0 win 4p")
     assert duel.context()["first_turn_after_declare"] is True
 
 
@@ -38,7 +38,7 @@ def test_E8_the_second_discard_is_no_ippatsu(duel) -> None:  # type: ignore[no-u
     duel.do("0 ready 7z")
     duel.do("1 discard 2z")  # the opponent's first discard after the declaration: no win
     duel.do("1 discard 4p")  # the dealer's 8m was discarded by the table (T3); this is the second
-    duel.do("0 ron 4p")
+    duel.do("0 win 4p")
     assert "first_turn_after_declare" not in duel.context()
 
 
@@ -52,8 +52,8 @@ def test_D13_robbing_an_added_kong_in_erren_is_a_win_on_the_opponents_tile(scrip
     erren.do("1 discard 9m")
     erren.do("0 pass")  # the dealer could chow 9m
     erren.do("0 discard 1z")
-    erren.do("1 kakan 3m")
-    erren.do("0 ron 3m")
+    erren.do("1 added_kong 3m")
+    erren.do("0 win 3m")
     result = erren.table.outcome
     assert erren.context()["robbing_kong"] is True
     assert result["self_drawn"] is False and result["description"]["self_drawn"] is False
@@ -62,7 +62,7 @@ def test_D13_robbing_an_added_kong_in_erren_is_a_win_on_the_opponents_tile(scrip
 
 def test_D13_robbing_in_duel_is_still_scored_as_a_self_draw(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="3m12m456p789s11z77p5z", other_hand="33m1246789p1s2s3s5s", draws="7p3m")
-    for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 kakan 3m", "0 ron 3m"):
+    for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m", "0 win 3m"):
         duel.do(text)
     assert duel.table.outcome["self_drawn"] is True
 
@@ -71,8 +71,8 @@ def test_T8_a_kong_instead_of_a_self_drawn_win_declines_it(script_of) -> None:  
     """胡加倍 (T8): '放弃本次胡牌机会' — konging instead of winning passes the win up like a discard does."""
     erren = script_of("erren", minimum_fan=0)
     erren.deal(dealer_hand="1111m223344m5566z", other_hand="5678m1234567z", replacements="9m")
-    assert {"0 tsumo 6z", "0 ankan 1m"} <= set(erren.legal(0))
-    events = erren.do("0 ankan 1m")
+    assert {"0 self_draw_win 6z", "0 concealed_kong 1m"} <= set(erren.legal(0))
+    events = erren.do("0 concealed_kong 1m")
     assert [e.kind for e in events][:2] == ["passed", "konged"]
     assert events[0].public == {"declined_win": True}
     assert erren.state.win_doublings == [1, 0]
@@ -169,7 +169,7 @@ def test_E17_T7_round_wind_and_progressive_multiplier_over_a_pairing(duel) -> No
         started.append(events[0].public)
         dealer = duel.state.dealer
         duel.do(f"{dealer} discard 5z")
-        duel.do(f"{1 - dealer} ron 5z")  # 地和 (D10): the non-dealer wins and deals next (T1)
+        duel.do(f"{1 - dealer} win 5z")  # 地和 (D10): the non-dealer wins and deals next (T1)
     assert [(s["dealer"], s["dealer_passes"], s["round_wind"]) for s in started] == [
         (0, 0, 0),
         (1, 1, 0),
@@ -183,13 +183,13 @@ def test_E14_a_kong_replacement_that_is_a_flower_wins_after_the_flower(script_of
     """The kong's replacement is a flower; the win is on the flower's replacement: 补花, not 杠上开花."""
     erren = script_of("erren", minimum_fan=0)
     erren.deal(dealer_hand="1111m234m567m99m55z", other_hand="5678m1234567z", replacements="1f5z")
-    events = erren.do("0 ankan 1m")
+    events = erren.do("0 concealed_kong 1m")
     assert [(e.kind, e.public.get("source")) for e in events] == [
         ("konged", None),
         ("drew", "kong"),
         ("drew", "flower"),
     ]
-    erren.do("0 tsumo 5z")
+    erren.do("0 self_draw_win 5z")
     context = erren.context()
     assert context["after_flower_replacement"] is True and "after_kong" not in context
     assert "out_with_replacement_tile" not in erren.pattern_ids()
