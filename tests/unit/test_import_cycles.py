@@ -19,9 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 TREES = ("libs/duelmahjong", "services")  # every module under them is read (libs/ is a sys.path root)
 GENERATED = ("duelmahjong.v1",)  # generated from proto/ (`make gen`): left out
-# The packages a cycle must not pass through. Widen it package by package (engine, services) as each
-# is freed of its cycles.
-CHECKED = ("duelmahjong.rules",)
+# The packages a cycle must not pass through; services/ joins once the table service is freed of its
+# core <-> live cycle.
+CHECKED = ("duelmahjong.rules", "duelmahjong.engine")
 
 Graph = dict[str, set[str]]
 

@@ -7,6 +7,7 @@ A service turns a client's request into an ``Action``; the engine checks it agai
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.rules.tiles import Tile, tile_name
@@ -62,6 +63,9 @@ KINDS = (
     LEAVE,
 )
 KIND_SET = frozenset(KINDS)
+# Other spellings of four kinds that table logs may hold (riichi's words, which the log used before the
+# kinds took the contract's names): read as their kind, so every log kept for its retention replays.
+LOG_SPELLINGS: Final = {"ron": WIN, "tsumo": SELF_DRAW_WIN, "ankan": CONCEALED_KONG, "kakan": ADDED_KONG}
 NO_TILE = -1
 
 
@@ -92,6 +96,8 @@ class Action:
     def parse(cls, text: str) -> Action:
         """Parse the text form: ``"<seat> <kind> [tile] [>target] [[t,t,t]]"``."""
         words = text.split()
+        if len(words) >= 2:
+            words[1] = LOG_SPELLINGS.get(words[1], words[1])
         if len(words) < 2 or words[0] not in ("0", "1") or words[1] not in KIND_SET:
             raise IllegalActionError(f"cannot read action {text!r}: expected '<seat 0|1> <kind> ...'")
         tile = target = NO_TILE

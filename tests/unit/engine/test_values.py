@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError, SettingsError
 from duelmahjong.engine.events import Event, canonical_log
@@ -99,3 +100,14 @@ def test_stacked_tiles_refuse_a_fifth_copy() -> None:
 
     with pytest.raises(SettingsError, match="more copies of 1m"):
         stack_tiles("duel", dealer_hand="11111m", other_hand="")
+
+
+def test_a_log_written_with_the_riichi_words_still_parses_to_the_contracts_kinds() -> None:
+    for old, kind in (
+        ("ron", A.WIN),
+        ("tsumo", A.SELF_DRAW_WIN),
+        ("ankan 5m", A.CONCEALED_KONG),
+        ("kakan 5m", A.ADDED_KONG),
+    ):
+        assert Action.parse(f"1 {old}").kind == kind
+        assert str(Action.parse(f"1 {old}")).split()[1] == kind
