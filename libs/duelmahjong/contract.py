@@ -1,4 +1,4 @@
-"""The rules library's JSON (RULES.md §7 descriptions, evaluations) as the contract's messages.
+"""The rules library's JSON (docs/decisions.md §7 descriptions, evaluations) as the contract's messages.
 
 One converter for every service that shows a hand in the contract's words (``rules.proto``
 ``HandDescription`` / ``Evaluation``): the table shows the engine's win on the Play stream, scoring
@@ -42,14 +42,14 @@ MELD_KINDS = {
     "concealed_kong": tiles_pb2.MELD_KIND_CONCEALED_KONG,
     "added_kong": tiles_pb2.MELD_KIND_ADDED_KONG,
 }
-# The context keys RULES.md §7 makes true/false: the contract's bool fields of HandContext.
+# The context keys docs/decisions.md §7 makes true/false: the contract's bool fields of HandContext.
 _CONTEXT_FLAGS = tuple(
     f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
 )
 
 
 def pattern_enum(pattern_id: str) -> int:
-    """A pattern id of RULES.md §2 (``"basic_win"``) as its ``PatternId``; UNSPECIFIED if unknown."""
+    """A pattern id of docs/decisions.md §2 (``"basic_win"``) as its ``PatternId``; UNSPECIFIED if unknown."""
     try:
         return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}"))
     except ValueError:
@@ -68,7 +68,7 @@ def meld_message(kind: str, tiles: str, claimed_tile: str = "") -> tiles_pb2.Mel
 
 
 def description_message(description: dict[str, Any]) -> rules_pb2.HandDescription:
-    """RULES.md §7 JSON (as the engine describes a win) → ``HandDescription``."""
+    """docs/decisions.md §7 JSON (as the engine describes a win) → ``HandDescription``."""
     context = description.get("context", {})
     proto_context = rules_pb2.HandContext(
         seat_wind=WINDS.get(context.get("seat_wind", ""), rules_pb2.WIND_UNSPECIFIED),

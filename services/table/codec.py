@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from duelmahjong.contract import MELD_KINDS, PROFILES
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.errors import IllegalActionError
@@ -22,16 +23,6 @@ from duelmahjong.rules.tiles import NUM_KINDS_WITH_FLOWERS, Tile, format_tiles, 
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 
 SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-WINDS = {"east": rules_pb2.WIND_EAST, "south": rules_pb2.WIND_SOUTH, "west": rules_pb2.WIND_WEST}
-WINDS["north"] = rules_pb2.WIND_NORTH
-PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
-MELD_KINDS = {
-    "chi": tiles_pb2.MELD_KIND_CHI,
-    "pong": tiles_pb2.MELD_KIND_PONG,
-    "exposed_kong": tiles_pb2.MELD_KIND_EXPOSED_KONG,
-    "concealed_kong": tiles_pb2.MELD_KIND_CONCEALED_KONG,
-    "added_kong": tiles_pb2.MELD_KIND_ADDED_KONG,
-}
 _KONG_OF_MELD = {
     tiles_pb2.MELD_KIND_EXPOSED_KONG: A.KONG,
     tiles_pb2.MELD_KIND_CONCEALED_KONG: A.CONCEALED_KONG,

@@ -15,7 +15,7 @@ from services.table.views import OUTCOMES, hand_task
 
 
 def hand_description(description: dict[str, Any]) -> rules_pb2.HandDescription:
-    """RULES.md §7 JSON (as the engine reports a win) → ``HandDescription`` (the shared converter)."""
+    """§7 JSON of docs/decisions.md (as the engine reports a win) → ``HandDescription`` (shared converter)."""
     return contract.description_message(description)
 
 

@@ -200,9 +200,9 @@ def seat_view(
     public.table_id = facts.table_id
     public.hand_id = facts.hand_id
     public.hand_number = view["hand_number"]
-    public.profile = codec.PROFILES[view["profile"]]
+    public.profile = contract.PROFILES[view["profile"]]
     public.phase = codec.PHASES[view["phase"]]
-    public.round_wind = codec.WINDS[view["round_wind"]]
+    public.round_wind = contract.WINDS[view["round_wind"]]
     public.dealer = codec.seat_enum(view["dealer"])
     public.turn = codec.seat_enum(view["to_move"])
     public.wall_remaining = view["wall_remaining"]
@@ -226,7 +226,7 @@ def seat_view(
         shown.player_id = player.player_id
         shown.display_name = player.display_name
         shown.dealer = entry["dealer"]
-        shown.seat_wind = codec.WINDS.get(entry["wind"] or "", rules_pb2.WIND_UNSPECIFIED)
+        shown.seat_wind = contract.WINDS.get(entry["wind"] or "", rules_pb2.WIND_UNSPECIFIED)
         shown.concealed_count = entry["hand_size"] - (1 if holding else 0)
         shown.holding_drawn_tile = holding
         if entry["melds"]:

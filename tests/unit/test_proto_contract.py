@@ -1,7 +1,7 @@
 """The protobuf contract (proto/duelmahjong/v1) keeps its promises.
 
 Checked on the generated descriptors (`make gen`), so the test sees exactly what clients get:
-the PatternId enum is RULES.md §2, every NATS event carries its envelope and idempotency keys, and
+the PatternId enum is docs/decisions.md §2, every NATS event carries its envelope and idempotency keys, and
 no client-facing response can carry the server-only hidden state (seed, wall, unused pool).
 """
 
@@ -23,7 +23,7 @@ from duelmahjong.v1 import (
     wallet_pb2,
 )
 
-# RULES.md §2, copied as data (shared/ is not importable in CI), in the document's order.
+# docs/decisions.md §2, copied as data (shared/ is not importable in CI), in the document's order.
 DUEL_PATTERN_IDS = """
     basic_win concealed_hand concealed_ready heavenly_ready all_chows all_simples
     concealed_self_draw bonus_tiles pure_double_chow twice_pure_double_chow seven_pairs

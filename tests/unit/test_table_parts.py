@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from duelmahjong import contract
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose
 from duelmahjong.engine.settings import RoomSettings
@@ -101,7 +102,7 @@ def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None
             table.apply(choose(table.state, seat, table.legal_actions(seat)))
         outcome = table.outcome
         assert outcome is not None
-        rules = rules_pb2.RoomRules(profile=codec.PROFILES[profile], fan_rate=10)
+        rules = rules_pb2.RoomRules(profile=contract.PROFILES[profile], fan_rate=10)
         message = results.hand_result(
             outcome, table_id="t", hand_id="t-h1", room_id="r", rules=rules, players=PLAYERS, last_sequence=99
         )

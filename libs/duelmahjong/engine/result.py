@@ -1,4 +1,4 @@
-"""From the state of a table to what scoring needs: the RULES.md §7 hand description and its score.
+"""From the state of a table to what scoring needs: the docs/decisions.md §7 hand description and its score.
 
 Every context flag is derived from the play recorded in the state (who drew what from where, what was
 declared and when), never typed in by hand. Scoring itself is the rules library's: ``evaluate``.

@@ -1,7 +1,7 @@
 """Room settings: every option a room fixes for its tables, in one validated frozen object.
 
 The matchmaking service builds it from room configuration; the engine only reads it. Defaults follow
-RULES.md: no in-game offers unless the room sets a probability (T5), 2 revealed bonus tiles (D1),
+docs/decisions.md: no in-game offers unless the room sets a probability (T5), 2 revealed bonus tiles (D1),
 erren exchanges limited to 5 with the first free (T4), 猜大小 off (T12), 15 s + 30 s bank (T11).
 """
 
@@ -20,7 +20,7 @@ DEFAULT_MINIMUM_FAN = {"duel": 1, "erren": 8}
 
 @dataclass(frozen=True, slots=True)
 class RoomSettings:
-    """The rule options of one room (RULES.md §5). Validated on construction."""
+    """The rule options of one room (docs/decisions.md §5). Validated on construction."""
 
     profile: str = "duel"
     minimum_fan: int | None = None  # None = the profile's default

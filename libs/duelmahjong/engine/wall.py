@@ -1,4 +1,4 @@
-"""The tiles of a hand, drawn from the hand's seed (RULES.md §1, D1, T1, T8).
+"""The tiles of a hand, drawn from the hand's seed (docs/decisions.md §1, D1, T1, T8).
 
 All randomness of a hand comes from its seed: the wall and the unused pool here, and every later random
 outcome (T5 offers, T6 items, erren exchanges, dice) from ``derived_random(seed, counter)`` where the

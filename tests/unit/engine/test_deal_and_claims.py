@@ -1,4 +1,4 @@
-"""The deal, the wall, claims and kongs (RULES.md §1, T1, T2, D1, D13, E17)."""
+"""The deal, the wall, claims and kongs (docs/decisions.md §1, T1, T2, D1, D13, E17)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Discrepancies found by reading the seeds and RULES.md against the engine, one scripted test each, and
+"""Discrepancies found by reading the seeds and the decisions against the engine, one scripted test each, and
 probes that malformed actions are refused with a reason and change nothing."""
 
 from __future__ import annotations
