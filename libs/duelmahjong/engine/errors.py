@@ -1,4 +1,4 @@
-"""Engine errors: which kind of wrong, with a readable reason (domain errors say what is wrong, the gRPC edge maps them)."""
+"""Engine errors: which kind of wrong, with a readable reason (the gRPC edge alone maps them)."""
 
 from __future__ import annotations
 
