@@ -107,12 +107,23 @@ async def test_a_drop_longer_than_the_decision_time_is_auto_played_until_the_sea
     await kit.eventually(lambda: (me, False, True) in _connections(other))
     await kit.eventually(lambda: table.engine.state.discards[seat] >= 1)
 
+    answered: set[int] = set()
+
     async def other_acts() -> None:
-        """The other seat plays its next decision; the table applies it (and what follows) at once."""
+        """The other seat plays its next decision; the table applies it (and what follows) at once. A
+        view of a decision already answered (a seat is sent a view again when a connection changes) is
+        skipped: answering it again would be refused as stale."""
         view = await other.decision()
+        while view.legal_actions.sequence in answered:
+            view = await other.decision()
+        answered.add(view.legal_actions.sequence)
         before = table._log.sequence
         await other.send(kit.simple_choice(view))
-        await kit.eventually(lambda: table._log.sequence > before)
+        try:
+            await kit.eventually(lambda: table._log.sequence > before)
+        except AssertionError:
+            refused = [r.rejected for r in other.received if r.HasField("rejected")]
+            raise AssertionError(f"the action on {view.legal_actions} was not applied; refusals: {refused}")
 
     # In 托管 the bot plays every later decision at once: the clock never moves.
     played = table.engine.state.discards[seat]
