@@ -121,9 +121,11 @@ async def test_a_drop_longer_than_the_decision_time_is_auto_played_until_the_sea
         await other.send(kit.simple_choice(view))
         try:
             await kit.eventually(lambda: table._log.sequence > before)
-        except AssertionError:
+        except AssertionError as never:
             refused = [r.rejected for r in other.received if r.HasField("rejected")]
-            raise AssertionError(f"the action on {view.legal_actions} was not applied; refusals: {refused}")
+            raise AssertionError(
+                f"the action on {view.legal_actions} was not applied; refusals: {refused}"
+            ) from never
 
     # In 托管 the bot plays every later decision at once: the clock never moves.
     played = table.engine.state.discards[seat]
