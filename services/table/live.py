@@ -414,10 +414,13 @@ class LiveTable(HandCycle):
             return None
         deadline = self._deadline(seat)
         remaining = None if deadline is None else max(0.0, deadline - self.now())
+        # A decision keeps the sequence it was offered at: a view sent again for it (a connection
+        # changed, the seat resumed) names the same decision, so a client answers it once.
+        pending = not self._between and state.decision_since is not None
         return views.legal_actions(
             actions,
             default,
-            sequence=self._last_event_sequence(),
+            sequence=state.decision_sequence if pending else self._last_event_sequence(),
             remaining=remaining,
             decision_seconds=self.settings.decision_seconds,
             bank=state.bank,
