@@ -214,7 +214,7 @@ def test_a_seat_view_has_its_own_tiles_and_the_public_state() -> None:
 def test_every_seat_event_kind_is_a_typed_message_and_detail_json_is_documented_unused() -> None:
     kinds = play_pb2.SeatEvent.DESCRIPTOR.oneofs_by_name["kind"].fields
     names = {field.name for field in kinds}
-    # The engine's kinds that once reached clients only as JSON (docs/protocol.md "Events on the stream").
+    # Engine kinds each shown by a typed message of their own (docs/protocol.md "Events on the stream").
     assert names >= {
         "table_opened", "tiles_exchanged", "play_started", "exhausted", "thrown_away", "won",
         "escaped", "doubling_chosen", "doubling_revealed", "hand_settled", "seat_connection",
