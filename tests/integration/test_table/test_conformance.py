@@ -147,6 +147,7 @@ async def stack(
     service_env: dict[str, str],
     table_server: Any,
     bus: Bus,
+    kit: SimpleNamespace,
 ) -> AsyncIterator[SimpleNamespace]:
     """Wallet, matchmaking, scoring and the table server; the wallet reads a private copy of the event
     subjects (tests share one NATS), so what it consumes is relayed to it and its answers back."""
@@ -184,7 +185,7 @@ async def stack(
     )
     host = table_main.HOSTS[id(table_server)]
     host.settlement_wait = 20.0  # scoring replays each hand's log first
-    host.clock = _StillClock(asyncio.get_running_loop().time())
+    host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     players = [
         DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in NAMES
     ]
@@ -195,14 +196,6 @@ async def stack(
         await subscription.unsubscribe()
     for client in players:
         await client.close()
-
-
-class _StillClock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # --- playing a match ----------------------------------------------------------------------------------
