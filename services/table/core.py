@@ -8,7 +8,6 @@ matchmaking's key), finds them for Play streams, counts them against capacity an
 from __future__ import annotations
 
 import asyncio
-import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from google.protobuf.message import Message
 from prometheus_client import Counter, Gauge, Histogram
 
+from duelmahjong.platform import ids
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
@@ -71,8 +71,6 @@ class OpenRequest:
 
 # Ids of an OpenTable request name NATS subjects (table) and end up in tickets and in the wallet's
 # idempotency keys, whose id rule (ASCII, at most 64) they follow; Unicode letters would pass isalnum().
-_TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 def check_open_request(
@@ -83,18 +81,18 @@ def check_open_request(
     players: list[rules_pb2.SeatPlayer],
     negotiated: int,
 ) -> OpenRequest:
-    if not _TABLE_ID.fullmatch(table_id):
-        raise InvalidArgument("table_id must be 1-64 letters, digits, '-' and '_' (it names a NATS subject)")
+    if not ids.is_table_id(table_id):
+        raise InvalidArgument(f"table_id must be {ids.TABLE_ID_RULE}")
     for name, value in (("pairing_id", pairing_id), ("room_id", room_id)):
-        if value and not _ID.fullmatch(value):
-            raise InvalidArgument(f"{name} must be 1-64 letters, digits, '.', '-' and '_'")
+        if value and not ids.is_entity_id(value):
+            raise InvalidArgument(f"{name} must be {ids.ENTITY_ID_RULE}")
     seats = sorted(players, key=lambda p: p.seat)
     if [p.seat for p in seats] != [rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND]:
         raise InvalidArgument("a table needs exactly two players, in SEAT_FIRST and SEAT_SECOND")
     if any(not p.player_id for p in seats) or seats[0].player_id == seats[1].player_id:
         raise InvalidArgument("the two seats need two different player ids")
-    if not all(_ID.fullmatch(p.player_id) for p in seats):
-        raise InvalidArgument("player ids must be 1-64 letters, digits, '.', '-' and '_'")
+    if not all(ids.is_entity_id(p.player_id) for p in seats):
+        raise InvalidArgument(f"player ids must be {ids.ENTITY_ID_RULE}")
     if any(p.carry < 0 for p in seats):
         raise InvalidArgument("a seat's carry cannot be negative")
     if rules.fan_rate <= 0:

@@ -9,7 +9,6 @@ amounts; what the command moved is what the table shows the seats.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
@@ -21,9 +20,6 @@ from services.wallet.ledger import AccountRef, Draft, House
 FEES = AccountRef.house(House.FEES)
 
 
-# Ids end idempotency keys ("hold:<pairing>:<player>"), so they never hold a ':' that could make
-# two different commands share a key.
-_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 # An admin grant moves at most this much prestige either way, and this many of an item: balances are
 # int64 and item counts int32 in Postgres, so anything near those limits is a typo, not a grant.
 MAX_GRANT = 10**12
@@ -37,8 +33,8 @@ MAX_AMOUNT = 10**15
 def check_ids(*ids: str) -> None:
     """Every id a wallet input names; also checked before a read, so a bad one never reaches SQL."""
     for value in ids:
-        if not _ID.match(value):
-            raise InvalidAmountError(f"bad id {value!r}: 1 to 64 letters, digits, '_', '.' or '-'")
+        if not ids.is_entity_id(value):
+            raise InvalidAmountError(f"bad id {value!r}: {ids.ENTITY_ID_RULE}")
 
 
 def _check_non_negative(**amounts: int) -> None:

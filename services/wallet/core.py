@@ -8,14 +8,13 @@ nothing of gRPC or NATS (``api.py`` and ``events.py`` translate).
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from duelmahjong.platform import auth
+from duelmahjong.platform import auth, ids
 from duelmahjong.platform.auth import Principal, Role
 from duelmahjong.platform.errors import InvalidArgument, PermissionDenied
 from services.wallet.commands import BotTopUp, Grant, PlaceHold, ReleaseHolds, check_ids
@@ -30,7 +29,6 @@ DEFAULT_PAGE = 20
 DEFAULT_LEADERBOARD = 10
 SERVER_ROLES = (Role.SERVICE, Role.ADMIN)
 # A house bot's id is its player id: the "bot-" prefix never collides with a guest's (uuid hex).
-BOT_ID = re.compile(r"^bot-[a-z0-9]{1,32}$")
 
 Clock = Callable[[], datetime]
 
@@ -137,8 +135,8 @@ class WalletCore:
         :class:`BotTopUp`), so a fill mints nothing but what the bot lacks, and only in the ledger."""
         if principal.role is not Role.SERVICE:
             raise PermissionDenied("BotLogin is for the backend's services (bot fill), not players or admins")
-        if not BOT_ID.match(bot_id):
-            raise InvalidArgument(f"bot id {bot_id!r} must be 'bot-' then 1-32 lowercase letters or digits")
+        if not ids.is_bot_id(bot_id):
+            raise InvalidArgument(f"bot id {bot_id!r} must be {ids.BOT_ID_RULE}")
         if minimum_available < 0:
             raise InvalidArgument(f"minimum_available must be >= 0, got {minimum_available}")
         if minimum_available and not request_id:

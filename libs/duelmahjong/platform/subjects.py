@@ -16,8 +16,7 @@ contract's transport half: the message is in ``events.proto``, the address is he
 
 from __future__ import annotations
 
-import re
-
+from duelmahjong.platform import ids
 from duelmahjong.platform.bus import StreamSpec
 
 # table → scoring, wallet, matchmaking
@@ -59,12 +58,10 @@ SUBJECT_OF_EVENT: dict[str, str] = {
     "SettlementApplied": SETTLEMENT_APPLIED,
 }
 
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
-
 
 def table_log_subject(table_id: str) -> str:
     """The subject of one table's write-ahead log (``TableEventAppended`` records)."""
-    if not _TOKEN.match(table_id):
+    if not ids.is_subject_token(table_id):
         raise ValueError(f"table id {table_id!r} cannot be a subject token (letters, digits, _ and - only)")
     return f"{TABLE_LOG_PREFIX}.{table_id}"
 
