@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import nats.errors
 from google.protobuf.message import Message
 from nats.aio.msg import Msg
 
@@ -17,7 +16,6 @@ from services.table.core import OpenRequest, TableHost
 from services.table.views import timestamp
 
 PRODUCED_STREAMS = (subjects.TABLE_STREAM, subjects.TABLE_LOG_STREAM)
-WRITE_ATTEMPTS = 5  # a log record not acked after these many tries stops its table (nothing was shown)
 _log = get_logger("table.events")
 
 
@@ -89,21 +87,9 @@ class NatsJournal:
         await self._stored(subjects.table_log_subject(table_id), appended.SerializeToString(), event_id)
 
     async def _stored(self, subject: str, payload: bytes, msg_id: str) -> None:
-        """Publish until JetStream acks: a retry carries the same message id, so the stream keeps one
-        copy (duplicate window) and the log never gets a gap or a double."""
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                await self.bus.publish(subject, payload, msg_id=msg_id)
-                return
-            except (
-                nats.errors.TimeoutError,
-                nats.errors.NoRespondersError,
-                nats.errors.ConnectionClosedError,
-            ):
-                if attempt == WRITE_ATTEMPTS:
-                    raise
-                _log.warning("write-ahead publish not acked; retrying", extra={"fields": {"msg_id": msg_id}})
-                await asyncio.sleep(0.05 * attempt)
+        """Publish until JetStream acks (the bus sends it again through a reconnect or a leader
+        election, with the same message id, so the log never gets a gap or a double)."""
+        await self.bus.publish(subject, payload, msg_id=msg_id)
 
     async def publish(self, subject: str, event: Message, event_id: str) -> None:
         """Publish a table event of ``events.proto`` (its envelope filled here) on ``subject``."""
@@ -161,6 +147,6 @@ async def announce_forever(journal: NatsJournal, server_id: str, host: TableHost
     while True:
         try:
             await journal.announce(server_id, host, time.time_ns() // 1_000_000)
-        except Exception:
-            _log.exception("announce failed; retrying")
+        except Exception as err:  # NATS away: the next heartbeat tries again
+            _log.warning("announce failed; retrying", extra={"fields": {"error": repr(err)}})
         await asyncio.sleep(every)

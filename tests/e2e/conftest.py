@@ -53,7 +53,7 @@ StoredMessages = Callable[[str, str], Awaitable[list[bytes]]]
 
 
 async def _stored_messages(nats_url: str, subject: str) -> list[bytes]:
-    connection = await nats.connect(nats_url)
+    connection = await nats.connect(nats_url.split(","))  # one URL, or a cluster's
     try:
         subscription = await connection.jetstream().subscribe(subject, ordered_consumer=True)
         payloads = []

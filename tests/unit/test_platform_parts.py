@@ -20,8 +20,10 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from duelmahjong.platform import auth, errors, subjects, validation
+from duelmahjong.platform.bus import ConsumerSpec, StoragePolicy
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
+from duelmahjong.platform.service import storage_policy
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2
@@ -79,6 +81,26 @@ def test_config_is_frozen_and_keeps_the_secret_out_of_its_repr() -> None:
 def test_a_service_that_needs_nats_refuses_to_start_without_it() -> None:
     with pytest.raises(ConfigError, match="NATS_URL is required"):
         ServiceConfig.from_env({"TOKEN_SECRET": SECRET})
+
+
+def test_streams_and_consumers_take_the_deployments_replicas_and_the_table_logs_retention() -> None:
+    config = ServiceConfig.from_env({**BASE_ENV, "JETSTREAM_REPLICAS": "3", "TABLE_LOG_RETENTION_DAYS": "7"})
+    policy = storage_policy(config)
+    table_log = subjects.TABLE_LOG_STREAM.config(policy)
+    assert (table_log.num_replicas, table_log.max_age) == (3, 7 * 86400)
+    wallet = subjects.WALLET_STREAM.config(policy)
+    assert (wallet.num_replicas, wallet.max_age) == (3, None)  # kept until deleted
+    consumer = ConsumerSpec("DUEL_TABLE", "scoring-hand-ended", subjects.HAND_ENDED).config(policy)
+    assert consumer.num_replicas == 3
+    default = subjects.TABLE_LOG_STREAM.config(StoragePolicy())
+    assert (default.num_replicas, default.max_age) == (1, 30 * 86400)
+
+
+@pytest.mark.parametrize(("variable", "value"), [("JETSTREAM_REPLICAS", "0"), ("JETSTREAM_REPLICAS", "6"),
+                                                 ("TABLE_LOG_RETENTION_DAYS", "0")])  # fmt: skip
+def test_replicas_and_retention_out_of_range_are_refused_by_name(variable: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        ServiceConfig.from_env({**BASE_ENV, variable: value})
 
 
 def test_settings_table_documents_every_variable() -> None:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
@@ -41,6 +41,20 @@ MSG_ID_HEADER = "Nats-Msg-Id"
 # per consumer declared: cheap, and nothing on the publish or consume path).
 CONSUMER_LAG_POLL_SECONDS = 15.0
 _STREAM_IN_USE = 10058  # JetStream: "stream name already in use with a different configuration"
+# How long a publish keeps being sent again before its error is raised: longer than a NATS reconnect
+# plus a JetStream leader election (a few seconds when a cluster node is lost), so losing the node a
+# service is connected to, or the one leading a stream, only delays a publish.
+PUBLISH_WITHIN_SECONDS = 20.0
+_RETRY_FIRST_SECONDS, _RETRY_MOST_SECONDS = 0.05, 1.0  # between attempts: doubling, at most the latter
+# Errors after which the same message may be sent again: the stream did not store it, or will drop the
+# second copy as a duplicate of its message id.
+_TRANSIENT_PUBLISH_ERRORS = (
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.errors.ConnectionClosedError,
+    nats.js.errors.NoStreamResponseError,  # nobody answered for the stream: no leader yet
+    nats.js.errors.ServiceUnavailableError,
+)
 
 _log = get_logger("bus")
 
@@ -49,22 +63,35 @@ Handler = Callable[[Msg], Awaitable[None]]
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """A stream: its name, the subjects it captures, and how long publishes are de-duplicated."""
+    """A stream: its name, the subjects it captures, how long publishes are de-duplicated and how long
+    messages are kept (0 = until deleted)."""
 
     name: str
     subjects: tuple[str, ...]
     duplicate_window_seconds: float = 120.0
-    max_age_seconds: float = 0.0  # 0 = keep until limits; table event logs are kept for replay
+    max_age_seconds: float = 0.0
 
-    def config(self) -> api.StreamConfig:
+    def config(self, policy: StoragePolicy) -> api.StreamConfig:
+        max_age = policy.max_age_seconds.get(self.name, self.max_age_seconds)
         return api.StreamConfig(
             name=self.name,
             subjects=list(self.subjects),
             storage=api.StorageType.FILE,
             retention=api.RetentionPolicy.LIMITS,
             duplicate_window=self.duplicate_window_seconds,
-            max_age=self.max_age_seconds or None,
+            max_age=max_age or None,
+            num_replicas=policy.replicas,
         )
+
+
+@dataclass(frozen=True)
+class StoragePolicy:
+    """How a deployment stores its streams: ``replicas`` copies of every stream and durable consumer
+    (1 on a single server; 3 on a three-node cluster, so the loss of one node loses nothing and
+    JetStream keeps a quorum), and per-stream retentions that override the declared ones."""
+
+    replicas: int = 1
+    max_age_seconds: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -78,7 +105,7 @@ class ConsumerSpec:
     max_deliver: int = 10
     nak_delay_seconds: float = 1.0
 
-    def config(self) -> api.ConsumerConfig:
+    def config(self, policy: StoragePolicy) -> api.ConsumerConfig:
         return api.ConsumerConfig(
             durable_name=self.durable,
             name=self.durable,
@@ -87,14 +114,18 @@ class ConsumerSpec:
             deliver_policy=api.DeliverPolicy.ALL,
             ack_wait=self.ack_wait_seconds,
             max_deliver=self.max_deliver,
+            num_replicas=policy.replicas,
         )
 
 
 class Bus:
     """A NATS connection with its JetStream context, reconnect handling and metrics."""
 
-    def __init__(self, client: Client, metrics: ServiceMetrics | None) -> None:
+    def __init__(
+        self, client: Client, metrics: ServiceMetrics | None, storage: StoragePolicy | None = None
+    ) -> None:
         self.client = client
+        self.storage = storage or StoragePolicy()
         self.js: JetStreamContext = client.jetstream()
         self._published = self._consumed = self._pending = self._ack_pending = None
         self._declared: dict[tuple[str, str], ConsumerSpec] = {}  # (stream, durable) -> spec
@@ -118,6 +149,7 @@ class Bus:
         *,
         name: str,
         metrics: ServiceMetrics | None = None,
+        storage: StoragePolicy | None = None,
         connect_timeout: float = 2.0,
         startup_seconds: float = 15.0,
     ) -> Bus:
@@ -171,16 +203,16 @@ class Bus:
                 await asyncio.sleep(0.25)
         if connected is not None:
             connected.set(1)
-        return cls(client, metrics)
+        return cls(client, metrics, storage)
 
     async def declare_stream(self, spec: StreamSpec) -> None:
         """Create the stream, or bring an existing one to ``spec`` (idempotent)."""
         try:
-            await self.js.add_stream(config=spec.config())
+            await self.js.add_stream(config=spec.config(self.storage))
         except nats.js.errors.BadRequestError as err:
             if err.err_code != _STREAM_IN_USE:
                 raise
-            await self.js.update_stream(config=spec.config())
+            await self.js.update_stream(config=spec.config(self.storage))
 
     async def declare_consumer(self, spec: ConsumerSpec) -> None:
         """Create the durable consumer if it does not exist (idempotent)."""
@@ -188,7 +220,7 @@ class Bus:
         try:
             await self.js.consumer_info(spec.stream, spec.durable)
         except nats.js.errors.NotFoundError:
-            await self.js.add_consumer(spec.stream, config=spec.config())
+            await self.js.add_consumer(spec.stream, config=spec.config(self.storage))
 
     async def poll_consumer_lag(self) -> None:
         """Set the backlog gauges of every durable consumer this process declared, from JetStream's
@@ -215,10 +247,34 @@ class Bus:
             await asyncio.sleep(interval_seconds)
 
     async def publish(
-        self, subject: str, payload: bytes, *, msg_id: str, headers: dict[str, str] | None = None
+        self,
+        subject: str,
+        payload: bytes,
+        *,
+        msg_id: str,
+        headers: dict[str, str] | None = None,
+        within_seconds: float = PUBLISH_WITHIN_SECONDS,
     ) -> api.PubAck:
-        """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is truthy for a repeat id."""
-        ack = await self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers))
+        """Publish to JetStream and wait for the stream's ack; ``ack.duplicate`` is truthy for a repeat
+        id. While NATS reconnects or the stream elects a leader the publish is sent again, with the same
+        message id (so the stream keeps one copy), until ``within_seconds`` have passed; then the last
+        error is raised."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_seconds
+        pause = _RETRY_FIRST_SECONDS
+        while True:
+            try:
+                ack = await self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers))
+                break
+            except _TRANSIENT_PUBLISH_ERRORS as err:
+                if self.client.is_closed or loop.time() + pause > deadline:
+                    raise
+                _log.warning(
+                    "publish not acked; sending it again",
+                    extra={"fields": {"subject": subject, "msg_id": msg_id, "error": type(err).__name__}},
+                )
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _RETRY_MOST_SECONDS)
         self._stored(bool(ack.duplicate))
         return ack
 

@@ -36,6 +36,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 # PyJWT warns (and our tests turn warnings into errors) below 32 bytes for HS256 (RFC 7518 §3.2).
 MIN_TOKEN_SECRET_BYTES = 32
+MAX_JETSTREAM_REPLICAS = 5  # JetStream's own limit on a stream's replicas
 
 
 class ConfigError(ValueError):
@@ -74,6 +75,16 @@ class ServiceConfig:
     )
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
+    jetstream_replicas: int = setting(
+        1,
+        help="copies of every JetStream stream and durable consumer: 1 on one NATS server, 3 on a "
+        "three-node cluster (survives the loss of one node); the same in every service",
+    )
+    table_log_retention_days: float = setting(
+        30.0,
+        help="days a table's write-ahead log is kept (replays, disputes) before JetStream expires it; "
+        "the same in every service",
+    )
 
     def __post_init__(self) -> None:
         problems = self.validate()
@@ -94,6 +105,13 @@ class ServiceConfig:
             problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
         if self.shutdown_grace_seconds < 0:
             problems.append("SHUTDOWN_GRACE_SECONDS must not be negative")
+        if not 1 <= self.jetstream_replicas <= MAX_JETSTREAM_REPLICAS:
+            problems.append(
+                f"JETSTREAM_REPLICAS={self.jetstream_replicas} must be 1..{MAX_JETSTREAM_REPLICAS} "
+                "(and at most the number of NATS servers in the cluster)"
+            )
+        if not self.table_log_retention_days > 0:
+            problems.append(f"TABLE_LOG_RETENTION_DAYS={self.table_log_retention_days} must be > 0")
         if self.REQUIRES_NATS and not self.nats_url:
             problems.append(
                 f"NATS_URL is required: the {self.service_name} service publishes or consumes events"

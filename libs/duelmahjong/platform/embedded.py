@@ -136,10 +136,13 @@ class _Embedded(abc.ABC):
 class EmbeddedNats(_Embedded):
     """``nats-server -js`` on ``127.0.0.1`` and a port the server picks itself (no race)."""
 
-    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1", port: int = -1) -> None:
+    def __init__(
+        self, data_dir: Path, *, host: str = "127.0.0.1", port: int = -1, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.data_dir = data_dir
         self.host = host
         self.port = port  # -1: the server picks a free one; give the old port to restart in place
+        self.extra_args = extra_args  # e.g. a cluster's name, routes and server name
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -171,7 +174,7 @@ class EmbeddedNats(_Embedded):
             "-sd",
             str(self.data_dir / "jetstream"),
         ]
-        command += ["--ports_file_dir", str(ports_dir), "-l", str(log)]
+        command += [*self.extra_args, "--ports_file_dir", str(ports_dir), "-l", str(log)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
         ports_file = ports_dir / f"{Path(command[0]).name}_{self._process.pid}.ports"
         deadline = time.monotonic() + 15
@@ -186,6 +189,14 @@ class EmbeddedNats(_Embedded):
         self.port = int(self.url.rsplit(":", 1)[1])
         _wait_for_tcp(self.host, self.port, within_seconds=10, what="nats-server", log=log)
         _log.info("embedded nats started", extra={"fields": {"url": self.url, "pid": self._process.pid}})
+
+    def kill(self) -> None:
+        """SIGKILL the server: no shutdown, nothing flushed beyond what JetStream already synced."""
+        if self._process is None:
+            return
+        process, self._process = self._process, None
+        process.kill()
+        process.wait(10)
 
     def stop(self) -> None:
         if self._process is None:

@@ -33,8 +33,8 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
-from duelmahjong.platform import eventloop
-from duelmahjong.platform.bus import Bus
+from duelmahjong.platform import eventloop, subjects
+from duelmahjong.platform.bus import Bus, StoragePolicy
 from duelmahjong.platform.config import ConfigError, ServiceConfig
 from duelmahjong.platform.db import apply_migrations, create_pool, register_pool_metrics
 from duelmahjong.platform.grpc_server import ServiceServer
@@ -118,6 +118,12 @@ class ServiceSpec:
     drain: Callable[[ServiceRuntime[Any]], Awaitable[None]] | None = None
 
 
+def storage_policy(config: ServiceConfig) -> StoragePolicy:
+    """The deployment's stream storage: its replicas, and the table logs' retention."""
+    retention = {subjects.TABLE_LOG_STREAM.name: config.table_log_retention_days * 86400}
+    return StoragePolicy(replicas=config.jetstream_replicas, max_age_seconds=retention)
+
+
 async def serve(
     config: ServiceConfig,
     spec: ServiceSpec,
@@ -140,7 +146,9 @@ async def serve(
     started = False
     try:
         if config.nats_url:
-            runtime.bus = await Bus.connect(config.nats_url, name=config.service_name, metrics=metrics)
+            runtime.bus = await Bus.connect(
+                config.nats_url, name=config.service_name, metrics=metrics, storage=storage_policy(config)
+            )
         if config.database_url:
             runtime.db = await create_pool(config.database_url)
             register_pool_metrics(metrics, runtime.db)

@@ -38,8 +38,12 @@ SETTLEMENT_APPLIED = "duel.wallet.settlement_applied"
 TABLE_LOG_PREFIX = "duel.tablelog"
 
 TABLE_STREAM = StreamSpec("DUEL_TABLE", ("duel.table.>",))
-# Kept until deleted: the log is what a table is rebuilt from after a crash (and what scoring replays).
-TABLE_LOG_STREAM = StreamSpec("DUEL_TABLE_LOG", (f"{TABLE_LOG_PREFIX}.>",))
+# The log is what a table is rebuilt from after a crash and what scoring replays; kept for disputes and
+# replays for TABLE_LOG_RETENTION_DAYS (the declared default here; the deployment's setting wins).
+TABLE_LOG_RETENTION_DAYS = 30.0
+TABLE_LOG_STREAM = StreamSpec(
+    "DUEL_TABLE_LOG", (f"{TABLE_LOG_PREFIX}.>",), max_age_seconds=TABLE_LOG_RETENTION_DAYS * 86400
+)
 SCORING_STREAM = StreamSpec("DUEL_SCORING", ("duel.scoring.>",))
 WALLET_STREAM = StreamSpec("DUEL_WALLET", ("duel.wallet.>",))
 
