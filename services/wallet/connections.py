@@ -30,7 +30,7 @@ class ConnectionLender:
     async def borrow(self) -> AsyncIterator[asyncpg.Connection]:
         conn = await self._idle.get()
         try:
-            if conn is None or conn.is_closed():
+            if conn is None or not _usable(conn):
                 conn = await self._pool.acquire()
                 await conn.execute(sql.SETTLEMENT_SESSION)  # undone by the pool's reset on return
             yield conn
@@ -38,8 +38,9 @@ class ConnectionLender:
             raise  # an expected refusal: the transaction was rolled back, the connection is fine
         except BaseException:
             if conn is not None:
-                conn.terminate()
-                await self._pool.release(conn)
+                if _usable(conn):
+                    conn.terminate()
+                await self._pool.release(conn)  # a no-op for one the pool took back already
                 conn = None
             raise
         finally:
@@ -50,3 +51,13 @@ class ConnectionLender:
             conn = self._idle.get_nowait()
             if conn is not None:
                 await self._pool.release(conn)
+
+
+def _usable(conn: asyncpg.Connection) -> bool:
+    """False once the connection is closed. When the server goes away asyncpg closes the connection
+    and takes it back into the pool itself, detaching the proxy we hold: every call on it then raises
+    InterfaceError, so the proxy is dropped and a fresh connection acquired."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False

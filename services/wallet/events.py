@@ -34,6 +34,7 @@ from nats.aio.msg import Msg
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.platform.db import database_unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import Children, ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
@@ -285,11 +286,15 @@ class SettlementConsumer:
         await self._reached("received", source_event_id)
         try:
             outcome = await self._apply(source, event, source_event_id)
-        except Exception:
-            _log.exception(
-                "settlement failed; the event will be redelivered",
-                extra={"fields": {"subject": message.subject, "source_event_id": source_event_id}},
-            )
+        except Exception as err:
+            fields = {"subject": message.subject, "source_event_id": source_event_id}
+            if database_unavailable(err):  # the database restarts: the redelivery applies it
+                _log.warning(
+                    "database unavailable; the event will be redelivered",
+                    extra={"fields": {**fields, "error": repr(err)}},
+                )
+            else:
+                _log.exception("settlement failed; the event will be redelivered", extra={"fields": fields})
             await self._retry(source, spec, message)
             return
         await self._reached("committed", source_event_id)

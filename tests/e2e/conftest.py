@@ -6,23 +6,34 @@
   it with the settings that module needs.
 - ``stored_messages`` — ``await stored_messages(nats_url, subject)``: the payload of every message the
   stack's JetStream holds on ``subject`` (read with an ordered consumer until a second passes idle).
+- ``demo_through`` — ``await demo_through(stack, hands, fault)``: ``duel demo --json`` plays a match of
+  ``hands`` hands on the stack; once its first hand is in play (the table log has grown) ``fault()``
+  runs (kill a node, restart a database…). Fails with the services' warnings and errors if the demo
+  fails or any service logged an error; returns the demo's JSON summary and every table-log record the
+  match wrote, checked to hold each record of each table once, with no gap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import nats
 import pytest
 
+from duelmahjong.platform import subjects
 from duelmahjong.platform.stack import Stack
 from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
+from duelmahjong.v1 import events_pb2
 
 StackWith = Callable[[str, dict[str, str]], AbstractContextManager[StackState]]
 
@@ -72,3 +83,85 @@ async def _stored_messages(nats_url: str, subject: str) -> list[bytes]:
 @pytest.fixture(scope="session")
 def stored_messages() -> StoredMessages:
     return _stored_messages
+
+
+Fault = Callable[[], Awaitable[None]]
+DemoThrough = Callable[
+    [StackState, int, Fault], Awaitable[tuple[dict[str, Any], list[events_pb2.TableEventAppended]]]
+]
+_IN_PLAY = 12  # table-log messages after which the first hand is surely dealt and being played
+
+
+async def _table_log(nats_url: str) -> list[events_pb2.TableEventAppended]:
+    payloads = await _stored_messages(nats_url, f"{subjects.TABLE_LOG_PREFIX}.>")
+    return [events_pb2.TableEventAppended.FromString(payload) for payload in payloads]
+
+
+async def _until_the_log_grows(
+    nats_url: str, by: int, demo: asyncio.subprocess.Process, within: float
+) -> None:
+    connection = await nats.connect(nats_url.split(","))
+    try:
+        js = connection.jetstream()
+        start = (await js.stream_info("DUEL_TABLE_LOG")).state.messages
+        deadline = asyncio.get_running_loop().time() + within
+        while (await js.stream_info("DUEL_TABLE_LOG")).state.messages < start + by:
+            if demo.returncode is not None:
+                _, stderr = await demo.communicate()
+                pytest.fail(f"the demo ended before its first hand was in play: {stderr.decode()[-3000:]}")
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"the table log did not grow by {by} messages within {within}s")
+            await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
+
+
+def service_warnings(stack: StackState) -> str:
+    """The services' log lines above INFO, to say why play stopped."""
+    lines = []
+    for log in sorted(Path(stack.logs_dir).glob("*.log")):
+        lines += [
+            f"{log.stem}: {line[:3000]}"
+            for line in log.read_text().splitlines()
+            if '"level": "INFO"' not in line
+        ]
+    return "\n".join(["", *lines[-60:]])
+
+
+async def _demo_through(
+    stack: StackState, hands: int, fault: Fault
+) -> tuple[dict[str, Any], list[events_pb2.TableEventAppended]]:
+    state_file = Path(stack.logs_dir).parent / "stack.json"
+    duel = Path(sys.executable).parent / "duel"
+    command = [str(duel), "demo", "--hands", str(hands), "--json", "--state-file", str(state_file)]
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}  # the state file decides
+    before = len(await _table_log(stack.nats_url))
+    demo = await asyncio.create_subprocess_exec(
+        *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        await _until_the_log_grows(stack.nats_url, _IN_PLAY, demo, within=120)
+        await fault()
+        stdout, stderr = await asyncio.wait_for(demo.communicate(), timeout=240)
+    finally:
+        if demo.returncode is None:
+            demo.kill()
+            await demo.wait()
+    assert demo.returncode == 0, stderr.decode()[-3000:] + service_warnings(stack)
+    errors = [line for line in service_warnings(stack).splitlines() if '"level": "ERROR"' in line]
+    assert not errors, "\n".join(errors)
+    written = (await _table_log(stack.nats_url))[before:]
+    sequences: dict[str, list[int]] = {}
+    for appended in written:
+        first = appended.sequence
+        sequences.setdefault(appended.table_id, []).extend(range(first, first + 1 + len(appended.following)))
+    assert sequences, "the match wrote no table log"
+    for table_id, seen in sequences.items():
+        assert len(seen) == len(set(seen)), f"{table_id}: a record was written twice"
+        assert seen == list(range(seen[0], seen[0] + len(seen))), f"{table_id}: a gap in the log"
+    return json.loads(stdout), written
+
+
+@pytest.fixture(scope="session")
+def demo_through() -> DemoThrough:
+    return _demo_through

@@ -97,6 +97,22 @@ class PoolCollector(Collector):
         )
 
 
+# What asyncpg raises while the database cannot be reached (down, restarting, the connection cut):
+# transient, so the work is retried later. TimeoutError and ConnectionRefusedError are OSErrors.
+_UNAVAILABLE = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+)
+
+
+def database_unavailable(err: BaseException) -> bool:
+    """True when ``err`` says the database is out of reach right now, not that the work was wrong."""
+    return isinstance(err, _UNAVAILABLE)
+
+
 def register_pool_metrics(metrics: ServiceMetrics, pool: asyncpg.Pool) -> None:
     metrics.registry.register(PoolCollector(metrics, pool))
 

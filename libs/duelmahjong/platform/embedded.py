@@ -270,7 +270,8 @@ class EmbeddedPostgres(_Embedded):
             shutil.chown(self.data_dir, self._user)
             shutil.chown(self.pgdata, self._user)
 
-    def start(self) -> None:
+    def start(self, port: int = 0) -> None:
+        """Start the server on ``port`` (0: a free one)."""
         self._prepare()
         if not (self.pgdata / "PG_VERSION").exists():
             self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8")
@@ -281,7 +282,7 @@ class EmbeddedPostgres(_Embedded):
         if (self.pgdata / "postmaster.pid").exists():
             # Left by a run that was killed: stop that server (if it still runs) before starting ours.
             self._run("pg_ctl", "-D", str(self.pgdata), "-m", "immediate", "-w", "stop", check=False)
-        self.port = free_port(self.host)
+        self.port = port or free_port(self.host)
         options = f"-h {self.host} -p {self.port} -c unix_socket_directories='' -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
