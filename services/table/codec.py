@@ -10,8 +10,12 @@ tiles, the wall, the pool or the seed: it only re-shapes what the engine let tha
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong.contract import MELD_KINDS, PROFILES
 from duelmahjong.engine import actions as A
@@ -72,6 +76,15 @@ def seat_enum(seat: int) -> int:
 
 def _compact(kinds: Sequence[int]) -> str:
     return format_tiles(kinds) if kinds else ""
+
+
+def timestamp(when: datetime | None = None) -> Timestamp:
+    if when is None:  # the hot path (every event to every seat): no datetime arithmetic
+        nanos = time.time_ns()
+        return Timestamp(seconds=nanos // 1_000_000_000, nanos=nanos % 1_000_000_000)
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
 
 
 # --- room rules ---------------------------------------------------------------------------------------

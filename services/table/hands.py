@@ -90,7 +90,7 @@ class HandCycle:
     async def _deal(self) -> None:
         number = self.engine.state.hand_number + 1
         self.hand_id = f"{self.table_id}-h{number}"
-        seed = self.host.seeds(self.table_id, number)  # the hand's only randomness; never leaves the servers
+        seed = self.host.seed(self.table_id, number)  # the hand's only randomness; never leaves the servers
         # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
         grand_shift = frozenset(seat for seat, state in enumerate(self.seats) if state.grand_shift)
         events = self.engine.start_hand(seed, items=self.item_counts, qiankun=grand_shift)
@@ -117,7 +117,6 @@ class HandCycle:
         outcome = str(result["outcome"])
         if self.host.metrics is not None:
             self.host.metrics.hands.labels(outcome=outcome).inc()
-        journal = self._journal
         hand_result = results.hand_result(
             result,
             table_id=self.table_id,
@@ -128,10 +127,10 @@ class HandCycle:
             last_sequence=self._log.sequence,
         )
         # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
-        await journal.hand_ended(hand_result)
+        await self._ports.events.hand_ended(hand_result)
         self.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._send_views()
-        applied = await journal.settlement(self.hand_id, self.host.settlement_wait)
+        applied = await self._ports.settlements.settlement(self.hand_id, self.host.settlement_wait)
         await self._show_settlement(applied)
         winner = int(str(result["winner"]))
         if winner >= 0:
@@ -143,7 +142,7 @@ class HandCycle:
                 player_id=self.request.players[winner].player_id,
             )
             if guessed is not None:
-                await journal.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{self.hand_id}")
+                await self._ports.events.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{self.hand_id}")
         if self.engine.phase == CLOSED or self.host.draining:
             self._ending(
                 "a player left during the hand"
@@ -171,7 +170,7 @@ class HandCycle:
                 player_id=self.request.players[seat].player_id,
                 name=name,
             )
-            await self._journal.publish(subjects.ITEM_USED, used, f"item:{self.table_id}:{sequence}")
+            await self._ports.events.publish(subjects.ITEM_USED, used, f"item:{self.table_id}:{sequence}")
 
     async def _charges(self, sent: list[tuple[int, Event]]) -> None:
         """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
@@ -188,7 +187,7 @@ class HandCycle:
                 fee=self.request.rules.exchange_fee,
             )
             if charge is not None:
-                await self._journal.publish(
+                await self._ports.events.publish(
                     subjects.EXCHANGE_CHARGED, charge, f"exchange:{self.table_id}:{sequence}"
                 )
 

@@ -28,8 +28,8 @@ from duelmahjong.platform.errors import DomainError, Unavailable, readable_detai
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import play_pb2, table_pb2
 from services.table import codec, items, records, views
-from services.table.core import OpenRequest, TableHost, TableJournal
 from services.table.hands import HandCycle
+from services.table.ports import BusPorts, OpenRequest, TableOwner
 from services.table.seats import SeatSession, SeatState
 
 _log = get_logger("table.live")
@@ -72,7 +72,7 @@ class _Log:
 
 
 class LiveTable(HandCycle):
-    def __init__(self, request: OpenRequest, host: TableHost) -> None:
+    def __init__(self, request: OpenRequest, host: TableOwner, ports: BusPorts) -> None:
         self.request = request
         self.host = host
         self.table_id = request.table_id
@@ -96,9 +96,7 @@ class LiveTable(HandCycle):
         self._close_reason = "the pairing ended"
         rules = request.rules
         self.grace = (rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS
-        if host.journal is None:
-            raise ValueError("a live table needs the host's journal (the write-ahead log)")
-        self._journal: TableJournal = host.journal
+        self._ports = ports
 
     # --- outside: Play streams and the host ------------------------------------------------------------
     def start(self) -> None:
@@ -111,7 +109,7 @@ class LiveTable(HandCycle):
             await asyncio.gather(self._task, return_exceptions=True)
 
     def now(self) -> float:
-        return self.host.clock() if self.host.clock else asyncio.get_running_loop().time()
+        return self.host.now()
 
     def attach(self, session: SeatSession, last_seen: int) -> None:
         self._put(_Item("attach", session, last_seen=last_seen))
@@ -149,7 +147,7 @@ class LiveTable(HandCycle):
         try:
             self._opened_at = self.now()
             await self._publish([], self.engine.events[:1])  # table_opened: sequence 1
-            await self._journal.table_opened(self.request)
+            await self._ports.events.table_opened(self.request)
             while self.engine.phase != CLOSED and self.status != table_pb2.TABLE_STATUS_CLOSED:
                 await self._next()
         except asyncio.CancelledError:
@@ -354,7 +352,7 @@ class LiveTable(HandCycle):
     async def _write(self, written: list[records.Record]) -> None:
         """Write-ahead: the records, numbered after the journal's last without gaps, acked."""
         numbered = [(self._log.sequence + i + 1, r) for i, r in enumerate(written)]
-        await self._journal.append(self.table_id, self.hand_id or "table", numbered)
+        await self._ports.wal.append(self.table_id, self.hand_id or "table", numbered)
         self._log.sequence += len(written)
 
     async def _autoplay(self) -> None:
@@ -446,7 +444,7 @@ class LiveTable(HandCycle):
                 state.session = None
         self.host.closed(self.table_id)
         try:
-            await self._journal.table_closed(self.request, reason, self.hands_played)
+            await self._ports.events.table_closed(self.request, reason, self.hands_played)
         except Exception:
             self._close_reason = "the table stopped on a server error"
             _log.exception("could not publish TableClosed", extra={"fields": {"table_id": self.table_id}})

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
@@ -32,6 +31,7 @@ from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name, tiles_of
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, tiles_pb2
 from services.table import codec, items
+from services.table.codec import timestamp
 
 TASK_KINDS = {
     "pong": rules_pb2.TASK_KIND_PONG,
@@ -129,15 +129,6 @@ def is_shown(event: Event) -> bool:
     if event.kind == "pairing_ended" or not (event.visible_to(0) and event.visible_to(1)):
         return False
     return not (event.kind == "offered" and not (event.public or {}).get("offer"))
-
-
-def timestamp(when: datetime | None = None) -> Timestamp:
-    if when is None:  # the hot path (every event to every seat): no datetime arithmetic
-        nanos = time.time_ns()
-        return Timestamp(seconds=nanos // 1_000_000_000, nanos=nanos % 1_000_000_000)
-    stamp = Timestamp()
-    stamp.FromDatetime(when)
-    return stamp
 
 
 @lru_cache(maxsize=4096)

@@ -84,7 +84,7 @@ async def stack(
         "SERVER_ID": unique_name("settle").lower().replace(".", "-"),
         "DRAIN_SECONDS": "1",
     }
-    await start_service(table_main.SPEC, TableConfig.from_env(table_env))
+    await start_service(table_main.TableServer().spec, TableConfig.from_env(table_env))
     await start_service(SCORING, ScoringConfig.from_env(service_env))
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()

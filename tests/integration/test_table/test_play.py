@@ -143,7 +143,7 @@ async def test_a_ticket_of_another_player_is_refused(
     issue: Callable[..., tuple[tuple[str, str]]],
 ) -> None:
     _table_id, first, _second = await open_table()
-    channel = grpc.aio.insecure_channel(table_server.server.address)
+    channel = grpc.aio.insecure_channel(table_server.address)
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)
         call = stub.Play(

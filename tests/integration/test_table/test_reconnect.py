@@ -15,7 +15,6 @@ import pytest
 
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import play_pb2, server_state_pb2, table_pb2
-from services.table import main as table_main
 from services.table.live import LiveTable
 
 pytestmark = pytest.mark.asyncio
@@ -28,7 +27,7 @@ async def _at_first_turn(
 ) -> tuple[LiveTable, Any, Any, Any]:
     """A duel table on a clock that moves only when told, both hands kept (T4): (table, clock, the seat
     to discard first, the other), the mover holding its first decision of play."""
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     clock = host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     table_id, first, second = await open_table(kit.rules(decision_millis=decision_millis, time_bank_millis=0))
     table = kit.live(table_server, table_id)
