@@ -1299,7 +1299,7 @@ async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server:
         responses = table_pb2_grpc.TableServiceStub(channel).Play(
             iter([first, *bad]), metadata=caller.tokens["a"], timeout=3 * WITHIN
         )
-        seat = table.seats[0]
+        seat = table.state.seats[0]
         await until(lambda: seat.ever_attached and seat.session is None)  # let go, though never read
 
         def read_all() -> tuple[int, grpc.RpcError | None]:

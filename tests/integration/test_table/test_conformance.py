@@ -238,7 +238,7 @@ async def test_a_whole_match_keeps_every_documented_field(
     table_id = readies[0].table_id
     stack.tables.add(table_id)
     table = kit.live(stack.table_server, table_id)
-    seeds = choose_seeds(table.settings)
+    seeds = choose_seeds(table.state.settings)
     stack.host.seeds = lambda _table, number: seeds[number - 1]
     clients, channels = [], []
     for player, ready in zip(stack.players, readies, strict=True):

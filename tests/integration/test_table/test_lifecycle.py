@@ -52,7 +52,7 @@ async def test_a_full_table_queue_answers_busy_and_loses_nothing_else(
     host = table_server.host
     host.queue_size = 1
     try:
-        session = table.seats[0].session
+        session = table.state.seats[0].session
         assert session is not None
         keep = table_pb2.PlayRequest(action=play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
         table.submit(session, keep)
