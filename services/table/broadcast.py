@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from duelmahjong.engine.events import Event
 from duelmahjong.platform.errors import readable_details
 from duelmahjong.v1 import play_pb2, table_pb2
-from services.table import codec, records, views
+from services.table import codec, records, seat_events, views
 from services.table.live_state import LiveState, Shown
 from services.table.ports import Clock, WriteAheadLog
 from services.table.seats import SeatSession
@@ -39,7 +39,7 @@ class Broadcast:
             # journaled but sent to nobody: to the other seat it would show that the opponent had an
             # option, and numbering it for the deciding seat would leave the other a gap to see.
             number = 0
-            if views.is_shown(event):
+            if seat_events.is_shown(event):
                 sequence = number = sequence + 1
                 note = self._state.narrator.note(event, number, self._state.engine.state)
                 shown.append(Shown(number, event, note=note, at=at))
@@ -77,7 +77,7 @@ class Broadcast:
         if item.made is not None:
             return table_pb2.PlayResponse(event=item.made)
         assert item.event is not None
-        return views.seat_event_response(item.event, seat, item.sequence, facts, item.note, item.at)
+        return seat_events.seat_event_response(item.event, seat, item.sequence, facts, item.note, item.at)
 
     async def write(self, written: list[records.Record]) -> None:
         """Write-ahead: the records, numbered after the journal's last without gaps, acked."""

@@ -1,10 +1,11 @@
-"""The one boundary between the engine's values and the contract's messages (table side).
+"""The contract's words for the engine's values (table side), which every message the table builds uses:
+seats, phases, room rules, actions and legal actions, refusal texts, timestamps. The messages
+themselves are built by the module that owns each (the list is in :mod:`services.table`).
 
 Engine seats are 0 and 1; the contract's are ``SEAT_FIRST`` and ``SEAT_SECOND`` (fixed for the
 pairing). Engine actions are small values with a text form; the contract's are the ``Action`` oneof.
-Views and events arrive here already filtered by the engine (``Table.view(seat)``,
-``Event.for_seat(seat)``), so nothing this module builds for a seat can hold the opponent's concealed
-tiles, the wall, the pool or the seed: it only re-shapes what the engine let that seat see.
+Nothing here holds a seat's hidden state: what a seat is shown is filtered by the engine first
+(``Table.view(seat)``, ``Event.for_seat(seat)``) and only re-shaped after.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The table authority's domain: the live tables one server hosts, and what they need from outside.
+"""The table server's host: the live tables one server hosts, and the check of an OpenTable request.
 
 Each live table (:mod:`services.table.live`) is one asyncio task that alone owns its engine ``Table``;
 everything else talks to it through its inbox. A live table knows its host only as the

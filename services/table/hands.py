@@ -16,7 +16,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
-from services.table import items, records, results, views
+from services.table import items, records, results, seat_events
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
@@ -132,7 +132,7 @@ class HandCycle:
                 # and every later one at once until the seat comes back.
                 state.bank, state.auto_play = 0.0, True
                 await self._out.announce(
-                    lambda sequence, seat=seat: views.seat_connection(seat, False, True, sequence)
+                    lambda sequence, seat=seat: seat_events.seat_connection(seat, False, True, sequence)
                 )
                 await self.autoplay()
             else:
@@ -251,7 +251,7 @@ class HandCycle:
         """Both seats are shown what the hand moved: the next numbered event, written ahead like the rest,
         so a seat that resumes later is sent it too."""
         players = self._state.request.players
-        await self._out.announce(lambda sequence: views.hand_settled(applied, players, sequence))
+        await self._out.announce(lambda sequence: seat_events.hand_settled(applied, players, sequence))
 
     async def between_hands(
         self,

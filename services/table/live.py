@@ -25,7 +25,7 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import table_pb2
-from services.table import codec, items, views
+from services.table import codec, items, seat_events, views
 from services.table.broadcast import Broadcast
 from services.table.hands import HandCycle
 from services.table.live_state import LiveState
@@ -169,7 +169,7 @@ class LiveTable:
                 state.left_at = self._host.now()
                 if self.state.status != table_pb2.TABLE_STATUS_CLOSED:
                     await self._out.announce(
-                        lambda sequence: views.seat_connection(seat, False, False, sequence)
+                        lambda sequence: seat_events.seat_connection(seat, False, False, sequence)
                     )
         elif state.session is item.session and item.request is not None:
             await self._seat_action(item.session, item.request, item.received)
@@ -192,7 +192,9 @@ class LiveTable:
                 session.send(self._out.response(shown, session.seat, facts))
         if returning:
             seat = session.seat
-            await self._out.announce(lambda sequence: views.seat_connection(seat, True, False, sequence))
+            await self._out.announce(
+                lambda sequence: seat_events.seat_connection(seat, True, False, sequence)
+            )
         if self.state.status == table_pb2.TABLE_STATUS_WAITING and all(s.connected for s in self.state.seats):
             await self._hands.deal()
         else:
@@ -241,7 +243,7 @@ class LiveTable:
     async def _close(self, reason: str) -> None:
         self.state.status = table_pb2.TABLE_STATUS_CLOSED
         try:  # the last event of both streams (the engine's pairing_ended is not shown: this says it)
-            await self._out.announce(lambda sequence: views.table_ended(reason, sequence))
+            await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
         except Exception:  # the log itself failed: the streams end all the same
             _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.state.table_id}})
         for state in self.state.seats:

@@ -17,8 +17,9 @@ from duelmahjong.engine.table import Table
 from duelmahjong.v1 import play_pb2, table_pb2
 from services.table import codec, items
 from services.table.ports import OpenRequest
+from services.table.seat_events import NO_NOTE, Narrator, Note
 from services.table.seats import SeatState
-from services.table.views import NO_NOTE, Narrator, Note, TableFacts
+from services.table.views import TableFacts
 
 DEFAULT_GRACE_SECONDS = 60.0
 
