@@ -314,11 +314,13 @@ def hand_settled(
     settled = play_pb2.HandSettled()
     if applied is not None and applied.HasField("settlement"):
         settled.settlement.CopyFrom(applied.settlement)
-    seat_of = {f"player:{player.player_id}": seat for seat, player in enumerate(players)}
+    seat_of = {player.player_id: seat for seat, player in enumerate(players)}
     for balance in applied.balances if applied is not None else ():
-        if balance.account in seat_of:
+        if balance.player_id in seat_of:  # a house account has none
             settled.balances.append(
-                play_pb2.SeatBalance(seat=codec.seat_enum(seat_of[balance.account]), balance=balance.balance)
+                play_pb2.SeatBalance(
+                    seat=codec.seat_enum(seat_of[balance.player_id]), balance=balance.balance
+                )
             )
     return play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), hand_settled=settled)
 

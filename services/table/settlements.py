@@ -34,8 +34,7 @@ class SettlementInbox:
 
     async def _on_applied(self, message: Msg) -> None:
         event = events_pb2.SettlementApplied.FromString(message.data)
-        # The hand's own transaction: the transfer (wallet:hand:<id>) or the escape penalty.
-        if event.envelope.event_id not in (f"wallet:hand:{event.hand_id}", f"wallet:escape:{event.hand_id}"):
+        if not event.hand_transaction:  # a fee, a charge, an item… of the hand: not its settlement
             return
         async with self._arrived:
             self._applied[event.hand_id] = event

@@ -161,8 +161,9 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
     applied = events_pb2.SettlementApplied(
         settlement=moved,
         balances=[
-            rules_pb2.AccountBalance(account="player:a", balance=1040),
-            rules_pb2.AccountBalance(account="player:b", balance=960),
+            rules_pb2.AccountBalance(account="player:a", balance=1040, player_id="a"),
+            rules_pb2.AccountBalance(account="player:b", balance=960, player_id="b"),
+            rules_pb2.AccountBalance(account="house:fees", balance=7),  # not a seat's
         ],
     )
     shown = seat_events.hand_settled(applied, players, 9).hand_settled
