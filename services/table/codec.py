@@ -71,7 +71,7 @@ ACTION_KINDS = {
 }
 
 
-def seat_enum(seat: int) -> int:
+def seat_enum(seat: int) -> rules_pb2.Seat.ValueType:
     return SEATS[seat] if seat in (0, 1) else rules_pb2.SEAT_UNSPECIFIED
 
 
@@ -272,8 +272,8 @@ def encode_legal(
     """The seat's legal actions grouped by contract kind, each with its tile choices."""
     # Grouped in plain dicts (insertion order keeps the first-seen order of kinds and choices) and
     # built into messages once: appending to a repeated field and searching it per action cost more.
-    grouped: dict[int, dict[str, None]] = {}
-    exchange_kind = -1
+    grouped: dict[play_pb2.ActionKind.ValueType, dict[str, None]] = {}
+    exchange_kind: play_pb2.ActionKind.ValueType | None = None
     for action in legal:
         # Most of a turn's list: a discard or ready discard, whose choice is the tile's name.
         entry = _ONE_TILE_ENTRIES.get((action.kind, action.tile)) or _ENTRIES.get(action)
@@ -305,7 +305,7 @@ _ONE_TILE_ENTRIES = {
     for tile in range(NUM_KINDS_WITH_FLOWERS)
 }
 # Action → (contract kind, choice): the same few hundred actions are listed over and over.
-_ENTRIES: dict[Action, tuple[int, str]] = {}
+_ENTRIES: dict[Action, tuple[play_pb2.ActionKind.ValueType, str]] = {}
 _ENTRIES_KEPT = 65536
 
 

@@ -9,6 +9,8 @@ table's :class:`~services.table.ports.TableEvents`.
 
 from __future__ import annotations
 
+import functools
+
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
@@ -131,9 +133,7 @@ class HandCycle:
                 # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
                 # and every later one at once until the seat comes back.
                 state.bank, state.auto_play = 0.0, True
-                await self._out.announce(
-                    lambda sequence, seat=seat: seat_events.seat_connection(seat, False, True, sequence)
-                )
+                await self._out.announce(functools.partial(seat_events.seat_connection, seat, False, True))
                 await self.autoplay()
             else:
                 default = self._state.engine.default_action(seat)

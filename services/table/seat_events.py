@@ -104,7 +104,7 @@ _WIND_BY_NUMBER = (rules_pb2.WIND_EAST, rules_pb2.WIND_SOUTH, rules_pb2.WIND_WES
 _GUESSES = {"big": rules_pb2.GUESS_BIG, "small": rules_pb2.GUESS_SMALL}
 
 
-def _seats(flags: Any) -> list[int]:
+def _seats(flags: Any) -> list[rules_pb2.Seat.ValueType]:
     """The contract seats whose flag is set in a (seat 0, seat 1) pair."""
     return [codec.seat_enum(seat) for seat, flag in enumerate(flags) if flag]
 
@@ -133,7 +133,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
     message: play_pb2.SeatEvent,
     kind: str,
     own: bool,
-    about: int,
+    about: rules_pb2.Seat.ValueType,
     seen: dict[str, Any],
     facts: TableFacts,
     note: Note,
@@ -180,7 +180,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
             drawn = message.tile_drawn
             drawn.seat = about
             drawn.tile = tile
-            drawn.source = DRAW_SOURCES.get(seen["source"], 0)  # type: ignore[assignment]
+            drawn.source = DRAW_SOURCES.get(seen["source"], play_pb2.DRAW_SOURCE_UNSPECIFIED)
     elif kind == "exchanged":
         exchanged = message.tiles_exchanged
         exchanged.seat = about
@@ -246,7 +246,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         guessed = message.guess_made
         guessed.seat = about
         guessed.skipped = seen["choice"] not in _GUESSES
-        guessed.guess = _GUESSES.get(seen["choice"], rules_pb2.GUESS_UNSPECIFIED)  # type: ignore[assignment]
+        guessed.guess = _GUESSES.get(seen["choice"], rules_pb2.GUESS_UNSPECIFIED)
         guessed.dice.extend(int(d) for d in seen.get("dice", ()))
         guessed.won = bool(seen.get("right"))
         guessed.payout_multiplier = int(seen.get("factor", 0))
@@ -256,7 +256,9 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         message.hand_revealed.CopyFrom(hand_revealed(seen["result"]))
 
 
-def _meld_made(made: play_pb2.MeldMade, about: int, seen: dict[str, Any], note: Note) -> None:
+def _meld_made(
+    made: play_pb2.MeldMade, about: rules_pb2.Seat.ValueType, seen: dict[str, Any], note: Note
+) -> None:
     """chi / pong / exposed kong (``claimed``) and concealed / added kongs (``konged``) as a meld."""
     kind, tile = seen["meld"], seen.get("tile")
     tiles = claimed = ""

@@ -77,9 +77,9 @@ def timestamp_in(seconds: float) -> Timestamp:
     return Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
 
 
-def pattern_id(name: str) -> int:
+def pattern_id(name: str) -> rules_pb2.PatternId.ValueType:
     try:
-        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{name.upper()}"))
+        return rules_pb2.PatternId.Value(f"PATTERN_ID_{name.upper()}")
     except ValueError:
         return rules_pb2.PATTERN_ID_UNSPECIFIED
 
@@ -89,7 +89,9 @@ def hand_task(task: dict[str, Any] | None, completed: bool = False) -> rules_pb2
         return None
     return rules_pb2.HandTask(
         kind=TASK_KINDS.get(str(task["kind"]), rules_pb2.TASK_KIND_UNSPECIFIED),
-        pattern=pattern_id(str(task.get("pattern", ""))) if task.get("pattern") else 0,
+        pattern=pattern_id(str(task.get("pattern", "")))
+        if task.get("pattern")
+        else rules_pb2.PATTERN_ID_UNSPECIFIED,
         multiplier=int(task.get("multiplier", 0)),
         completed_by_winner=completed,
     )
@@ -168,7 +170,7 @@ def seat_view(
         shown.connected = facts.connected[number]
         shown.auto_play = facts.auto_play[number]
         shown.win_declines = entry["win_doublings"]
-        if revealing:
+        if revealing and result:
             shown.revealed_concealed = result["hands"][number]
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
     # from the counts rather than parse that text back.
