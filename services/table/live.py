@@ -51,6 +51,8 @@ class _Item:
 
 
 class LiveTable:
+    """One live table: the owner of its state, its inbox and the task that alone reads them."""
+
     def __init__(self, request: OpenRequest, host: TableOwner, ports: BusPorts) -> None:
         self.state = LiveState.opened(request)
         self._host = host
