@@ -1,1 +1,22 @@
-"""The table service."""
+"""The table service: live tables, one asyncio task each, and their Play streams.
+
+Who owns what (each message family is built in one module, from engine values or the table's state):
+
+- ``main``: the composition root (:class:`~services.table.main.TableServer`); ``config``: settings;
+  ``api``: the gRPC servicer and its replies (``OpenTableResponse``, tickets, edge refusals);
+- ``core``: the host (live tables, capacity, drain) and the check of an ``OpenTable`` request;
+  ``ports``: what a live table is given (``OpenRequest``, the bus ports, what it reads of its host);
+- ``live``: one live table (its inbox, its task, the checks of a seat's request, the BUSY refusal and
+  ``GetTableStatusResponse``); ``live_state``: its declared state; ``broadcast``: what its seats are
+  shown (``PlayResponse``, ``ActionRejected``), written ahead first; ``hands``: what moves its hands on;
+  ``seats``: one seat's stream and clocks; ``tickets``: table tickets;
+- ``codec``: the contract's words for engine values every other module uses — seats, phases, room
+  rules, actions and legal actions, refusal texts, timestamps;
+- ``views``: ``SeatView`` and ``LegalActions`` (and the tile, task and meld pieces seat messages share);
+  ``seat_events``: ``SeatEvent`` (engine events as a seat sees them, the table's own events);
+- ``records``: the write-ahead log's ``TableLogRecord``; ``results``: ``HandResult``,
+  ``ExchangeCharged``, ``GuessResolved``; ``items``: ``ItemCount``, ``ItemUsed`` (T6);
+- on NATS: ``wal`` (``TableEventAppended``), ``publishers`` (envelopes, ``HandEnded``, ``TableOpened``,
+  ``TableClosed``, the events above), ``settlements`` (the wallet's ``SettlementApplied``),
+  ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics.
+"""

@@ -26,6 +26,7 @@ from services.table.live import LiveTable
 from services.table.seats import DEFAULT_REPLY_LIMIT, SeatSession
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
+_PlayContext = grpc.aio.ServicerContext[table_pb2.PlayRequest, table_pb2.PlayResponse]
 
 
 def refusal(err: DomainError, session: SeatSession) -> table_pb2.ActionRejected:
@@ -46,8 +47,10 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         self._host = host
         self._reply_limit = reply_limit
 
-    async def Play(
-        self, request_iterator: AsyncIterator[table_pb2.PlayRequest], context: grpc.aio.ServicerContext
+    # The generated base types a stream RPC as a generator of responses; this one writes with
+    # context.write instead (grpc.aio's other form), which the stubs do not describe.
+    async def Play(  # type: ignore[override]
+        self, request_iterator: AsyncIterator[table_pb2.PlayRequest], context: _PlayContext
     ) -> None:
         # Written with context.write (not yielded): a client that goes away cancels this coroutine
         # where it waits, and the finally below runs in the RPC's own context.
@@ -91,7 +94,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             await asyncio.gather(reader, writer, overflowed, return_exceptions=True)
             table.detach(session)
 
-    async def _write_all(self, context: grpc.aio.ServicerContext, session: SeatSession) -> None:
+    async def _write_all(self, context: _PlayContext, session: SeatSession) -> None:
         while True:
             # Write everything the table queued for this seat before waiting again (an action's
             # events and view arrive together): one wake-up per batch, not per message.
@@ -102,7 +105,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
 
     @staticmethod
     async def _write_queued(
-        context: grpc.aio.ServicerContext, session: SeatSession, taken: list[table_pb2.PlayResponse | None]
+        context: _PlayContext, session: SeatSession, taken: list[table_pb2.PlayResponse | None]
     ) -> bool:
         """Write what was taken from the seat's queue up to its end mark; True when the stream is to end."""
         ended = None in taken
@@ -142,7 +145,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
                 return
 
     async def OpenTable(
-        self, request: table_pb2.OpenTableRequest, context: grpc.aio.ServicerContext
+        self,
+        request: table_pb2.OpenTableRequest,
+        context: grpc.aio.ServicerContext[table_pb2.OpenTableRequest, table_pb2.OpenTableResponse],
     ) -> table_pb2.OpenTableResponse:
         require_role(Role.SERVICE, Role.ADMIN)
         checked = check_open_request(
@@ -172,7 +177,9 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         )
 
     async def GetTableStatus(
-        self, request: table_pb2.GetTableStatusRequest, context: grpc.aio.ServicerContext
+        self,
+        request: table_pb2.GetTableStatusRequest,
+        context: grpc.aio.ServicerContext[table_pb2.GetTableStatusRequest, table_pb2.GetTableStatusResponse],
     ) -> table_pb2.GetTableStatusResponse:
         table = self._host.find(request.table_id)
         return await table.public_status()

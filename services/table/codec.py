@@ -1,17 +1,22 @@
-"""The one boundary between the engine's values and the contract's messages (table side).
+"""The contract's words for the engine's values (table side), which every message the table builds uses:
+seats, phases, room rules, actions and legal actions, refusal texts, timestamps. The messages
+themselves are built by the module that owns each (the list is in :mod:`services.table`).
 
 Engine seats are 0 and 1; the contract's are ``SEAT_FIRST`` and ``SEAT_SECOND`` (fixed for the
 pairing). Engine actions are small values with a text form; the contract's are the ``Action`` oneof.
-Views and events arrive here already filtered by the engine (``Table.view(seat)``,
-``Event.for_seat(seat)``), so nothing this module builds for a seat can hold the opponent's concealed
-tiles, the wall, the pool or the seed: it only re-shapes what the engine let that seat see.
+Nothing here holds a seat's hidden state: what a seat is shown is filtered by the engine first
+(``Table.view(seat)``, ``Event.for_seat(seat)``) and only re-shaped after.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong.contract import MELD_KINDS, PROFILES
 from duelmahjong.engine import actions as A
@@ -66,12 +71,21 @@ ACTION_KINDS = {
 }
 
 
-def seat_enum(seat: int) -> int:
+def seat_enum(seat: int) -> rules_pb2.Seat.ValueType:
     return SEATS[seat] if seat in (0, 1) else rules_pb2.SEAT_UNSPECIFIED
 
 
 def _compact(kinds: Sequence[int]) -> str:
     return format_tiles(kinds) if kinds else ""
+
+
+def timestamp(when: datetime | None = None) -> Timestamp:
+    if when is None:  # the hot path (every event to every seat): no datetime arithmetic
+        nanos = time.time_ns()
+        return Timestamp(seconds=nanos // 1_000_000_000, nanos=nanos % 1_000_000_000)
+    stamp = Timestamp()
+    stamp.FromDatetime(when)
+    return stamp
 
 
 # --- room rules ---------------------------------------------------------------------------------------
@@ -258,8 +272,8 @@ def encode_legal(
     """The seat's legal actions grouped by contract kind, each with its tile choices."""
     # Grouped in plain dicts (insertion order keeps the first-seen order of kinds and choices) and
     # built into messages once: appending to a repeated field and searching it per action cost more.
-    grouped: dict[int, dict[str, None]] = {}
-    exchange_kind = -1
+    grouped: dict[play_pb2.ActionKind.ValueType, dict[str, None]] = {}
+    exchange_kind: play_pb2.ActionKind.ValueType | None = None
     for action in legal:
         # Most of a turn's list: a discard or ready discard, whose choice is the tile's name.
         entry = _ONE_TILE_ENTRIES.get((action.kind, action.tile)) or _ENTRIES.get(action)
@@ -291,7 +305,7 @@ _ONE_TILE_ENTRIES = {
     for tile in range(NUM_KINDS_WITH_FLOWERS)
 }
 # Action → (contract kind, choice): the same few hundred actions are listed over and over.
-_ENTRIES: dict[Action, tuple[int, str]] = {}
+_ENTRIES: dict[Action, tuple[play_pb2.ActionKind.ValueType, str]] = {}
 _ENTRIES_KEPT = 65536
 
 

@@ -1,7 +1,8 @@
-"""The table authority's domain: the live tables one server hosts, and what they need from outside.
+"""The table server's host: the live tables one server hosts, and the check of an OpenTable request.
 
 Each live table (:mod:`services.table.live`) is one asyncio task that alone owns its engine ``Table``;
-everything else talks to it through its inbox. The host opens tables (idempotently: the table id is
+everything else talks to it through its inbox. A live table knows its host only as the
+:class:`~services.table.ports.TableOwner` it reads. The host opens tables (idempotently: the table id is
 matchmaking's key), finds them for Play streams, counts them against capacity and drains.
 """
 
@@ -11,62 +12,19 @@ import asyncio
 import secrets
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
-
-from google.protobuf.message import Message
-from prometheus_client import Counter, Gauge, Histogram
 
 from duelmahjong.platform import ids
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
-from duelmahjong.platform.metrics import ServiceMetrics
-from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
+from duelmahjong.v1 import rules_pb2
+from services.table.live import LiveTable
+from services.table.metrics import TableMetrics
+from services.table.ports import BusPorts, Clock, OpenRequest, Seeds
 from services.table.tickets import TicketBook
-
-if TYPE_CHECKING:
-    from services.table.live import LiveTable
-
-Clock = Callable[[], float]  # monotonic seconds; the event loop's clock unless a test injects one
-# (table id, hand number) → the hand's seed; the OS's secure source unless a test injects one.
-Seeds = Callable[[str, int], int]
 
 
 def secure_seed(table_id: str, hand_number: int) -> int:
     """A hand's only randomness, from the OS's secure source; it never leaves the servers."""
     return secrets.randbits(64)
-
-
-class TableJournal(Protocol):
-    """What a live table needs from the bus (``services.table.events`` implements it on NATS)."""
-
-    async def append(
-        self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
-    ) -> None:
-        """Write-ahead: store the records (acked) before anyone sees their effect."""
-
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None: ...
-
-    async def publish(self, subject: str, event: Message, event_id: str) -> None:
-        """Another table event (ExchangeCharged, GuessResolved…): envelope filled, de-duplicated on id."""
-
-    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
-        """What the wallet applied for the hand (the only settlement seats are shown), or None."""
-
-    async def table_opened(self, request: OpenRequest) -> None: ...
-
-    async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None: ...
-
-
-@dataclass(frozen=True)
-class OpenRequest:
-    """An OpenTable call, checked: two players in seat order, a valid negotiated multiplier."""
-
-    table_id: str
-    pairing_id: str
-    room_id: str
-    rules: rules_pb2.RoomRules
-    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer]
-    negotiated: int
 
 
 # Ids of an OpenTable request name NATS subjects (table) and end up in tickets and in the wallet's
@@ -103,51 +61,6 @@ def check_open_request(
     return OpenRequest(table_id, pairing_id, room_id, rules, (seats[0], seats[1]), multiplier)
 
 
-@dataclass
-class TableMetrics:
-    """The table server's own metrics, ``duel_table_<what>_<unit>`` (dashboards read these names)."""
-
-    live_tables: Gauge
-    actions: Counter
-    action_latency: Histogram
-    timeouts: Counter
-    autoplays: Counter
-    reconnects: Counter
-    escapes: Counter
-    queue_full: Counter
-    hands: Counter
-    # actions' children by (kind, origin): labels() checks and locks on every call, once per action.
-    _actions_by: dict[tuple[str, str], Counter] = field(default_factory=dict)
-
-    def action_applied(self, kind: str, origin: str) -> None:
-        child = self._actions_by.get((kind, origin))
-        if child is None:
-            child = self._actions_by[kind, origin] = self.actions.labels(kind=kind, origin=origin)
-        child.inc()
-
-    @classmethod
-    def create(cls, metrics: ServiceMetrics) -> TableMetrics:
-        return cls(
-            live_tables=metrics.gauge("live_tables", "count", "tables hosted now"),
-            actions=metrics.counter(
-                "actions", "total", "actions applied, by engine kind and origin", ["kind", "origin"]
-            ),
-            action_latency=metrics.histogram(
-                "action_latency", "seconds", "a seat's action received → its events written ahead and sent"
-            ),
-            timeouts=metrics.counter("timeouts", "total", "decisions the server played by default (T11)"),
-            autoplays=metrics.counter(
-                "autoplays", "total", "decisions the bot played for a disconnected seat"
-            ),
-            reconnects=metrics.counter("reconnects", "total", "seats that came back to their table"),
-            escapes=metrics.counter("escapes", "total", "players who left during a hand (T10)"),
-            queue_full=metrics.counter(
-                "queue_full", "total", "actions refused BUSY: the table's queue was full"
-            ),
-            hands=metrics.counter("hands", "total", "hands finished, by outcome", ["outcome"]),
-        )
-
-
 class TableHost:
     """The tables of this server, each owned by one task; bounded by ``capacity``."""
 
@@ -155,7 +68,7 @@ class TableHost:
         self,
         capacity: int,
         *,
-        journal: TableJournal | None = None,
+        ports: BusPorts | None = None,
         tickets: TicketBook | None = None,
         metrics: TableMetrics | None = None,
         queue_size: int = 64,
@@ -167,7 +80,7 @@ class TableHost:
         if capacity < 1:
             raise ValueError("a table server hosts at least one table")
         self.capacity = capacity
-        self.journal = journal
+        self.ports = ports
         self.tickets = tickets
         self.metrics = metrics
         self.queue_size = queue_size
@@ -201,20 +114,24 @@ class TableHost:
 
     def open(self, request: OpenRequest) -> LiveTable:
         """The live table of ``request`` (an existing one for a repeated table id), started if new."""
-        from services.table.live import LiveTable  # live imports core's types
-
         existing = self.live_tables.get(request.table_id)
         if existing is not None:
             return existing
         self.check_capacity()
-        if self.journal is None or self.tickets is None:
+        if self.ports is None or self.tickets is None:
             raise Unavailable("this table server is not wired to a bus")
-        table = LiveTable(request, self)
+        table = LiveTable(request, self, self.ports)
         self.live_tables[request.table_id] = table
         self._emptied.clear()
         self._count()
         table.start()
         return table
+
+    def now(self) -> float:
+        return self.clock() if self.clock else asyncio.get_running_loop().time()
+
+    def seed(self, table_id: str, hand_number: int) -> int:
+        return self.seeds(table_id, hand_number)
 
     def find(self, table_id: str) -> LiveTable:
         table = self.live_tables.get(table_id)

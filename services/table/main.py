@@ -1,83 +1,126 @@
-"""Composition root of the table service: builds its parts and hands them to the platform."""
+"""Composition root of the table service: builds its parts and hands them to the platform.
+
+One :class:`TableServer` per server process (tests run several in one): its ``spec`` is what the
+platform runs, and its ``host`` is the handle to the server's live tables once wired.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
+from dataclasses import dataclass
 from typing import Any
 
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import table_pb2_grpc
-from services.table import events
+from services.table import publishers
+from services.table.announcer import Announcer
 from services.table.api import SERVICE_NAME, TableApi
 from services.table.config import TableConfig
-from services.table.core import TableHost, TableMetrics
+from services.table.core import TableHost
+from services.table.metrics import TableMetrics
+from services.table.ports import BusPorts
+from services.table.publishers import NatsTableEvents, Producer
+from services.table.settlements import SettlementInbox
 from services.table.tickets import TicketBook
-
-# runtime id → the live tables' host, for the drain hook (and tests reaching a running server's tables)
-HOSTS: dict[int, TableHost] = {}
-_JOURNALS: dict[int, events.NatsJournal] = {}
+from services.table.wal import NatsWriteAheadLog
 
 _log = get_logger("table.main")
 
 
-async def wire(runtime: ServiceRuntime[TableConfig]) -> None:
-    config = runtime.config
-    bus = runtime.require_bus()
-    await events.declare(bus)
-    journal = events.NatsJournal(bus, producer=f"table/{config.server_id or 'table'}")
-    await journal.start()
-    host = TableHost(
-        config.table_capacity,
-        journal=journal,
-        tickets=TicketBook(config.token_secret),
-        metrics=TableMetrics.create(runtime.metrics),
-        queue_size=config.table_queue_size,
-        settlement_wait=config.settlement_wait_seconds,
-        join_seconds=config.join_seconds,
-    )
-    host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
-    HOSTS[id(runtime)] = host
-    _JOURNALS[id(runtime)] = journal
-    runtime.server.add_service(
-        SERVICE_NAME,
-        table_pb2_grpc.add_TableServiceServicer_to_server,
-        TableApi(host, reply_limit=config.seat_reply_limit),
-    )
-    runtime.spawn(_announce(runtime, journal, host), name="announce")
+@dataclass
+class _Wired:
+    runtime: ServiceRuntime[TableConfig]
+    host: TableHost
+    producer: Producer
+    announcer: Announcer
+    drained: bool = False
 
 
-async def _announce(
-    runtime: ServiceRuntime[TableConfig], journal: events.NatsJournal, host: TableHost
-) -> None:
-    while True:  # the gRPC port is known once the server has started, right after wiring
-        try:
-            port = runtime.server.port
-            break
-        except RuntimeError:
-            await asyncio.sleep(0.05)
-    server_id = runtime.config.server_name(port)
-    journal.producer = f"table/{server_id}"
-    await events.announce_forever(journal, server_id, host, runtime.config.announce_seconds)
+class TableServer:
+    """One table server: wired once by the platform (``spec``), drained on SIGTERM."""
 
+    def __init__(self) -> None:
+        self.spec = ServiceSpec(wire=self._wire, drain=self._drain)
+        self._wired: _Wired | None = None
 
-async def drain(runtime: ServiceRuntime[Any]) -> None:
-    """SIGTERM: announce draining, take no new tables, let live hands finish, then stop (exit 0)."""
-    host, journal = HOSTS.pop(id(runtime), None), _JOURNALS.pop(id(runtime), None)
-    if host is None or journal is None:
-        return
-    host.draining = True
-    try:  # tell matchmaking at once rather than at the next heartbeat
-        server_id = runtime.config.server_name(runtime.server.port)
-        await journal.announce(server_id, host, time.time_ns() // 1_000_000)
-    except Exception:
-        _log.exception("could not announce the drain; the next heartbeat will")
-    await host.drain(runtime.config.drain_seconds)
+    @property
+    def host(self) -> TableHost:
+        """The server's live tables (for its drain, and for tests reaching a running server's tables)."""
+        return self._parts().host
 
+    @property
+    def address(self) -> str:
+        """Where the server's gRPC port is reached (host:port)."""
+        return self._parts().runtime.server.address
 
-SPEC = ServiceSpec(wire=wire, drain=drain)
+    def _parts(self) -> _Wired:
+        if self._wired is None:
+            raise RuntimeError("the table server is not wired yet: start its spec first")
+        return self._wired
+
+    async def _wire(self, runtime: ServiceRuntime[TableConfig]) -> None:
+        if self._wired is not None:
+            raise RuntimeError("a TableServer wires one server: make one per server")
+        config = runtime.config
+        bus = runtime.require_bus()
+        await publishers.declare(bus)
+        producer = Producer(f"table/{config.server_id or 'table'}")
+        settlements = SettlementInbox(bus)
+        await settlements.start()
+        host = TableHost(
+            config.table_capacity,
+            ports=BusPorts(
+                wal=NatsWriteAheadLog(bus, producer),
+                events=NatsTableEvents(bus, producer),
+                settlements=settlements,
+            ),
+            tickets=TicketBook(config.token_secret),
+            metrics=TableMetrics.create(runtime.metrics),
+            queue_size=config.table_queue_size,
+            settlement_wait=config.settlement_wait_seconds,
+            join_seconds=config.join_seconds,
+        )
+        host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
+        wired = self._wired = _Wired(runtime, host, producer, Announcer(bus, producer, host))
+        runtime.server.add_service(
+            SERVICE_NAME,
+            table_pb2_grpc.add_TableServiceServicer_to_server,
+            TableApi(host, reply_limit=config.seat_reply_limit),
+        )
+        runtime.spawn(self._announce(wired), name="announce")
+
+    @staticmethod
+    async def _announce(wired: _Wired) -> None:
+        runtime = wired.runtime
+        while True:  # the gRPC port is known once the server has started, right after wiring
+            try:
+                port = runtime.server.port
+                break
+            except RuntimeError:
+                await asyncio.sleep(0.05)
+        server_id = runtime.config.server_name(port)
+        wired.producer.name = f"table/{server_id}"
+        await wired.announcer.announce_forever(server_id, runtime.config.announce_seconds)
+
+    async def _drain(self, runtime: ServiceRuntime[Any]) -> None:
+        await self.drain()
+
+    async def drain(self) -> None:
+        """SIGTERM: announce draining, take no new tables, let live hands finish, then stop (exit 0).
+        Once: a second call (the platform's, after a test's) does nothing."""
+        wired = self._wired
+        if wired is None or wired.drained:
+            return
+        wired.drained = True
+        host, runtime = wired.host, wired.runtime
+        host.draining = True
+        try:  # tell matchmaking at once rather than at the next heartbeat
+            await wired.announcer.announce(runtime.config.server_name(runtime.server.port))
+        except Exception:
+            _log.exception("could not announce the drain; the next heartbeat will")
+        await host.drain(runtime.config.drain_seconds)
 
 
 def main() -> int:
-    return run(TableConfig, SPEC)
+    return run(TableConfig, TableServer().spec)

@@ -1,22 +1,23 @@
-"""What one seat receives on its Play stream: ``SeatView`` and ``SeatEvent`` built from the engine.
+"""What one seat is shown of the table: its ``SeatView`` and the decision in it (``LegalActions``),
+built from the engine; and the small conversions every message of a seat shares (tile notation, tasks,
+melds, outcomes).
 
 The engine already decides visibility (``Table.view(seat)`` and ``Event.for_seat(seat)`` never carry
 the opponent's concealed tiles, the wall, the pool or the seed); this module only re-shapes those
-values into the contract's messages and adds the table's own facts (ids, players, connections).
+values into the contract's messages and adds the table's own facts (ids, players, connections). The
+events a seat is sent are built in :mod:`services.table.seat_events`.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong import contract
-from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import (
     DISCARD_CLAIMED,
     DISCARD_DRAWN,
@@ -24,13 +25,12 @@ from duelmahjong.engine.state import (
     EXTRA_DRAW,
     OVER,
     TURN,
-    TableState,
 )
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name, tiles_of
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, tiles_pb2
+from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 from services.table import codec, items
 
 TASK_KINDS = {
@@ -38,12 +38,6 @@ TASK_KINDS = {
     "pattern": rules_pb2.TASK_KIND_PATTERN,
     "kong": rules_pb2.TASK_KIND_KONG,
     "double": rules_pb2.TASK_KIND_DOUBLING,
-}
-DRAW_SOURCES = {
-    "wall": play_pb2.DRAW_SOURCE_WALL,
-    "kong": play_pb2.DRAW_SOURCE_REPLACEMENT,
-    "flower": play_pb2.DRAW_SOURCE_REPLACEMENT,
-    "extra": play_pb2.DRAW_SOURCE_UNUSED_POOL,
 }
 OUTCOMES = {
     "win": rules_pb2.HAND_OUTCOME_WIN,
@@ -69,77 +63,6 @@ class TableFacts:
     auto_play: tuple[bool, bool] = (False, False)  # T10 托管
 
 
-@dataclass(frozen=True, slots=True)
-class Note:
-    """What showing an engine event needs beside the event: facts of the moment it was shown, kept with
-    it so a resume shows it again exactly (``Narrator`` takes them)."""
-
-    drawn: bool = False  # a discard of the tile just drawn
-    claimed: str = ""  # a chi / pong / exposed kong: the discard it took
-    declines: int = 0  # a 胡加倍 pass: the seat's declines so far this hand
-    offer_id: str = ""  # an offer, or the swap that accepted it
-
-
-NO_NOTE = Note()
-
-
-class Narrator:
-    """Follows the events a table shows, in order, and notes what each needs beside itself."""
-
-    def __init__(self) -> None:
-        self.offer_ids = ["", ""]
-        self._new_hand()
-
-    def _new_hand(self) -> None:
-        self._discards = [0, 0]
-        self._declines = [0, 0]
-        self._last_discard = ""
-        self.offer_ids = ["", ""]
-
-    def note(self, event: Event, sequence: int, state: TableState) -> Note:
-        kind, seat = event.kind, event.seat
-        if kind == "hand_started":
-            self._new_hand()
-        elif kind == "discarded":
-            index = self._discards[seat]
-            self._discards[seat] += 1
-            self.offer_ids[seat] = ""  # an offer not taken is declined by the discard (T5)
-            self._last_discard = tile_name((event.public or {})["tile"])
-            marks = state.river_marks[seat]
-            return Note(drawn=index < len(marks) and bool(marks[index][1] & DISCARD_DRAWN))
-        elif kind == "claimed":
-            return Note(claimed=self._last_discard)
-        elif kind == "passed":
-            self._declines[seat] += 1
-            return Note(declines=self._declines[seat])
-        elif kind == "offered":
-            self.offer_ids[seat] = str(sequence)
-            return Note(offer_id=str(sequence))
-        elif kind == "swapped":
-            offer_id, self.offer_ids[seat] = self.offer_ids[seat], ""
-            if (event.public or {}).get("reason") in ("triplet", "rub"):
-                return Note(offer_id=offer_id)
-        return NO_NOTE
-
-
-def is_shown(event: Event) -> bool:
-    """Whether both seats are shown ``event``: not a seat-only pass (docs/engine.md "Claim windows"),
-    not a T5 roll that offered nothing (a dice roll of the server's, not a fact of the table), not the
-    engine's pairing_ended (the table's own TableEnded says it, last, after the hand's settlement)."""
-    if event.kind == "pairing_ended" or not (event.visible_to(0) and event.visible_to(1)):
-        return False
-    return not (event.kind == "offered" and not (event.public or {}).get("offer"))
-
-
-def timestamp(when: datetime | None = None) -> Timestamp:
-    if when is None:  # the hot path (every event to every seat): no datetime arithmetic
-        nanos = time.time_ns()
-        return Timestamp(seconds=nanos // 1_000_000_000, nanos=nanos % 1_000_000_000)
-    stamp = Timestamp()
-    stamp.FromDatetime(when)
-    return stamp
-
-
 @lru_cache(maxsize=4096)
 def notation(tiles: tuple[str, ...]) -> str:
     """Canonical notation of a few tiles given one by one (bonus tiles, flowers): memoised, as the
@@ -154,9 +77,9 @@ def timestamp_in(seconds: float) -> Timestamp:
     return Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
 
 
-def pattern_id(name: str) -> int:
+def pattern_id(name: str) -> rules_pb2.PatternId.ValueType:
     try:
-        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{name.upper()}"))
+        return rules_pb2.PatternId.Value(f"PATTERN_ID_{name.upper()}")
     except ValueError:
         return rules_pb2.PATTERN_ID_UNSPECIFIED
 
@@ -166,7 +89,9 @@ def hand_task(task: dict[str, Any] | None, completed: bool = False) -> rules_pb2
         return None
     return rules_pb2.HandTask(
         kind=TASK_KINDS.get(str(task["kind"]), rules_pb2.TASK_KIND_UNSPECIFIED),
-        pattern=pattern_id(str(task.get("pattern", ""))) if task.get("pattern") else 0,
+        pattern=pattern_id(str(task.get("pattern", "")))
+        if task.get("pattern")
+        else rules_pb2.PATTERN_ID_UNSPECIFIED,
         multiplier=int(task.get("multiplier", 0)),
         completed_by_winner=completed,
     )
@@ -245,7 +170,7 @@ def seat_view(
         shown.connected = facts.connected[number]
         shown.auto_play = facts.auto_play[number]
         shown.win_declines = entry["win_doublings"]
-        if revealing:
+        if revealing and result:
             shown.revealed_concealed = result["hands"][number]
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
     # from the counts rather than parse that text back.
@@ -297,216 +222,6 @@ def _waits(table: Table, seat: int, own: list[int]) -> str:
     return format_tiles(waits(counts, profile=state.settings.profile, melded_tiles=state.melded_tiles(seat)))
 
 
-def seat_event_response(
-    event: Event, seat: int, sequence: int, facts: TableFacts, note: Note = NO_NOTE, at: int = 0
-) -> table_pb2.PlayResponse:
-    """:func:`seat_event` as the ``PlayResponse`` a stream writes, built in place (no copy)."""
-    response = table_pb2.PlayResponse()
-    seat_event(event, seat, sequence, facts, note, at, into=response.event)
-    return response
-
-
-_WIND_BY_NUMBER = (rules_pb2.WIND_EAST, rules_pb2.WIND_SOUTH, rules_pb2.WIND_WEST, rules_pb2.WIND_NORTH)
-_GUESSES = {"big": rules_pb2.GUESS_BIG, "small": rules_pb2.GUESS_SMALL}
-
-
-def _seats(flags: Any) -> list[int]:
-    """The contract seats whose flag is set in a (seat 0, seat 1) pair."""
-    return [codec.seat_enum(seat) for seat, flag in enumerate(flags) if flag]
-
-
-def seat_event(
-    event: Event,
-    seat: int,
-    sequence: int,
-    facts: TableFacts,
-    note: Note = NO_NOTE,
-    at: int = 0,
-    into: play_pb2.SeatEvent | None = None,
-) -> play_pb2.SeatEvent:
-    """One engine event as ``seat`` may see it, as its typed message (every kind has one). ``at`` is when
-    it was first shown (nanoseconds since the epoch; now when 0). Filled into ``into`` when given."""
-    seen = event.for_seat(seat)
-    message = play_pb2.SeatEvent() if into is None else into
-    message.sequence = sequence
-    stamp = message.occurred_at  # timestamp()'s value, set in place
-    stamp.seconds, stamp.nanos = divmod(at or time.time_ns(), 1_000_000_000)
-    _typed(message, event.kind, event.seat == seat, codec.seat_enum(event.seat), seen, facts, note)
-    return message
-
-
-def _typed(  # one branch per engine event kind, in docs/engine.md's order
-    message: play_pb2.SeatEvent,
-    kind: str,
-    own: bool,
-    about: int,
-    seen: dict[str, Any],
-    facts: TableFacts,
-    note: Note,
-) -> None:
-    """Fill the kind's message; ``own``: the event is about the receiving seat, ``about`` that seat."""
-    if kind == "table_opened":
-        opened = message.table_opened
-        opened.table_id = facts.table_id
-        if facts.rules is not None:
-            opened.rules.CopyFrom(facts.rules)
-        opened.negotiated = facts.negotiated
-        for player in facts.players:
-            opened.players.add(seat=player.seat, player_id=player.player_id, display_name=player.display_name)
-    elif kind == "hand_started":
-        started = message.hand_started
-        started.hand_id = f"{facts.table_id}-h{seen['hand_number']}"
-        started.hand_number = seen["hand_number"]
-        started.dealer = codec.seat_enum(seen["dealer"])
-        started.round_wind = _WIND_BY_NUMBER[seen["round_wind"]]
-        started.multipliers.negotiated = facts.negotiated
-        started.multipliers.progressive = seen["progressive"]
-        started.multipliers.fan_rate = facts.fan_rate
-        started.revealed_bonus_tiles = notation(tuple(seen.get("bonus", ())))
-        task = hand_task(seen.get("task"))
-        if task is not None:
-            started.task.CopyFrom(task)
-    elif kind == "doubling_chosen":
-        message.doubling_chosen.seat = about
-        message.doubling_chosen.start_doubled = bool(seen.get("double"))
-    elif kind == "doubling_revealed":
-        message.doubling_revealed.start_doubled.extend(_seats(seen["choices"]))
-    elif kind == "dealt":
-        dealt = message.tiles_dealt
-        dealt.seat = about
-        dealt.tiles = notation(tuple(seen.get("tiles", ())))
-        dealt.count = int(seen.get("count", 0))
-        dealt.flowers = notation(tuple(seen.get("flowers", ())))
-    elif kind == "drew":
-        tile = seen.get("tile") or ""
-        if tile.endswith("f"):  # a flower is drawn face up and set aside at once (补花)
-            message.flower_replaced.seat = about
-            message.flower_replaced.flower = tile
-        else:
-            drawn = message.tile_drawn
-            drawn.seat = about
-            drawn.tile = tile
-            drawn.source = DRAW_SOURCES.get(seen["source"], 0)  # type: ignore[assignment]
-    elif kind == "exchanged":
-        exchanged = message.tiles_exchanged
-        exchanged.seat = about
-        exchanged.count = int(seen.get("count", 0))
-        exchanged.given = notation(tuple(seen.get("given", ())))
-        exchanged.received = notation(tuple(seen.get("received", ())))
-        exchanged.paid = int(seen.get("paid", 0))
-    elif kind == "play_started":
-        message.play_started.dealer = about
-    elif kind == "discarded":
-        discarded = message.tile_discarded
-        discarded.seat = about
-        discarded.tile = seen["tile"]
-        discarded.declared_ready = bool(seen.get("ready"))
-        discarded.first_turn = bool(seen.get("first_turn"))
-        discarded.drawn_tile = note.drawn
-    elif kind == "passed":  # only a 胡加倍 decline is shown (T8)
-        message.win_declined.seat = about
-        message.win_declined.win_declines = note.declines
-    elif kind in ("claimed", "konged"):
-        _meld_made(message.meld_made, about, seen, note)
-    elif kind == "offered":
-        made = message.offer_made
-        made.seat = about
-        if own:  # only the offered seat learns the offer itself
-            tile = seen.get("tile", "")
-            made.offer.offer_id = note.offer_id
-            made.offer.kind = (
-                play_pb2.Offer.KIND_TRIPLET if seen["offer"] == "triplet" else play_pb2.Offer.KIND_PICK
-            )
-            made.offer.tiles = tile * 3 if tile else ""
-    elif kind == "swapped":
-        given = notation(tuple(seen.get("given", ())))
-        received = notation(tuple(seen.get("received", ())))
-        if seen.get("reason") in items.KINDS:
-            # T6 偷天换日 / 移花接木: the opponent learns the item was used; only the user what it traded.
-            applied = message.item_applied
-            applied.seat, applied.item = about, items.KINDS[seen["reason"]]
-            applied.given, applied.received = given, received
-        else:  # T5: an offer taken
-            resolved = message.offer_resolved
-            resolved.seat, resolved.accepted = about, True
-            resolved.offer_id = note.offer_id if own else ""
-            resolved.given, resolved.received = given, received
-    elif kind == "exhausted":
-        exhausted = message.exhausted
-        exhausted.ready.extend(_seats(seen.get("ready", ())))
-        exhausted.extra_draw_seat = codec.seat_enum(int(seen.get("extra_seat", -1)))
-        exhausted.extra_draws = int(seen.get("extra_draws", 0))
-    elif kind == "thrown_away":
-        message.thrown_away.seat = about
-        message.thrown_away.tile = seen["tile"]
-    elif kind == "won":
-        won = message.won
-        won.seat = about
-        won.win_tile = seen["tile"]
-        won.self_drawn = bool(seen.get("self_drawn"))
-        won.description.CopyFrom(contract.description_message(seen["description"]))
-        won.evaluation.CopyFrom(_evaluation(seen["evaluation"]))
-        won.task_completed = bool(seen.get("task_completed"))
-        won.tiles = notation(tuple(seen.get("tiles", ())))
-    elif kind == "guessed":
-        guessed = message.guess_made
-        guessed.seat = about
-        guessed.skipped = seen["choice"] not in _GUESSES
-        guessed.guess = _GUESSES.get(seen["choice"], rules_pb2.GUESS_UNSPECIFIED)  # type: ignore[assignment]
-        guessed.dice.extend(int(d) for d in seen.get("dice", ()))
-        guessed.won = bool(seen.get("right"))
-        guessed.payout_multiplier = int(seen.get("factor", 0))
-    elif kind == "escaped":
-        message.escaped.seat = about
-    elif kind == "hand_ended":
-        message.hand_revealed.CopyFrom(hand_revealed(seen["result"]))
-
-
-def _meld_made(made: play_pb2.MeldMade, about: int, seen: dict[str, Any], note: Note) -> None:
-    """chi / pong / exposed kong (``claimed``) and concealed / added kongs (``konged``) as a meld."""
-    kind, tile = seen["meld"], seen.get("tile")
-    tiles = claimed = ""
-    if tile:  # a concealed kong shows its tile to its own seat only
-        first = Tile.parse(tile).kind
-        run = [first, first + 1, first + 2] if kind == "chi" else [first] * (3 if kind == "pong" else 4)
-        tiles = format_tiles(run)
-        if kind == "added_kong":
-            claimed = tile
-        elif kind != "concealed_kong":
-            claimed = note.claimed
-    made.seat = about
-    made.meld.CopyFrom(meld(kind, tiles, claimed))
-
-
-def _evaluation(evaluation: dict[str, Any]) -> rules_pb2.Evaluation:
-    """A win's evaluation: a win the engine allowed reaches the room's minimum (E16)."""
-    message = contract.evaluation_message(evaluation)
-    message.meets_minimum = True
-    return message
-
-
-def hand_revealed(result: dict[str, Any]) -> play_pb2.HandRevealed:
-    """The engine's hand result (``hand_ended``) as both seats are shown it, hands face up."""
-    revealed = play_pb2.HandRevealed(
-        outcome=OUTCOMES[result["outcome"]],
-        winner=codec.seat_enum(result["winner"]),
-        escaper=codec.seat_enum(result["escaper"]),
-        self_drawn=bool(result.get("self_drawn")),
-    )
-    for number, concealed in enumerate(result.get("hands", ())):
-        revealed.hands.add(seat=codec.seat_enum(number), concealed=concealed)
-    if result["outcome"] == "win":
-        revealed.description.CopyFrom(contract.description_message(result["description"]))
-        revealed.evaluation.CopyFrom(_evaluation(result["evaluation"]))
-    task = hand_task(result.get("task"), bool(result.get("task_completed")))
-    if task is not None:
-        revealed.task.CopyFrom(task)
-    if "doubling" in result:
-        revealed.doubling.start_doubled.extend(_seats(result["doubling"]))
-        revealed.doubling.win_declines = int(result.get("win_doublings", 0))
-    return revealed
-
-
 def engine_decision(table: Table, seat: int) -> tuple[list[play_pb2.LegalAction], play_pb2.Action]:
     """The seat's legal actions in contract form and its T11 default."""
     legal = table.legal_actions(seat)
@@ -535,43 +250,3 @@ def legal_actions(
         message.deadline.CopyFrom(timestamp_in(remaining))
         message.decision_millis_remaining = int(min(remaining, decision_seconds) * 1000)
     return message
-
-
-def hand_settled(
-    applied: events_pb2.SettlementApplied | None,
-    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
-    sequence: int,
-) -> play_pb2.SeatEvent:
-    """The settlement both seats are shown: exactly what the wallet applied for the hand — its
-    settlement as applied (scoring's breakdown, the transfer it capped and moved, every posting, fees
-    included) and both players' balances after it; scoring's own (uncapped) figure is never shown.
-    Empty if the wallet's answer did not come in time (nothing is guessed). The table's own event,
-    numbered ``sequence`` after the hand's last event."""
-    settled = play_pb2.HandSettled()
-    if applied is not None and applied.HasField("settlement"):
-        settled.settlement.CopyFrom(applied.settlement)
-    seat_of = {f"player:{player.player_id}": seat for seat, player in enumerate(players)}
-    for balance in applied.balances if applied is not None else ():
-        if balance.account in seat_of:
-            settled.balances.append(
-                play_pb2.SeatBalance(seat=codec.seat_enum(seat_of[balance.account]), balance=balance.balance)
-            )
-    return play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), hand_settled=settled)
-
-
-def seat_connection(seat: int, connected: bool, auto_play: bool, sequence: int) -> play_pb2.SeatEvent:
-    """T10: a seat's stream went away or came back, or its 托管 began (the table's own event)."""
-    return play_pb2.SeatEvent(
-        sequence=sequence,
-        occurred_at=timestamp(),
-        seat_connection=play_pb2.SeatConnection(
-            seat=codec.seat_enum(seat), connected=connected, auto_play=auto_play
-        ),
-    )
-
-
-def table_ended(reason: str, sequence: int) -> play_pb2.SeatEvent:
-    """The table closed (the table's own event, when the engine's pairing_ended did not say so)."""
-    return play_pb2.SeatEvent(
-        sequence=sequence, occurred_at=timestamp(), table_ended=play_pb2.TableEnded(reason=reason)
-    )

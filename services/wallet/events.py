@@ -41,6 +41,7 @@ from duelmahjong.platform.pull import PullFeed
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec
+from services.wallet.commands import EscapePenalty, HandSettlement
 from services.wallet.connections import ConnectionLender
 from services.wallet.errors import WalletError
 from services.wallet.ledger import Status
@@ -133,10 +134,11 @@ def settlement_applied(
         table_id=outcome.table_id,
         hand_id=outcome.hand_id,
         balances=[
-            rules_pb2.AccountBalance(account=codec.player_account(player), balance=balance)
+            rules_pb2.AccountBalance(account=codec.player_account(player), balance=balance, player_id=player)
             for player, (balance, _held) in sorted(outcome.balances.items())
         ],
         rejected_reason=outcome.reason if outcome.status is Status.REJECTED else "",
+        hand_transaction=outcome.kind in (HandSettlement.kind, EscapePenalty.kind),
     )
     if settlement is not None:
         applied.settlement.CopyFrom(settlement)

@@ -16,7 +16,7 @@ from duelmahjong.client.session import DuelClient
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.config import TableConfig
-from services.table.main import SPEC as TABLE
+from services.table.main import TableServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -61,10 +61,10 @@ async def test_a_pairing_waits_for_a_table_server_then_opens_on_an_announced_one
 
         table_env = {**service_env, "ANNOUNCE_SECONDS": "0.2", "TABLE_CAPACITY": "2", "JOIN_SECONDS": "1"}
         small = await start_service(
-            TABLE, TableConfig.from_env({**table_env, "SERVER_ID": unique_name("small")})
+            TableServer().spec, TableConfig.from_env({**table_env, "SERVER_ID": unique_name("small")})
         )
         roomy_env = {**table_env, "TABLE_CAPACITY": "50", "SERVER_ID": unique_name("roomy")}
-        roomy = await start_service(TABLE, TableConfig.from_env(roomy_env))
+        roomy = await start_service(TableServer().spec, TableConfig.from_env(roomy_env))
         readies = [(await _next(updates, "table_ready")).table_ready for updates in streams]
         assert readies[0].table_id == readies[1].table_id
         assert {r.address for r in readies} <= {roomy.server.address, small.server.address}

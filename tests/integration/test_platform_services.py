@@ -26,16 +26,17 @@ from services.matchmaking.main import SPEC as MATCHMAKING
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from services.table.config import TableConfig
-from services.table.main import SPEC as TABLE
+from services.table.main import TableServer
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC as WALLET
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
-SERVICES: dict[str, tuple[type[ServiceConfig], ServiceSpec, str]] = {
-    "matchmaking": (MatchmakingConfig, MATCHMAKING, "duelmahjong.v1.MatchmakingService"),
-    "table": (TableConfig, TABLE, "duelmahjong.v1.TableService"),
-    "scoring": (ScoringConfig, SCORING, "duelmahjong.v1.ScoringService"),
+# Each a spec to start: a table server is one TableServer, wired once.
+SERVICES: dict[str, tuple[type[ServiceConfig], Callable[[], ServiceSpec], str]] = {
+    "matchmaking": (MatchmakingConfig, lambda: MATCHMAKING, "duelmahjong.v1.MatchmakingService"),
+    "table": (TableConfig, lambda: TableServer().spec, "duelmahjong.v1.TableService"),
+    "scoring": (ScoringConfig, lambda: SCORING, "duelmahjong.v1.ScoringService"),
 }
 
 
@@ -52,8 +53,8 @@ async def _reflected_services(channel: grpc.aio.Channel) -> set[str]:
 async def test_service_comes_up_healthy_and_answers_over_reflection(
     name: str, service_env: dict[str, str], start_service: Any
 ) -> None:
-    config_class, spec, full_name = SERVICES[name]
-    runtime = await start_service(spec, config_class.from_env(service_env))
+    config_class, make_spec, full_name = SERVICES[name]
+    runtime = await start_service(make_spec(), config_class.from_env(service_env))
     await _check_healthy_reflected_and_measured(runtime, name, full_name)
 
 
@@ -81,7 +82,7 @@ async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_na
 async def test_a_call_without_a_valid_token_is_unauthenticated(
     service_env: dict[str, str], start_service: Any, token_secret: str
 ) -> None:
-    runtime = await start_service(TABLE, TableConfig.from_env(service_env))
+    runtime = await start_service(TableServer().spec, TableConfig.from_env(service_env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as missing:

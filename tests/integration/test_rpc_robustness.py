@@ -55,8 +55,7 @@ from services.matchmaking.main import SPEC as MATCHMAKING
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from services.table.config import TableConfig
-from services.table.main import HOSTS
-from services.table.main import SPEC as TABLE
+from services.table.main import TableServer
 from services.table.tickets import TicketBook
 from services.wallet.config import WalletConfig
 from services.wallet.main import SPEC as WALLET
@@ -882,7 +881,7 @@ SERVER_ONLY = ("seed", "unused_pool", "wall:")
 @pytest_asyncio.fixture
 async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Caller]:
     env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "ANNOUNCE_SECONDS": "0.2", "SERVER_ID": "t-sweep"}
-    runtime = await start_service(TABLE, TableConfig.from_env(env))
+    runtime = await start_service(TableServer().spec, TableConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address)
@@ -1272,21 +1271,22 @@ async def until(condition: Callable[[], bool]) -> None:
 async def strict_table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Any]:
     """A table server that lets a seat leave at most REPLY_LIMIT replies unread."""
     env = {**service_env, "SEAT_REPLY_LIMIT": str(REPLY_LIMIT), "SERVER_ID": "t-strict"}
-    runtime = await start_service(TABLE, TableConfig.from_env(env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    server = TableServer()
+    await start_service(server.spec, TableConfig.from_env(env))
+    async with grpc.aio.insecure_channel(server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
-        yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address), runtime
+        yield Caller(channel, stub, TABLE_NAME, {}, server.address), server
 
 
 async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server: Any, issue: Any) -> None:
     """A client sends 3,000 refused actions on its Play stream and reads nothing: the server holds at
     most SEAT_REPLY_LIMIT replies for it, then closes the stream RESOURCE_EXHAUSTED and lets the seat
     go (T10 holds it for a reconnect, which resumes)."""
-    caller, runtime = strict_table_server
+    caller, server = strict_table_server
     table_id = "t-never-reads"
     caller.tokens.update(a=issue(f"{table_id}-a"), service=issue("mm", Role.SERVICE))
     tickets = await open_sweep_table(caller, table_id)
-    table = HOSTS[id(runtime)].find(table_id)
+    table = server.host.find(table_id)
     first = table_pb2.PlayRequest(table_ticket=tickets["a"])
     bad = [
         table_pb2.PlayRequest(action={"discard": {"tile": "?"}}, client_action_id=n) for n in range(1, 3001)
@@ -1299,7 +1299,7 @@ async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server:
         responses = table_pb2_grpc.TableServiceStub(channel).Play(
             iter([first, *bad]), metadata=caller.tokens["a"], timeout=3 * WITHIN
         )
-        seat = table.seats[0]
+        seat = table.state.seats[0]
         await until(lambda: seat.ever_attached and seat.session is None)  # let go, though never read
 
         def read_all() -> tuple[int, grpc.RpcError | None]:

@@ -84,7 +84,7 @@ async def stack(
         "SERVER_ID": unique_name("settle").lower().replace(".", "-"),
         "DRAIN_SECONDS": "1",
     }
-    await start_service(table_main.SPEC, TableConfig.from_env(table_env))
+    await start_service(table_main.TableServer().spec, TableConfig.from_env(table_env))
     await start_service(SCORING, ScoringConfig.from_env(service_env))
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()
@@ -101,7 +101,10 @@ async def stack(
 
         return carry
 
+    answers: list[events_pb2.SettlementApplied] = []
+
     async def answer(delivered: Any) -> None:
+        answers.append(events_pb2.SettlementApplied.FromString(delivered.data))
         await bus.client.publish(subjects.SETTLEMENT_APPLIED, delivered.data)  # the table listens here
 
     subscriptions = [await bus.client.subscribe(s, cb=carrier(s, m)) for s, m in INTO_WALLET]
@@ -118,7 +121,7 @@ async def stack(
         return client
 
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
-    yield SimpleNamespace(guest=guest, tables=tables, pool=pool)
+    yield SimpleNamespace(guest=guest, tables=tables, pool=pool, answers=answers)
     await pool.close()
     for subscription in subscriptions:
         await subscription.unsubscribe()
@@ -290,6 +293,14 @@ async def check_shown_is_the_ledger(
         assert hand_id
         keys, entries = await ledger_of(stack.pool, hand_id)
         assert len(keys) == 1 and keys[0] in (f"hand:{hand_id}", f"escape:{hand_id}")  # one transaction
+        # The wallet's answers for the hand say in typed fields which one is the hand's own transaction
+        # and whose balances they list: the table reads these, never the text of ids or accounts.
+        answers = [a for a in stack.answers if a.hand_id == hand_id]
+        own = [a for a in answers if a.hand_transaction]
+        assert own and {a.envelope.event_id for a in own} == {f"wallet:{keys[0]}"}
+        assert {(b.account, b.player_id) for a in own for b in a.balances} == {
+            (f"player:{p}", p) for p in ids
+        }
         # Every entry of the hand's transaction is shown, once.
         assert sorted((p.account, p.amount, p.reason) for p in settlement.postings) == sorted(
             (account, amount, reason) for account, amount, reason, _after in entries
@@ -333,3 +344,6 @@ async def test_each_seat_is_shown_exactly_what_the_ledger_moved_when_carries_cap
     cases = await check_shown_is_the_ledger(stack, seated, shown, holds)
     assert (carol, {carol, dave}) in [case[:2] for case in cases]  # both carries capped it
     assert cases[-1][:2] == (carol, {carol})  # the escape penalty, capped by the escaper's carry
+    # The answers to the tables' own events (TableOpened) are no hand's transaction.
+    opened = [a for a in stack.answers if a.envelope.event_id.startswith("wallet:open:")]
+    assert opened and not any(a.hand_transaction for a in opened)

@@ -14,7 +14,7 @@ from duelmahjong.engine.table import Table
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
-from services.table import codec, results, views
+from services.table import codec, results, seat_events, views
 from services.table.seats import SeatState
 from services.table.tickets import InvalidTicket, TicketBook
 
@@ -161,17 +161,18 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
     applied = events_pb2.SettlementApplied(
         settlement=moved,
         balances=[
-            rules_pb2.AccountBalance(account="player:a", balance=1040),
-            rules_pb2.AccountBalance(account="player:b", balance=960),
+            rules_pb2.AccountBalance(account="player:a", balance=1040, player_id="a"),
+            rules_pb2.AccountBalance(account="player:b", balance=960, player_id="b"),
+            rules_pb2.AccountBalance(account="house:fees", balance=7),  # not a seat's
         ],
     )
-    shown = views.hand_settled(applied, players, 9).hand_settled
+    shown = seat_events.hand_settled(applied, players, 9).hand_settled
     assert shown.settlement == moved
     assert [(b.seat, b.balance) for b in shown.balances] == [
         (rules_pb2.SEAT_FIRST, 1040),
         (rules_pb2.SEAT_SECOND, 960),
     ]
-    late = views.hand_settled(None, players, 9).hand_settled  # the wallet did not answer in time
+    late = seat_events.hand_settled(None, players, 9).hand_settled  # the wallet did not answer in time
     assert not late.HasField("settlement") and not late.balances
 
 
@@ -198,18 +199,18 @@ def test_every_shown_engine_event_is_a_typed_seat_event_consistent_with_the_view
     claims = wins = 0
     for seed in range(30):
         table = Table(RoomSettings(profile=profile))
-        narrator = views.Narrator()
+        narrator = seat_events.Narrator()
         start = 0
         table.start_hand(seed=seed)
         sequence = 0
         while True:
             for event in table.events[start:]:
-                if not views.is_shown(event):
+                if not seat_events.is_shown(event):
                     continue
                 sequence += 1
                 note = narrator.note(event, sequence, table.state)
                 for seat in (0, 1):
-                    message = views.seat_event(event, seat, sequence, facts, note)
+                    message = seat_events.seat_event(event, seat, sequence, facts, note)
                     kind = message.WhichOneof("kind")
                     assert kind is not None and not message.detail_json, event.kind
                     seen_kinds.add(event.kind)

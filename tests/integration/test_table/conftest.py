@@ -201,7 +201,9 @@ def check_hidden(client: SeatClient, table: LiveTable) -> int:
 
 
 @pytest_asyncio.fixture
-async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Any]:
+async def table_server(
+    start_service: Any, service_env: dict[str, str]
+) -> AsyncIterator[table_main.TableServer]:
     env = {
         **service_env,
         "SETTLEMENT_WAIT_SECONDS": "0.3",
@@ -209,15 +211,16 @@ async def table_server(start_service: Any, service_env: dict[str, str]) -> Async
         "SERVER_ID": "t-test",
         "DRAIN_SECONDS": "1",
     }
-    runtime = await start_service(table_main.SPEC, TableConfig.from_env(env))
-    yield runtime
+    server = table_main.TableServer()
+    await start_service(server.spec, TableConfig.from_env(env))
+    yield server
 
 
 @pytest_asyncio.fixture
 async def open_table(
     table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], unique_name: Callable[[str], str]
 ) -> AsyncIterator[Callable[..., Any]]:
-    channel = grpc.aio.insecure_channel(table_server.server.address)
+    channel = grpc.aio.insecure_channel(table_server.address)
     clients: list[SeatClient] = []
 
     async def open_(rules: rules_pb2.RoomRules | None = None) -> tuple[str, SeatClient, SeatClient]:
@@ -274,8 +277,8 @@ async def eventually(check: Callable[[], bool], within: float = 5.0) -> None:
     assert check(), "the condition never held"
 
 
-def live(table_server: Any, table_id: str) -> LiveTable:
-    host = table_main.HOSTS[id(table_server)]
+def live(table_server: table_main.TableServer, table_id: str) -> LiveTable:
+    host = table_server.host
     table = host.live_tables[table_id]
     assert isinstance(table, LiveTable)
     return table

@@ -30,7 +30,6 @@ from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from services.table import codec
-from services.table import main as table_main
 from services.wallet.sources import Namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -183,7 +182,7 @@ async def stack(
             answers, cb=relay(answers, subjects.SETTLEMENT_APPLIED, events_pb2.SettlementApplied)
         )
     )
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     host.settlement_wait = 20.0  # scoring replays each hand's log first
     host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     players = [
@@ -239,7 +238,7 @@ async def test_a_whole_match_keeps_every_documented_field(
     table_id = readies[0].table_id
     stack.tables.add(table_id)
     table = kit.live(stack.table_server, table_id)
-    seeds = choose_seeds(table.settings)
+    seeds = choose_seeds(table.state.settings)
     stack.host.seeds = lambda _table, number: seeds[number - 1]
     clients, channels = [], []
     for player, ready in zip(stack.players, readies, strict=True):

@@ -107,8 +107,8 @@ async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
     ]
     alice, bob, table_id = await _seated(stack, kit, "duel-items")
     table = kit.live(stack.table_server, table_id)
-    assert {i.item: i.count for i in table.request.players[alice.seat].items} == {SWAP: 2, GRAND: 1}
-    assert not table.request.players[bob.seat].items
+    assert {i.item: i.count for i in table.state.request.players[alice.seat].items} == {SWAP: 2, GRAND: 1}
+    assert not table.state.request.players[bob.seat].items
     await alice.connect(grand_shift=True)  # 乾坤大挪移 chosen before the first deal
     await bob.connect()
     swapped: dict[str, Any] = {}
@@ -167,7 +167,7 @@ async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
         await asyncio.wait_for(asyncio.gather(alice_plays(), bob_plays()), 60)
         # 偷天换日 turned one tile of alice's hand into the named kind (T6), and the view shows one left.
         assert swapped, "alice was never offered 偷天换日 on her turn"
-        started = [e for e in table.engine.events if e.kind == "hand_started"]
+        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
         assert [(e.server or {}).get("qiankun") for e in started] == [(alice.seat,)]  # dealt with the shift
         given, target = parse_tiles(swapped["given"])[0], parse_tiles(swapped["target"])[0]
         expected = swapped["before"] - Counter({given: 1}) + Counter({target: 1})
@@ -211,7 +211,7 @@ async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
     stack = items_stack
     alice, bob, table_id = await _seated(stack, kit, "duel-plain")
     table = kit.live(stack.table_server, table_id)
-    assert not table.request.players[0].items and not table.request.players[1].items
+    assert not table.state.request.players[0].items and not table.state.request.players[1].items
     await alice.connect(grand_shift=True)  # asked for, but the room plays no items: not used
     await bob.connect()
     try:
@@ -221,8 +221,8 @@ async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
             assert views and not any(view.items for view in views)
             offered = {a.kind for view in views for a in view.legal_actions.actions}
             assert play_pb2.ACTION_KIND_USE_ITEM not in offered
-        assert not any(e.kind == "swapped" for e in table.engine.events)
-        started = [e for e in table.engine.events if e.kind == "hand_started"]
+        assert not any(e.kind == "swapped" for e in table.state.engine.events)
+        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
         assert started and not any((e.server or {}).get("qiankun") for e in started)
         assert await _inventory(stack, stack.alice.player_id) == {SWAP: 2, GRAND: 1}
     finally:
@@ -270,7 +270,7 @@ async def test_grand_shift_is_chosen_at_continue_and_refused_without_the_item_t6
     try:
         await asyncio.wait_for(asyncio.gather(plays(alice), plays(bob)), 90)
         assert refusals == ["you have no 乾坤大挪移 left (T6)"]
-        started = [e for e in table.engine.events if e.kind == "hand_started"]
+        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
         assert [(e.server or {}).get("qiankun") for e in started] == [None, (alice.seat,)]
         views = [r.view for r in alice.received if r.HasField("view") and r.view.table.hand_number == 2]
         assert views and all({i.item: i.count for i in v.items} == {SWAP: 2} for v in views)

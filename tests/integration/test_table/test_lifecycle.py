@@ -16,7 +16,6 @@ from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2, table_pb2_grpc
-from services.table import main as table_main
 
 pytestmark = pytest.mark.asyncio
 
@@ -37,7 +36,7 @@ async def test_idle_seats_are_played_by_their_defaults_at_the_deadline_t11(
         if r.record.HasField("action_applied")
     }
     assert origins == {server_state_pb2.ACTION_ORIGIN_TIMEOUT}
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     assert host.metrics is not None and host.metrics.timeouts._value.get() > 10
     assert table_id not in host.live_tables  # the capacity is back
 
@@ -50,10 +49,10 @@ async def test_a_full_table_queue_answers_busy_and_loses_nothing_else(
     await second.connect()
     await first.decision()
     table = kit.live(table_server, table_id)
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     host.queue_size = 1
     try:
-        session = table.seats[0].session
+        session = table.state.seats[0].session
         assert session is not None
         keep = table_pb2.PlayRequest(action=play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
         table.submit(session, keep)
@@ -74,13 +73,13 @@ async def test_open_table_is_idempotent_and_status_shows_only_public_state(
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="idem-b"),
     ]
     request = table_pb2.OpenTableRequest(table_id="idem-1", rules=kit.rules(), players=players, negotiated=1)
-    async with grpc.aio.insecure_channel(table_server.server.address) as channel:
+    async with grpc.aio.insecure_channel(table_server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         service = issue("matchmaking", auth.Role.SERVICE)
         once = await stub.OpenTable(request, metadata=service)
         twice = await stub.OpenTable(request, metadata=service)
-        assert once.table_id == twice.table_id == "idem-1" and once.address == table_server.server.address
-        host = table_main.HOSTS[id(table_server)]
+        assert once.table_id == twice.table_id == "idem-1" and once.address == table_server.address
+        host = table_server.host
         assert len(host.live_tables) == 1
         assert once.incarnation == twice.incarnation == host.incarnation != ""  # this process opened it
         with pytest.raises(grpc.aio.AioRpcError) as player_call:
@@ -112,10 +111,10 @@ async def test_the_server_announces_its_address_and_load(
                 break
     finally:
         await sub.unsubscribe()
-    assert announced.address == table_server.server.address
+    assert announced.address == table_server.address
     assert announced.capacity == 200 and announced.load <= announced.capacity and not announced.draining
     # The process's incarnation: what tells matchmaking a restarted server lost its tables.
-    assert announced.incarnation == table_main.HOSTS[id(table_server)].incarnation != ""
+    assert announced.incarnation == table_server.host.incarnation != ""
 
 
 async def test_a_paid_erren_exchange_is_charged_to_the_wallet_once_t4(
@@ -171,7 +170,7 @@ async def test_a_seat_gone_past_the_grace_period_has_left_mid_hand_t10(
         await sub.unsubscribe()
     mine = [e.result for e in ended if e.table_id == table_id]
     assert [(r.outcome, r.escaper) for r in mine] == [(rules_pb2.HAND_OUTCOME_ESCAPE, rules_pb2.SEAT_FIRST)]
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     assert host.metrics is not None and host.metrics.escapes._value.get() >= 1
 
 
@@ -196,14 +195,14 @@ async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="drain-b"),
     ]
     service = issue("matchmaking", auth.Role.SERVICE)
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     try:
-        async with grpc.aio.insecure_channel(table_server.server.address) as channel:
+        async with grpc.aio.insecure_channel(table_server.address) as channel:
             stub = table_pb2_grpc.TableServiceStub(channel)
             request = table_pb2.OpenTableRequest(table_id="drain-1", rules=kit.rules(), players=players)
             await stub.OpenTable(request, metadata=service)
             # SIGTERM's hook (the service's drain): announced at once, the waiting table closes at once.
-            await asyncio.wait_for(table_main.drain(table_server), 5)
+            await asyncio.wait_for(table_server.drain(), 5)
             assert not host.live_tables
             request.table_id = "drain-2"
             with pytest.raises(grpc.aio.AioRpcError) as refused:

@@ -29,7 +29,7 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
     await second.connect()
     await kit.play_until_over((first, second))
     assert first.ended.is_set() and second.ended.is_set()
-    assert table.hands_played == 1
+    assert table.state.hands_played == 1
     # Both seats saw the hand revealed; nothing hidden reached either of them.
     for client in (first, second):
         kit.check_saw_a_hand(client, table)
@@ -39,20 +39,20 @@ async def test_two_clients_play_a_hand_written_ahead_and_hidden(
     records = await kit.read_log(bus, table_id)
     assert [r.sequence for r in records] == list(range(1, len(records) + 1))
     engine = [r.record.engine_event.canonical_json for r in records if r.record.HasField("engine_event")]
-    assert engine == [event.canonical() for event in table.engine.events]
-    shared = [event for event in table.engine.events if event.visible_to(0) and event.visible_to(1)]
+    assert engine == [event.canonical() for event in table.state.engine.events]
+    shared = [event for event in table.state.engine.events if event.visible_to(0) and event.visible_to(1)]
     # Both seats see every engine event both learn of, but the engine's pairing_ended: the table's own
     # table_ended says it, last.
-    assert [s.event for s in table._log.events if s.event is not None] == shared[:-1]
-    assert shared[-1].kind == "pairing_ended" and table._log.events[-1].made.HasField("table_ended")
-    assert [s.sequence for s in table._log.events] == list(range(1, len(table._log.events) + 1))
+    assert [s.event for s in table.state.log.events if s.event is not None] == shared[:-1]
+    assert shared[-1].kind == "pairing_ended" and table.state.log.events[-1].made.HasField("table_ended")
+    assert [s.sequence for s in table.state.log.events] == list(range(1, len(table.state.log.events) + 1))
     assert any(r.record.HasField("hand_begun") and r.record.hand_begun.hidden.seed for r in records)
     # What seats were shown is in the log too: the engine events under their seat sequence, and the
     # table's own (the settlement, the end) as sent.
     logged = {r.record.engine_event.seat_sequence for r in records if r.record.HasField("engine_event")} | {
         r.record.shown.sequence for r in records if r.record.HasField("shown")
     }
-    assert logged - {0} == {s.sequence for s in table._log.events}
+    assert logged - {0} == {s.sequence for s in table.state.log.events}
     # Claim windows (docs/engine.md): no seat is sent a silent pass, and what a seat was sent is numbered
     # 1, 2, 3… — no gap where the opponent declined a claim (its action record, its pass) — and each
     # number once: the settlement has its own.
@@ -70,7 +70,7 @@ async def test_a_seat_that_accepts_batches_gets_each_step_in_one_message_and_the
     await first.connect(batches=True)
     await second.connect()  # an older client: one response per message, as before
     await kit.play_until_over((first, second))
-    assert table.hands_played == 1
+    assert table.state.hands_played == 1
     assert first.batches > 5 and second.batches == 0
     # Unpacked, the batched seat saw the same kinds of thing as the other, and nothing hidden.
     for client in (first, second):
@@ -103,10 +103,10 @@ async def test_stale_and_out_of_turn_actions_are_refused_and_the_table_carries_o
         await client.send(play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
     table = kit.live(table_server, table_id)
     for _ in range(500):
-        if table.engine.to_move >= 0:
+        if table.state.engine.to_move >= 0:
             break
         await asyncio.sleep(0.01)
-    mover, waiter = (first, second) if table.engine.to_move == 0 else (second, first)
+    mover, waiter = (first, second) if table.state.engine.to_move == 0 else (second, first)
     view = await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
     # The waiting seat acts out of turn (an action for the other seat's decision): STALE, table unharmed.
     await waiter.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile="1m")), action_id=7)
@@ -126,14 +126,14 @@ async def test_stale_and_out_of_turn_actions_are_refused_and_the_table_carries_o
     rejected = await kit.next_rejection(mover)
     assert rejected.code == table_pb2.REJECTION_CODE_ILLEGAL and rejected.reason
     # The table carries on: the right action from the right seat is applied.
-    before = table._log.sequence
+    before = table.state.log.sequence
     await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile)))
     for _ in range(500):
-        if table._log.sequence > before:
+        if table.state.log.sequence > before:
             break
         await asyncio.sleep(0.01)
-    assert table._log.sequence > before
-    assert table.status == table_pb2.TABLE_STATUS_PLAYING
+    assert table.state.log.sequence > before
+    assert table.state.status == table_pb2.TABLE_STATUS_PLAYING
 
 
 async def test_a_ticket_of_another_player_is_refused(
@@ -143,7 +143,7 @@ async def test_a_ticket_of_another_player_is_refused(
     issue: Callable[..., tuple[tuple[str, str]]],
 ) -> None:
     _table_id, first, _second = await open_table()
-    channel = grpc.aio.insecure_channel(table_server.server.address)
+    channel = grpc.aio.insecure_channel(table_server.address)
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)
         call = stub.Play(

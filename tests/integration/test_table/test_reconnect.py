@@ -15,7 +15,6 @@ import pytest
 
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import play_pb2, server_state_pb2, table_pb2
-from services.table import main as table_main
 from services.table.live import LiveTable
 
 pytestmark = pytest.mark.asyncio
@@ -28,7 +27,7 @@ async def _at_first_turn(
 ) -> tuple[LiveTable, Any, Any, Any]:
     """A duel table on a clock that moves only when told, both hands kept (T4): (table, clock, the seat
     to discard first, the other), the mover holding its first decision of play."""
-    host = table_main.HOSTS[id(table_server)]
+    host = table_server.host
     clock = host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     table_id, first, second = await open_table(kit.rules(decision_millis=decision_millis, time_bank_millis=0))
     table = kit.live(table_server, table_id)
@@ -37,8 +36,8 @@ async def _at_first_turn(
     for client in (first, second):
         await client.decision()
         await client.send(KEEP)
-    await kit.eventually(lambda: table.engine.to_move >= 0)
-    mover, other = (first, second) if table.engine.to_move == 0 else (second, first)
+    await kit.eventually(lambda: table.state.engine.to_move >= 0)
+    mover, other = (first, second) if table.state.engine.to_move == 0 else (second, first)
     await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
     return table, clock, mover, other
 
@@ -64,7 +63,7 @@ async def _origins(kit: SimpleNamespace, bus: Bus, table_id: str, seat: int) -> 
 async def _drop(kit: SimpleNamespace, table: LiveTable, client: Any) -> None:
     client.disconnect()
     await asyncio.wait_for(client.ended.wait(), 5)
-    await kit.eventually(lambda: table.seats[client.seat].session is None)
+    await kit.eventually(lambda: table.state.seats[client.seat].session is None)
 
 
 async def test_a_drop_shorter_than_the_decision_time_keeps_the_decision_for_the_player_t10(
@@ -73,12 +72,14 @@ async def test_a_drop_shorter_than_the_decision_time_keeps_the_decision_for_the_
     table, clock, mover, other = await _at_first_turn(kit, table_server, open_table, decision_millis=10_000)
     seat, seen = mover.seat, mover.last_seen
     await _drop(kit, table, mover)
-    me = table.seats[seat].player.seat if table.seats[seat].player else 0
+    me = table.state.seats[seat].player.seat if table.state.seats[seat].player else 0
     await kit.eventually(lambda: (me, False, False) in _connections(other))
     clock.now += 3.0  # back within the 10 s decision: nothing was played for it
     await table.public_status()
-    assert table.engine.to_move == seat and not table.seats[seat].auto_play
-    assert await _origins(kit, bus, table.table_id, seat) == [server_state_pb2.ACTION_ORIGIN_PLAYER]  # 换牌
+    assert table.state.engine.to_move == seat and not table.state.seats[seat].auto_play
+    assert await _origins(kit, bus, table.state.table_id, seat) == [
+        server_state_pb2.ACTION_ORIGIN_PLAYER
+    ]  # 换牌
     await mover.reconnect(seen)
     view = await mover.decision()
     # Resumed: what it missed (its own drop, its return), then its view, the decision still its own.
@@ -90,8 +91,10 @@ async def test_a_drop_shorter_than_the_decision_time_keeps_the_decision_for_the_
     assert shown.connected and not shown.auto_play and view.legal_actions.actions
     tile = view.drawn_tile or view.legal_actions.actions[0].choices[0]
     await mover.send(play_pb2.Action(discard=play_pb2.DiscardAction(tile=tile)))
-    await kit.eventually(lambda: table.engine.to_move != seat or table.engine.state.river_marks[seat])
-    origins = await _origins(kit, bus, table.table_id, seat)
+    await kit.eventually(
+        lambda: table.state.engine.to_move != seat or table.state.engine.state.river_marks[seat]
+    )
+    origins = await _origins(kit, bus, table.state.table_id, seat)
     assert server_state_pb2.ACTION_ORIGIN_AUTOPLAY not in origins and len(origins) == 2
 
 
@@ -100,12 +103,12 @@ async def test_a_drop_longer_than_the_decision_time_is_auto_played_until_the_sea
 ) -> None:
     table, clock, mover, other = await _at_first_turn(kit, table_server, open_table, decision_millis=2_000)
     seat = mover.seat
-    me = table.seats[seat].player.seat if table.seats[seat].player else 0
+    me = table.state.seats[seat].player.seat if table.state.seats[seat].player else 0
     await _drop(kit, table, mover)
     clock.now += 2.5  # the decision's deadline passed while away: 托管, and the bot plays it at once
     await table.public_status()
     await kit.eventually(lambda: (me, False, True) in _connections(other))
-    await kit.eventually(lambda: table.engine.state.discards[seat] >= 1)
+    await kit.eventually(lambda: table.state.engine.state.discards[seat] >= 1)
 
     answered: set[int] = set()
 
@@ -117,10 +120,10 @@ async def test_a_drop_longer_than_the_decision_time_is_auto_played_until_the_sea
         while view.legal_actions.sequence in answered:
             view = await other.decision()
         answered.add(view.legal_actions.sequence)
-        before = table._log.sequence
+        before = table.state.log.sequence
         await other.send(kit.simple_choice(view))
         try:
-            await kit.eventually(lambda: table._log.sequence > before)
+            await kit.eventually(lambda: table.state.log.sequence > before)
         except AssertionError as never:
             refused = [r.rejected for r in other.received if r.HasField("rejected")]
             raise AssertionError(
@@ -128,22 +131,22 @@ async def test_a_drop_longer_than_the_decision_time_is_auto_played_until_the_sea
             ) from never
 
     # In 托管 the bot plays every later decision at once: the clock never moves.
-    played = table.engine.state.discards[seat]
+    played = table.state.engine.state.discards[seat]
     for _ in range(2):
         await other_acts()
-    await kit.eventually(lambda: table.engine.state.discards[seat] > played)
-    origins = await _origins(kit, bus, table.table_id, seat)
+    await kit.eventually(lambda: table.state.engine.state.discards[seat] > played)
+    origins = await _origins(kit, bus, table.state.table_id, seat)
     assert origins.count(server_state_pb2.ACTION_ORIGIN_AUTOPLAY) >= 2
-    assert table.status == table_pb2.TABLE_STATUS_PLAYING
+    assert table.state.status == table_pb2.TABLE_STATUS_PLAYING
     # Back: 托管 ends, both see it; the next decision waits for the player again.
     await mover.reconnect()
     await kit.eventually(lambda: _connections(other)[-1] == (me, True, False))
-    assert not table.seats[seat].auto_play
-    while not table._deciding(seat):
+    assert not table.state.seats[seat].auto_play
+    while not table.state.deciding(seat):
         await other_acts()
-    before = table._log.sequence
+    before = table.state.log.sequence
     await table.public_status()
-    assert table._log.sequence == before and table._deciding(seat)
+    assert table.state.log.sequence == before and table.state.deciding(seat)
     view = await mover.decision()
     assert view.table.seats[seat].connected and not view.table.seats[seat].auto_play
 
@@ -158,14 +161,16 @@ async def test_a_resume_after_the_hand_ended_re_sends_the_settlement_under_its_o
     await table.public_status()
     loop = asyncio.get_running_loop()
     end = loop.time() + 30
-    while not table._between and loop.time() < end:
-        if table._deciding(other.seat):
+    while not table.state.between and loop.time() < end:
+        if table.state.deciding(other.seat):
             view = await other.decision()
-            if table._between:
+            if table.state.between:
                 break
             await other.send(kit.simple_choice(view))
         await asyncio.sleep(0.01)
-    assert table._between, "the hand ended while the seat was away; the table waits for its return (grace)"
+    assert table.state.between, (
+        "the hand ended while the seat was away; the table waits for its return (grace)"
+    )
     await mover.reconnect(seen)
     view = await mover.decision()
     # Everything missed, the hand's end and settlement included, each under its own number, then the

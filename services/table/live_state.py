@@ -1,0 +1,118 @@
+"""What one live table knows, declared in one place: :class:`LiveState`, which only the table's own
+task reads and changes (:mod:`services.table.live` owns it; its collaborators are handed it).
+
+What both seats are shown — engine events and the table's own (settlement, connections, the end) — is
+numbered 1, 2, 3… and kept (:class:`EventLog`), so a seat that comes back is sent everything after
+the last sequence it saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.table import Table
+from duelmahjong.v1 import play_pb2, table_pb2
+from services.table import codec, items
+from services.table.ports import OpenRequest
+from services.table.seat_events import NO_NOTE, Narrator, Note
+from services.table.seats import SeatState
+from services.table.views import TableFacts
+
+DEFAULT_GRACE_SECONDS = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One event both seats were shown: an engine event (each seat's copy is built from it, with its
+    note) or one of the table's own (``made``: the same message for both seats)."""
+
+    sequence: int
+    event: Event | None = None
+    made: play_pb2.SeatEvent | None = None
+    note: Note = NO_NOTE
+    at: int = 0  # when it was first shown, nanoseconds since the epoch
+
+
+@dataclass
+class EventLog:
+    sequence: int = 0  # the journal's: every record (action records too), numbered without gaps
+    # What seats are sent, numbered 1, 2, 3… apart from the journal, so neither an action record nor a
+    # seat-only event leaves a gap to see.
+    events: list[Shown] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class LiveState:
+    """One live table's state. Times are the host's monotonic clock, in seconds."""
+
+    request: OpenRequest
+    settings: RoomSettings
+    engine: Table  # the table's engine: nothing outside the table's task touches it
+    seats: list[SeatState]
+    # T6: what each seat has left to use here, from the pairing's wallet counts; spent as used.
+    item_counts: list[dict[str, int]]
+    grace: float  # T10: how long a seat that went away is held
+    status: table_pb2.TableStatus.ValueType = table_pb2.TABLE_STATUS_WAITING
+    hand_id: str = ""
+    hands_played: int = 0
+    between: bool = False  # T7 / T10: between hands, each seat continues or leaves
+    between_since: float = 0.0
+    opened_at: float = 0.0
+    close_reason: str = "the pairing ended"
+    log: EventLog = field(default_factory=EventLog)
+    narrator: Narrator = field(default_factory=Narrator)
+
+    @classmethod
+    def opened(cls, request: OpenRequest) -> LiveState:
+        settings = codec.room_settings(request.rules, request.negotiated)
+        return cls(
+            request=request,
+            settings=settings,
+            engine=Table(settings),
+            seats=[SeatState(request.players[0]), SeatState(request.players[1])],
+            item_counts=[items.seat_counts(player, request.rules) for player in request.players],
+            grace=(request.rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS,
+        )
+
+    @property
+    def table_id(self) -> str:
+        return self.request.table_id
+
+    def last_event_sequence(self) -> int:
+        return self.log.events[-1].sequence if self.log.events else 0
+
+    def deciding(self, seat: int) -> bool:
+        return any(a.kind != A.LEAVE for a in self.engine.legal_actions(seat))
+
+    def deadline(self, seat: int) -> float | None:
+        """When the server decides for ``seat`` (T11; between hands T7 / T10), None if it need not."""
+        state = self.seats[seat]
+        if self.between:
+            if state.continuing:
+                return None
+            if not state.connected and state.left_at is not None:
+                return max(self.between_since + self.settings.decision_seconds, state.left_at + self.grace)
+            return self.between_since + self.settings.decision_seconds
+        return state.deadline(self.settings.decision_seconds)
+
+    def ending(self, reason: str) -> None:
+        """The table closes once its task is done with the current step."""
+        self.status, self.close_reason = table_pb2.TABLE_STATUS_CLOSED, reason
+
+    def facts(self) -> TableFacts:
+        return TableFacts(
+            table_id=self.table_id,
+            hand_id=self.hand_id,
+            players=self.request.players,
+            connected=(self.seats[0].connected, self.seats[1].connected),
+            fan_rate=self.request.rules.fan_rate,
+            sequence=self.last_event_sequence(),
+            items=(self.item_counts[0], self.item_counts[1]),
+            negotiated=self.engine.state.settings.negotiated_multiplier,
+            rules=self.request.rules,
+            offer_ids=(self.narrator.offer_ids[0], self.narrator.offer_ids[1]),
+            auto_play=(self.seats[0].auto_play, self.seats[1].auto_play),
+        )

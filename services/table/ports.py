@@ -1,0 +1,101 @@
+"""What a live table is given: its checked request, and the narrow ports it reaches the outside by.
+
+Both the host (:mod:`services.table.core`) and the live table (:mod:`services.table.live`) import
+these; neither imports the other's types. The bus implementations are in :mod:`services.table.wal`,
+:mod:`services.table.publishers` and :mod:`services.table.settlements`; tests may give their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from google.protobuf.message import Message
+
+from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
+from services.table.metrics import TableMetrics
+
+Clock = Callable[[], float]  # monotonic seconds; the event loop's clock unless a test injects one
+# (table id, hand number) → the hand's seed; the OS's secure source unless a test injects one.
+Seeds = Callable[[str, int], int]
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    """An OpenTable call, checked: two players in seat order, a valid negotiated multiplier."""
+
+    table_id: str
+    pairing_id: str
+    room_id: str
+    rules: rules_pb2.RoomRules
+    players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer]
+    negotiated: int
+
+
+class WriteAheadLog(Protocol):
+    """A table's log: what a seat is shown is stored (acked) first."""
+
+    async def append(
+        self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
+    ) -> None:
+        """Store one step's records, numbered consecutively, before anyone sees their effect."""
+
+
+class TableEvents(Protocol):
+    """The events a table publishes for the other services (``events.proto``), envelopes filled."""
+
+    async def publish(self, subject: str, event: Message, event_id: str) -> None:
+        """A hand's event for the wallet (ExchangeCharged, ItemUsed, GuessResolved), de-duplicated on id."""
+
+    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
+        """The hand's result, for scoring to verify and score."""
+
+    async def table_opened(self, request: OpenRequest) -> None: ...
+
+    async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None: ...
+
+
+class Settlements(Protocol):
+    """The wallet's answers about the hands this server finished."""
+
+    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
+        """What the wallet applied for the hand (the only settlement seats are shown), or None."""
+
+
+@dataclass(frozen=True)
+class BusPorts:
+    """Everything a live table needs from the bus."""
+
+    wal: WriteAheadLog
+    events: TableEvents
+    settlements: Settlements
+
+
+class TableOwner(Protocol):
+    """What a live table reads of the server that hosts it, each time it needs it: a test changes
+    the host's clock, seeds or limits while its tables run."""
+
+    @property
+    def metrics(self) -> TableMetrics | None: ...
+
+    @property
+    def queue_size(self) -> int: ...
+
+    @property
+    def settlement_wait(self) -> float: ...
+
+    @property
+    def join_seconds(self) -> float: ...
+
+    @property
+    def draining(self) -> bool: ...
+
+    def now(self) -> float:
+        """The tables' monotonic clock, in seconds."""
+
+    def seed(self, table_id: str, hand_number: int) -> int:
+        """A hand's only randomness; it never leaves the servers."""
+
+    def closed(self, table_id: str) -> None:
+        """The table has closed: its capacity is free again."""
