@@ -37,10 +37,12 @@ from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
 
 MSG_ID_HEADER = "Nats-Msg-Id"
+EXPECTED_LAST_SUBJECT_SEQUENCE_HEADER = "Nats-Expected-Last-Subject-Sequence"
 # How often a service reads its durable consumers' backlog from JetStream (one consumer_info request
 # per consumer declared: cheap, and nothing on the publish or consume path).
 CONSUMER_LAG_POLL_SECONDS = 15.0
 _STREAM_IN_USE = 10058  # JetStream: "stream name already in use with a different configuration"
+_WRONG_LAST_SEQUENCE = 10071  # JetStream: "wrong last sequence" (an expected-last-sequence header)
 # How long a publish keeps being sent again before its error is raised: longer than a NATS reconnect
 # plus a JetStream leader election (a few seconds when a cluster node is lost), so losing the node a
 # service is connected to, or the one leading a stream, only delays a publish.
@@ -116,6 +118,10 @@ class ConsumerSpec:
             max_deliver=self.max_deliver,
             num_replicas=policy.replicas,
         )
+
+
+class SequenceConflict(Exception):
+    """A fenced append found another message last on its subject: someone else writes it now."""
 
 
 class Bus:
@@ -277,6 +283,40 @@ class Bus:
                 pause = min(pause * 2, _RETRY_MOST_SECONDS)
         self._stored(bool(ack.duplicate))
         return ack
+
+    async def append_fenced(
+        self, stream: str, subject: str, payload: bytes, *, msg_id: str, expected_last_sequence: int
+    ) -> int:
+        """Append to ``subject`` only if the last message on it is still the one at stream sequence
+        ``expected_last_sequence`` (0: the subject is empty) — JetStream's expected-last-subject-
+        sequence — and return the new message's stream sequence. A writer that lost the subject to
+        another (its append is not the next one) gets :class:`SequenceConflict` and must stop.
+
+        JetStream checks the expectation before the message id, so a publish sent again after its ack
+        was lost is refused as a conflict although it was stored: a refusal whose subject ends with a
+        message of this very id is that case, and counts as stored."""
+        headers = {EXPECTED_LAST_SUBJECT_SEQUENCE_HEADER: str(expected_last_sequence)}
+        try:
+            ack = await self.publish(subject, payload, msg_id=msg_id, headers=headers)
+        except nats.js.errors.BadRequestError as err:
+            if err.err_code != _WRONG_LAST_SEQUENCE:
+                raise
+            last = await self.last_on_subject(stream, subject)
+            if last is not None and last[1] == msg_id:
+                return last[0]
+            raise SequenceConflict(
+                f"{subject}: expected the last message at {expected_last_sequence}, found "
+                f"{last[0] if last else 'none'}"
+            ) from err
+        return int(ack.seq)
+
+    async def last_on_subject(self, stream: str, subject: str) -> tuple[int, str] | None:
+        """The stream sequence and message id of the last message on ``subject``; None if it has none."""
+        try:
+            message = await self.js.get_last_msg(stream, subject)
+        except nats.js.errors.NotFoundError:
+            return None
+        return int(message.seq or 0), (message.headers or {}).get(MSG_ID_HEADER, "")
 
     def _stored(self, duplicate: bool) -> None:
         """Count a publish the stream acknowledged."""
