@@ -28,7 +28,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import nats.errors
 import nats.js.errors
@@ -48,11 +48,18 @@ _log = get_logger("table.ownership")
 
 @dataclass(frozen=True)
 class Lease:
-    """A table server as its lease names it."""
+    """A table server as its lease names it, with its room as of its last renewal."""
 
     server_id: str
     incarnation: str
     address: str
+    capacity: int = 0
+    load: int = 0
+    draining: bool = False
+
+    @property
+    def room(self) -> int:
+        return 0 if self.draining else max(0, self.capacity - self.load)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class Ownership:
         lease_seconds: float = LEASE_SECONDS,
         bucket: str = BUCKET,
         on_taken: Callable[[str], None] | None = None,
+        room: Callable[[], tuple[int, int, bool]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bus = bus
@@ -93,9 +101,11 @@ class Ownership:
         self.renew_seconds = lease_seconds / 5
         self.bucket = bucket
         self._on_taken = on_taken  # a table this server owned has another owner now
+        self._room = room  # (capacity, load, draining) now, put in every renewal
         self._clock = clock
         self._kv: KeyValue | None = None
         self._servers: dict[str, _Seen] = {}
+        self._renewed_at: dict[str, float] = {}  # kept after a lease is deleted, for adoption latency
         self._tables: dict[str, Owner] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._caught_up = asyncio.Event()
@@ -184,6 +194,11 @@ class Ownership:
         now = self._clock()
         return [seen.lease for seen in self._servers.values() if now - seen.at <= self.lease_seconds]
 
+    def last_renewed(self, server_id: str) -> float | None:
+        """When this server last saw ``server_id``'s lease renewed (its monotonic clock), even if the
+        lease is gone since; None if it never saw it."""
+        return self._renewed_at.get(server_id)
+
     def orphans(self) -> list[str]:
         """The tables whose owner holds no live lease (oldest key first)."""
         alive = {(lease.server_id, lease.incarnation) for lease in self.live()}
@@ -206,6 +221,9 @@ class Ownership:
         return (owner.server_id, owner.incarnation) == (self.lease.server_id, self.lease.incarnation)
 
     async def _renew(self) -> None:
+        if self._room is not None:
+            capacity, load, draining = self._room()
+            self.lease = replace(self.lease, capacity=capacity, load=load, draining=draining)
         await self.kv.put(_SERVERS + self.lease.server_id, json.dumps(asdict(self.lease)).encode())
 
     async def _renew_forever(self) -> None:
@@ -240,6 +258,7 @@ class Ownership:
                 self._servers.pop(server_id, None)
             else:
                 self._servers[server_id] = _Seen(Lease(**json.loads(value)), self._clock())
+                self._renewed_at[server_id] = self._servers[server_id].at
         elif key.startswith(_TABLES):
             table_id = key.removeprefix(_TABLES)
             before = self._tables.get(table_id)

@@ -13,6 +13,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.platform.bus import Bus, SequenceConflict, StreamSpec
+from services.table.adoption import Adopter
 from services.table.ownership import Lease, Ownership, TableTaken
 
 pytestmark = pytest.mark.asyncio
@@ -115,3 +116,38 @@ async def test_a_fenced_append_refuses_a_writer_that_lost_the_subject(bus: Bus) 
     with pytest.raises(SequenceConflict, match="expected the last message"):  # the former owner
         await bus.append_fenced(stream, subject, b"2'", msg_id="t1/2-old", expected_last_sequence=first)
     assert await bus.last_on_subject(stream, subject) == (adopter, "t1/2")
+
+
+async def test_the_adopter_serves_orphans_and_tables_handed_to_it_within_its_room(
+    server: ServerFactory,
+) -> None:
+    a = await server("a")
+    b = await server("b")
+    for table_id in ("t1", "t2", "t3"):
+        await a.claim(table_id)
+    await _until(lambda: len(b.owned()) == 0 and all(b.owner(t) for t in ("t1", "t2", "t3")))
+    served: list[str] = []
+
+    async def serve(table_id: str) -> None:
+        served.append(table_id)
+
+    capacity = [2]
+    adopter = Adopter(
+        b, serving=served.__contains__, room=lambda: capacity[0] - len(served), serve=serve, poll_seconds=0.05
+    )
+    running = asyncio.create_task(adopter.run_forever())
+    try:
+        await asyncio.sleep(LEASE * 2)
+        assert served == []  # a's lease is alive: nothing is taken from a live server
+        await a.stop(release=True)  # a exits cleanly
+        await _until(lambda: len(served) == 2)
+        await asyncio.sleep(LEASE)
+        assert len(served) == 2 and sorted(b.owned()) == sorted(served)  # room for two only
+        (left,) = b.orphans()
+        c = await server("c")
+        await _until(lambda: c.owner(left) is not None and left in c.orphans())
+        assert await c.take(left, to=b.lease)  # c hands the orphan to b
+        capacity[0] = 3  # b has room again
+        await _until(lambda: left in served)
+    finally:
+        running.cancel()
