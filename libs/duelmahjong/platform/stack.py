@@ -58,11 +58,15 @@ def _say(line: str) -> None:
 
 @dataclass
 class ServiceProcess:
+    """One service process of the stack; ``service`` is its package (several table servers share one)."""
+
     name: str
     grpc_port: int
     metrics_port: int
     process: subprocess.Popen[bytes]
     log_path: Path
+    service: str = ""
+    env: dict[str, str] | None = None
 
     @property
     def address(self) -> str:
@@ -74,6 +78,25 @@ class ServiceProcess:
 
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
+
+
+async def _wait_serving(service: ServiceProcess) -> None:
+    waiting = asyncio.create_task(wait_until_serving(service.address, within_seconds=READY_WITHIN_SECONDS))
+    while not waiting.done():
+        if service.process.poll() is not None:
+            waiting.cancel()
+            raise StackError(
+                f"{service.name} exited with code {service.process.returncode} while starting; "
+                f"its log ({service.log_path}) ends:\n{service.log_tail()}"
+            )
+        await asyncio.wait({waiting}, timeout=0.2)
+    try:
+        waiting.result()
+    except TimeoutError:
+        raise StackError(
+            f"{service.name} was not SERVING within {READY_WITHIN_SECONDS:.0f}s; "
+            f"its log ends:\n{service.log_tail()}"
+        ) from None
 
 
 def available_services(wanted: Sequence[str]) -> list[str]:
@@ -93,6 +116,17 @@ def migrations_dir(service: str) -> Path | None:
         return None
     candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
     return candidate if candidate.is_dir() else None
+
+
+def _table_servers(text: str) -> int:
+    """``TABLE_SERVERS``: how many table server processes the stack runs (1..16)."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise StackError(f"TABLE_SERVERS={text!r} is not a whole number") from None
+    if not 1 <= count <= 16:
+        raise StackError(f"TABLE_SERVERS={count} must be 1..16")
+    return count
 
 
 def _process_exists(pid: int) -> bool:
@@ -124,6 +158,7 @@ class Stack:
         self._servers = ExitStack()
         self._logs: list[IO[bytes]] = []
         self.state_file = data_dir / "stack.json"
+        self.table_servers = _table_servers(environ.get("TABLE_SERVERS", "1"))
         self.nats_url = ""
         self.admin_url = ""
 
@@ -139,7 +174,11 @@ class Stack:
             self.admin_url = self._servers.enter_context(EmbeddedPostgres(self.data_dir / "postgres")).url
             _say(f"postgres  {self.admin_url}  (embedded, data in {self.data_dir / 'postgres'})")
         database_urls = await self._migrate()
-        ports = {name: (free_port(HOST), free_port(HOST)) for name in self.services}
+        ports = {
+            name: (free_port(HOST), free_port(HOST))
+            for service in self.services
+            for name in self._instances(service)
+        }
         secret = self.environ.get("TOKEN_SECRET") or secrets.token_urlsafe(48)
         common = {
             **LOCAL_DEFAULTS,
@@ -147,17 +186,21 @@ class Stack:
             "NATS_URL": self.nats_url,
             "TOKEN_SECRET": secret,
             "GRPC_HOST": HOST,
-            **{address_variable(name): f"{HOST}:{grpc}" for name, (grpc, _) in ports.items()},
+            **{address_variable(name): f"{HOST}:{ports[name][0]}" for name in self.services},
         }
         common.pop("DATABASE_URL", None)  # each service gets its own database, or none
         logs_dir = self.data_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
-        for name in self.services:
-            grpc_port, metrics_port = ports[name]
-            env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
-            if name in database_urls:
-                env["DATABASE_URL"] = database_urls[name]
-            self.processes.append(self._spawn(name, env, grpc_port, metrics_port, logs_dir / f"{name}.log"))
+        for service in self.services:
+            for name in self._instances(service):
+                grpc_port, metrics_port = ports[name]
+                env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
+                if service in database_urls:
+                    env["DATABASE_URL"] = database_urls[service]
+                if service == "table" and name != "table":  # several servers: each its own id
+                    env["SERVER_ID"] = name
+                log = logs_dir / f"{name}.log"
+                self.processes.append(self._spawn(service, name, env, grpc_port, metrics_port, log))
         await self._wait_until_serving()
         state = StackState(
             services={p.name: p.endpoint for p in self.processes},
@@ -186,11 +229,18 @@ class Stack:
             _say(f"migrated  {name}: {len(applied)} new migration(s)")
         return urls
 
-    def _spawn(self, name: str, env: dict[str, str], grpc: int, metrics: int, log: Path) -> ServiceProcess:
+    def _instances(self, service: str) -> list[str]:
+        """The process names of ``service``: ``table``, ``table-2``… for ``TABLE_SERVERS`` table servers."""
+        count = self.table_servers if service == "table" else 1
+        return [service] + [f"{service}-{number}" for number in range(2, count + 1)]
+
+    def _spawn(
+        self, service: str, name: str, env: dict[str, str], grpc: int, metrics: int, log: Path
+    ) -> ServiceProcess:
         log_file = log.open("ab")
         self._logs.append(log_file)
         process = subprocess.Popen(
-            [sys.executable, "-m", f"services.{name}"],
+            [sys.executable, "-m", f"services.{service}"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
@@ -198,30 +248,27 @@ class Stack:
             start_new_session=True,  # Ctrl-C reaches the stack only; it stops services in order
             preexec_fn=_die_with_parent,
         )
-        return ServiceProcess(name, grpc, metrics, process, log)
+        return ServiceProcess(name, grpc, metrics, process, log, service, env)
+
+    def process(self, name: str) -> ServiceProcess:
+        return next(p for p in self.processes if p.name == name)
+
+    def signal(self, name: str, signum: int) -> None:
+        """Send ``signum`` to one service process (SIGKILL, SIGSTOP, SIGTERM… for fault tests)."""
+        self.process(name).process.send_signal(signum)
+
+    async def respawn(self, name: str) -> ServiceProcess:
+        """Start a process that ended again, with the same settings and ports, and wait until it serves."""
+        old = self.process(name)
+        if old.process.poll() is None:
+            raise StackError(f"{name} is still running")
+        new = self._spawn(old.service, name, old.env or {}, old.grpc_port, old.metrics_port, old.log_path)
+        self.processes[self.processes.index(old)] = new
+        await _wait_serving(new)
+        return new
 
     async def _wait_until_serving(self) -> None:
-        async def one(service: ServiceProcess) -> None:
-            waiting = asyncio.create_task(
-                wait_until_serving(service.address, within_seconds=READY_WITHIN_SECONDS)
-            )
-            while not waiting.done():
-                if service.process.poll() is not None:
-                    waiting.cancel()
-                    raise StackError(
-                        f"{service.name} exited with code {service.process.returncode} while starting; "
-                        f"its log ({service.log_path}) ends:\n{service.log_tail()}"
-                    )
-                await asyncio.wait({waiting}, timeout=0.2)
-            try:
-                waiting.result()
-            except TimeoutError:
-                raise StackError(
-                    f"{service.name} was not SERVING within {READY_WITHIN_SECONDS:.0f}s; "
-                    f"its log ends:\n{service.log_tail()}"
-                ) from None
-
-        await asyncio.gather(*(one(service) for service in self.processes))
+        await asyncio.gather(*(_wait_serving(service) for service in self.processes))
 
     def print_endpoints(self) -> None:
         width = max(len(p.name) for p in self.processes) if self.processes else 0
