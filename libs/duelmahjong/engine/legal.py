@@ -12,6 +12,7 @@ from itertools import compress
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
+from duelmahjong.engine.hand_state import PLACE_OF, SUIT_OF
 from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
 from duelmahjong.engine.state import (
     CLAIM,
@@ -21,9 +22,7 @@ from duelmahjong.engine.state import (
     GUESS,
     HAND_PHASES,
     OVER,
-    PLACE_OF,
     ROB_KONG,
-    SUIT_OF,
     TURN,
     TableState,
 )
