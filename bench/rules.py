@@ -93,17 +93,17 @@ def figures(size: int, runs: int) -> tuple[list[Figure], list[str]]:
     from mahjong.shanten import Shanten
     from MahjongGB import MahjongShanten
 
-    from duelmahjong.rules import analysis, tables
+    from duelmahjong.rules import analysis, keys, table_build
     from duelmahjong.rules.hand import Hand
     from duelmahjong.rules.tiles import tiles_of
 
     notes = [
-        f"note rules.tables build={timed(tables.build_tables):.2f}s (cached on disk after the first use)"
+        f"note rules.tables build={timed(table_build.build_tables):.2f}s (cached on disk after the first use)"
     ]
     hands = corpus(size)
     thirteen = minus_one_tile(hands)
-    win_keys = [(*tables.suit_keys(c), 14) for c in hands]
-    shanten_keys = [(*tables.suit_keys(c), 13) for c in thirteen]
+    win_keys = [(*keys.suit_keys(c), 14) for c in hands]
+    shanten_keys = [(*keys.suit_keys(c), 13) for c in thirteen]
     gb_hands = [tuple(GB_NAMES[k] for k in range(34) for _ in range(c[k])) for c in thirteen]
 
     def gb_shanten(hand: tuple[str, ...]) -> int:

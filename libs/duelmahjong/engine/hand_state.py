@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from duelmahjong.rules.tables import HONOR_PLACE, SUIT_PLACE
+from duelmahjong.rules.keys import HONOR_PLACE, SUIT_PLACE
 from duelmahjong.rules.tiles import GREEN_TILES
 
-# Where a tile kind sits in the rules library's suit keys (duelmahjong.rules.tables): its suit (m p s z)
+# Where a tile kind sits in the rules library's suit keys (duelmahjong.rules.keys): its suit (m p s z)
 # and what one copy adds to that suit's key.
 SUIT_OF = tuple(kind // 9 if kind < 27 else 3 for kind in range(34))
 PLACE_OF = tuple(SUIT_PLACE[kind % 9] if kind < 27 else HONOR_PLACE[kind - 27] for kind in range(34))

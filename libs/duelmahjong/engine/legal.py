@@ -28,7 +28,7 @@ from duelmahjong.engine.state import (
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
 from duelmahjong.rules.analysis import shanten_keys, waits, waits_keys, win_keys
-from duelmahjong.rules.tables import suit_keys
+from duelmahjong.rules.keys import suit_keys
 
 _KINDS = range(34)
 # The discard actions of each seat, by kind: the most listed actions, built once.

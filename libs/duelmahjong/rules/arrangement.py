@@ -33,8 +33,9 @@ from duelmahjong.rules.facts import (
     HandFacts,
     facts_of,
 )
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.setups import get_setup
-from duelmahjong.rules.tables import OnFirstUse, suit_keys
+from duelmahjong.rules.tables import OnFirstUse
 from duelmahjong.rules.tiles import format_tiles
 
 _SELF_DRAWN_FACT = FACTS["self_drawn"]
@@ -60,7 +61,7 @@ _HIDDEN_PUNG = tuple(WinSet("pung", tile, True) for tile in range(34))
 _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: completed by a discard
 
 
-# Per-suit readings of the precomputed tables (tables.py) turned into absolute chow/pung tiles.
+# Per-suit readings of the precomputed tables (duelmahjong.rules.table_build) as absolute chow/pung tiles.
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
 _SUIT_READINGS = OnFirstUse("suit_readings", globals())
 _HONOR_READINGS = OnFirstUse("honor_readings", globals())

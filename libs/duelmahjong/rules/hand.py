@@ -25,7 +25,7 @@ from typing import Final, Literal, get_args
 
 from duelmahjong.rules import analysis
 from duelmahjong.rules.errors import InvalidHandError, NotationError
-from duelmahjong.rules.tables import suit_keys
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.tiles import (
     COPIES,
     GREEN_TILES,
