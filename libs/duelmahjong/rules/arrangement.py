@@ -188,11 +188,6 @@ class Arrangement:
         return [kind for kind, count in enumerate(self.counts) for _ in range(count)]
 
     @property
-    def closed_counts(self) -> list[int]:
-        """34 counts of the concealed tiles plus the winning tile (declared melds left out)."""
-        return self._hand.closed
-
-    @property
     def hand_waits(self) -> list[int]:
         """Tile kinds the 13 tiles before the win were waiting on by shape, kinds whose four copies the
         hand holds included (E15, ``analysis.shape_waits``); computed once per hand."""

@@ -220,9 +220,7 @@ class Hand:
         if self.tile_count != 13:
             raise InvalidHandError(f"can only draw into a 13-tile hand, this one has {self.tile_count}")
         if is_flower(kind):
-            raise InvalidHandError(
-                f"flower {tile_name(kind)} is set aside: use with_flower(), then draw again"
-            )
+            raise InvalidHandError(f"flower {tile_name(kind)} is set aside, never held in a hand: draw again")
         return Hand((*self.concealed, kind), self.melds, self.flowers, self.profile)
 
     def discard(self, kind: int) -> Hand:
@@ -234,10 +232,6 @@ class Hand:
         concealed = list(self.concealed)
         concealed.remove(kind)
         return Hand(tuple(concealed), self.melds, self.flowers, self.profile)
-
-    def with_flower(self, kind: int) -> Hand:
-        """The hand with a flower set aside (erren 补花)."""
-        return Hand(self.concealed, self.melds, (*self.flowers, kind), self.profile)
 
     # --- analysis (table lookups) -------------------------------------------------------------------
     def is_winning(self) -> bool:
