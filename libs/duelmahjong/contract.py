@@ -48,10 +48,10 @@ _CONTEXT_FLAGS = tuple(
 )
 
 
-def pattern_enum(pattern_id: str) -> int:
+def pattern_enum(pattern_id: str) -> rules_pb2.PatternId.ValueType:
     """A pattern id of docs/decisions.md §2 (``"basic_win"``) as its ``PatternId``; UNSPECIFIED if unknown."""
     try:
-        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}"))
+        return rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}")
     except ValueError:
         return rules_pb2.PATTERN_ID_UNSPECIFIED
 
@@ -101,12 +101,7 @@ def _pattern(pattern: dict[str, Any]) -> rules_pb2.PatternScore:
 def evaluation_message(evaluation: dict[str, Any]) -> rules_pb2.Evaluation:
     """The rules library's ``Evaluation.to_json()`` → ``Evaluation`` (patterns in the library's order)."""
     return rules_pb2.Evaluation(
-        patterns=[
-            rules_pb2.PatternScore(
-                id=pattern_enum(str(p["id"])), name_zh=str(p["name_zh"]), fan=int(p["fan"])
-            )
-            for p in evaluation.get("patterns", ())
-        ],
+        patterns=[_pattern(p) for p in evaluation.get("patterns", ())],
         total_fan=int(evaluation.get("total_fan", 0)),
         capped=bool(evaluation.get("capped")),
         limit=bool(evaluation.get("limit")),

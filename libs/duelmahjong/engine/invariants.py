@@ -13,8 +13,8 @@ import json
 
 from duelmahjong.engine.result import meld_tiles
 from duelmahjong.engine.state import DOUBLING, IDLE, TURN, TableState
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.tables import suit_keys
 from duelmahjong.rules.tiles import format_tiles, tiles_of
 
 

@@ -25,7 +25,7 @@ from typing import Final, Literal, get_args
 
 from duelmahjong.rules import analysis
 from duelmahjong.rules.errors import InvalidHandError, NotationError
-from duelmahjong.rules.tables import suit_keys
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.tiles import (
     COPIES,
     GREEN_TILES,
@@ -220,9 +220,7 @@ class Hand:
         if self.tile_count != 13:
             raise InvalidHandError(f"can only draw into a 13-tile hand, this one has {self.tile_count}")
         if is_flower(kind):
-            raise InvalidHandError(
-                f"flower {tile_name(kind)} is set aside: use with_flower(), then draw again"
-            )
+            raise InvalidHandError(f"flower {tile_name(kind)} is set aside, never held in a hand: draw again")
         return Hand((*self.concealed, kind), self.melds, self.flowers, self.profile)
 
     def discard(self, kind: int) -> Hand:
@@ -234,10 +232,6 @@ class Hand:
         concealed = list(self.concealed)
         concealed.remove(kind)
         return Hand(tuple(concealed), self.melds, self.flowers, self.profile)
-
-    def with_flower(self, kind: int) -> Hand:
-        """The hand with a flower set aside (erren 补花)."""
-        return Hand(self.concealed, self.melds, (*self.flowers, kind), self.profile)
 
     # --- analysis (table lookups) -------------------------------------------------------------------
     def is_winning(self) -> bool:
