@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar
 
+from duelmahjong.platform import ids
 from duelmahjong.rules.settlement import duel_transfer
 from services.wallet.errors import InvalidAmountError
 from services.wallet.ledger import AccountRef, Draft, House
@@ -30,9 +31,9 @@ MAX_FEE = 10**12
 MAX_AMOUNT = 10**15
 
 
-def check_ids(*ids: str) -> None:
+def check_ids(*values: str) -> None:
     """Every id a wallet input names; also checked before a read, so a bad one never reaches SQL."""
-    for value in ids:
+    for value in values:
         if not ids.is_entity_id(value):
             raise InvalidAmountError(f"bad id {value!r}: {ids.ENTITY_ID_RULE}")
 
