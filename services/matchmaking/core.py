@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from duelmahjong.platform.logging import get_logger
-from services.matchmaking import updates as U
+from services.matchmaking import updates
 from services.matchmaking.directory import TableServer, TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
@@ -132,7 +132,7 @@ class Matchmaker:
             entry.is_bot, entry.fill_for = True, fill_for
         self._entries[entry.ticket_id] = entry
         self._player_ticket[player_id] = entry.ticket_id
-        entry.send(U.Queued(entry.ticket_id, room.ticket_seconds))
+        entry.send(updates.Queued(entry.ticket_id, room.ticket_seconds))
         self._send_positions(room.room_id)
         self.tick()
         return entry
@@ -145,14 +145,14 @@ class Matchmaker:
             raise PermissionDenied("this queue ticket is another player's")
         if entry.pairing is not None:
             raise FailedPrecondition("already paired; leave the pairing instead")
-        self._finish(entry, U.Expired("cancelled by the player"))
+        self._finish(entry, updates.Expired("cancelled by the player"))
 
     def stream_closed(self, entry: QueueEntry) -> None:
         """The player's Enqueue stream went away: an unpaired ticket is cancelled with it."""
         if not entry.done and entry.pairing is None:
-            self._finish(entry, U.Expired("the queue stream closed"))
+            self._finish(entry, updates.Expired("the queue stream closed"))
 
-    def _finish(self, entry: QueueEntry, last: U.Update | None) -> None:
+    def _finish(self, entry: QueueEntry, last: updates.Update | None) -> None:
         entry.done = True
         self._entries.pop(entry.ticket_id, None)
         if self._player_ticket.get(entry.player_id) == entry.ticket_id and (
@@ -161,14 +161,14 @@ class Matchmaker:
             del self._player_ticket[entry.player_id]
         if last is not None:
             entry.send(last)
-        entry.send(U.END)
+        entry.send(updates.END)
         self._send_positions(entry.room.room_id)
 
     def _send_positions(self, room_id: str) -> None:
         waiting = [e for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None]
         waiting.sort(key=lambda e: e.enqueued_at)
         for index, entry in enumerate(waiting):
-            entry.send(U.Position(index + 1, len(waiting)))
+            entry.send(updates.Position(index + 1, len(waiting)))
 
     # --- the periodic work --------------------------------------------------------------------
     def tick(self) -> None:
@@ -178,10 +178,10 @@ class Matchmaker:
         for entry in list(self._entries.values()):
             if entry.pairing is None and now >= entry.expires_at:
                 self.counts["expired", entry.room.room_id] += 1
-                self._finish(entry, U.Expired("the queue ticket expired before a match was found"))
+                self._finish(entry, updates.Expired("the queue ticket expired before a match was found"))
             elif entry.is_bot and entry.pairing is None and not self._waits_for_bot(entry.fill_for):
                 # Its player left or paired with someone else: free the house bot for another fill.
-                self._finish(entry, U.Expired("the player this bot filled for is no longer waiting"))
+                self._finish(entry, updates.Expired("the player this bot filled for is no longer waiting"))
         for pairing in list(self._pairings.values()):
             if pairing.state == NEGOTIATING and now >= pairing.negotiation_deadline:
                 self._end_pairing(pairing, "the multiplier negotiation timed out (T7)")
@@ -285,7 +285,9 @@ class Matchmaker:
             if not entry.is_bot:  # a bot's wait is the fill delay, not a player's
                 self.observe_wait(room.room_id, now - entry.enqueued_at)
         for seat, (me, other) in enumerate(((first, second), (second, first))):
-            me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name))
+            me.send(
+                updates.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name)
+            )
         self._send_positions(room.room_id)
         self._spawn(self._hold(pairing))
 
@@ -312,7 +314,7 @@ class Matchmaker:
         if room.negotiates:
             pairing.state = NEGOTIATING
             pairing.negotiation_deadline = self._clock() + room.negotiation_seconds
-            self._send_negotiation(pairing, U.AWAITING_PROPOSAL)
+            self._send_negotiation(pairing, updates.AWAITING_PROPOSAL)
         else:
             pairing.multiplier = 1
             pairing.state = ALLOCATING
@@ -335,7 +337,7 @@ class Matchmaker:
         for entry in pairing.seats:
             entry.pairing = None
             if entry is refused:
-                self._finish(entry, U.Expired(reason))
+                self._finish(entry, updates.Expired(reason))
         self._send_positions(pairing.room.room_id)
 
     async def _release(self, entry: QueueEntry, pairing: Pairing) -> None:
@@ -355,13 +357,15 @@ class Matchmaker:
         for seat, entry in enumerate(pairing.seats):
             entry.send(self.negotiation(pairing, state, seat))
 
-    def negotiation(self, pairing: Pairing, state: str, seat: int) -> U.Negotiation:
-        your_turn = (state == U.AWAITING_PROPOSAL and seat == 0) or (state == U.PROPOSED and seat == 1)
-        return U.Negotiation(
+    def negotiation(self, pairing: Pairing, state: str, seat: int) -> updates.Negotiation:
+        your_turn = (state == updates.AWAITING_PROPOSAL and seat == 0) or (
+            state == updates.PROPOSED and seat == 1
+        )
+        return updates.Negotiation(
             pairing.pairing_id, state, pairing.multiplier, your_turn, pairing.negotiation_deadline
         )
 
-    def propose(self, player_id: str, pairing_id: str, multiplier: int) -> U.Negotiation:
+    def propose(self, player_id: str, pairing_id: str, multiplier: int) -> updates.Negotiation:
         pairing, seat = self._pairing_of(player_id, pairing_id)
         if multiplier not in NEGOTIABLE:
             raise InvalidArgument(f"the multiplier must be 1, 2, 5 or 10 (T7), not {multiplier}")
@@ -371,10 +375,10 @@ class Matchmaker:
             raise FailedPrecondition("the multiplier is not open for a proposal now")
         pairing.multiplier = multiplier
         pairing.negotiation_deadline = self._clock() + pairing.room.negotiation_seconds
-        self._send_negotiation(pairing, U.PROPOSED)
-        return self.negotiation(pairing, U.PROPOSED, seat)
+        self._send_negotiation(pairing, updates.PROPOSED)
+        return self.negotiation(pairing, updates.PROPOSED, seat)
 
-    def respond(self, player_id: str, pairing_id: str, accept: bool) -> U.Negotiation:
+    def respond(self, player_id: str, pairing_id: str, accept: bool) -> updates.Negotiation:
         pairing, seat = self._pairing_of(player_id, pairing_id)
         if seat != 1:
             raise FailedPrecondition("the second seated player answers the proposal (T7)")
@@ -382,20 +386,20 @@ class Matchmaker:
             raise FailedPrecondition("there is no proposal to answer now")
         if not accept:
             self.counts["declined", pairing.room.room_id] += 1
-            self._send_negotiation(pairing, U.DECLINED)
+            self._send_negotiation(pairing, updates.DECLINED)
             self._end_pairing(pairing, "the multiplier was declined; the pairing ends (T7)")
-            return self.negotiation(pairing, U.DECLINED, seat)
+            return self.negotiation(pairing, updates.DECLINED, seat)
         pairing.state = ALLOCATING
-        self._send_negotiation(pairing, U.ACCEPTED)
+        self._send_negotiation(pairing, updates.ACCEPTED)
         self._allocate(pairing)
-        return self.negotiation(pairing, U.ACCEPTED, seat)
+        return self.negotiation(pairing, updates.ACCEPTED, seat)
 
     def _end_pairing(self, pairing: Pairing, reason: str) -> None:
         """Before a table: the pairing ends, both holds are released, both streams end."""
         pairing.state = ENDED
         self._pairings.pop(pairing.pairing_id, None)
         for entry in pairing.seats:
-            self._finish(entry, U.Expired(reason))
+            self._finish(entry, updates.Expired(reason))
             self._spawn(self._release(entry, pairing))
 
     # --- allocation ---------------------------------------------------------------------------
@@ -431,10 +435,12 @@ class Matchmaker:
         self.counts["table_opened", pairing.room.room_id] += 1
         for seat, entry in enumerate(pairing.seats):
             entry.send(
-                U.TableReady(pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat)
+                updates.TableReady(
+                    pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat
+                )
             )
             entry.done = True
-            entry.send(U.END)
+            entry.send(updates.END)
             self._entries.pop(entry.ticket_id, None)
 
     def table_closed(self, table_id: str) -> bool:
