@@ -5,7 +5,7 @@
 - :class:`TableClient` — ``OpenTable`` on the chosen table server.
 
 Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
-unreachable) become :class:`~services.matchmaking.core.TableUnavailable` so the pairing waits.
+unreachable) become :class:`~services.matchmaking.pairing.TableUnavailable` so the pairing waits.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ from duelmahjong.platform.config import ConfigError
 from duelmahjong.platform.errors import FailedPrecondition
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.matchmaking import metrics, updates
+from services.matchmaking.allocation import LOST_RETRY_SECONDS
 from services.matchmaking.bots import BotPool
 from services.matchmaking.config import MatchmakingConfig
-from services.matchmaking.core import BOT_RETRY_SECONDS, LOST_RETRY_SECONDS, Matchmaker
+from services.matchmaking.core import BOT_RETRY_SECONDS, Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
