@@ -15,8 +15,9 @@ For each RPC, in this order:
    reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
    with its message (a :class:`~duelmahjong.platform.errors.RateLimited` also sends its wait as the
-   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` becomes
-   ``UNIMPLEMENTED`` naming where the logic comes from; anything else is logged with its traceback
+   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` (a method
+   the servicer does not override) becomes ``UNIMPLEMENTED``, as gRPC answers a method it does not
+   know; anything else is logged with its traceback
    and the client gets ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
 5. count the call and time it: ``duel_<service>_grpc_requests_total{method,code}``,
    ``duel_<service>_grpc_request_duration_seconds{method}``, ``duel_<service>_grpc_requests_in_flight``.
@@ -151,11 +152,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         metrics: ServiceMetrics,
         token_secret: str,
         public_methods: Collection[str] = (),
-        pending_note: str = "a later issue",
     ) -> None:
         self._secret = token_secret
         self._public = frozenset(public_methods)
-        self._pending_note = pending_note
         self._requests = metrics.counter("grpc_requests", "total", "RPCs handled", ["method", "code"])
         self._latency = metrics.histogram(
             "grpc_request_duration", "seconds", "time to handle an RPC (to the end of its stream)", ["method"]
@@ -284,7 +283,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
         elif isinstance(err, NotImplementedError):
             code = grpc.StatusCode.UNIMPLEMENTED
-            message = f"{method} is not implemented yet; it arrives with {self._pending_note}"
+            message = f"{method} is not implemented by this service"
         else:
             code, message = grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id)
             _log.error("rpc raised", exc_info=err, extra={"fields": {"method": method}})

@@ -132,8 +132,6 @@ class ServiceSpec:
     wire: Wire
     migrations: Path | None = None
     public_methods: Collection[str] = ()
-    # Where the RPCs not implemented yet come from, for their honest UNIMPLEMENTED message.
-    pending_note: str = "a later issue"
     # Called once the stop signal arrives and before gRPC stops (still serving): a service that must
     # finish work first (the table server's live hands) waits here. Skipped after a crash.
     drain: Callable[[ServiceRuntime[Any]], Awaitable[None]] | None = None
@@ -151,9 +149,7 @@ async def serve(
     runtime: ServiceRuntime[ServiceConfig] = ServiceRuntime(
         config=config,
         metrics=metrics,
-        server=ServiceServer(
-            config, metrics, public_methods=spec.public_methods, pending_note=spec.pending_note
-        ),
+        server=ServiceServer(config, metrics, public_methods=spec.public_methods),
         metrics_port=metrics.serve_http(config.grpc_host, config.metrics_port),
     )
     if stop is not None:
