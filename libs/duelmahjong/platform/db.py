@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -151,7 +152,9 @@ async def apply_migrations(
     return await _apply(conn, migrations, service)
 
 
-async def _apply(conn: asyncpg.Connection, migrations: list[Migration], service: str) -> list[Migration]:
+async def _apply(
+    conn: asyncpg.Connection | PoolConnectionProxy, migrations: list[Migration], service: str
+) -> list[Migration]:
     async with conn.transaction():
         # Taken before touching schema_migrations, so even its creation is never raced.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)

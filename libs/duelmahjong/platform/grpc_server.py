@@ -21,8 +21,8 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.interceptors import ServiceInterceptor

@@ -166,9 +166,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return None  # unknown method: gRPC answers UNIMPLEMENTED itself
@@ -187,6 +187,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_stream_rpc_method_handler(
                 self._wrap_stream(method, handler.unary_stream, stream_in=False), deserializer, serializer
             )
+        assert handler.stream_stream is not None  # a handler is one of the four kinds
         return grpc.stream_stream_rpc_method_handler(
             self._wrap_stream(method, handler.stream_stream, stream_in=True), deserializer, serializer
         )
@@ -194,7 +195,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_unary(
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
-        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             incoming = _Incoming(request, method) if stream_in else None
             async with self._rpc(method, context, incoming):
                 result = behavior(incoming or _check_parsed(request, method), context)
@@ -205,7 +206,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_stream(
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
-        async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             incoming = _Incoming(request, method) if stream_in else None
             async with self._rpc(method, context, incoming):
                 result = behavior(incoming or _check_parsed(request, method), context)
@@ -219,7 +220,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
 
     @asynccontextmanager
     async def _rpc(
-        self, method: str, context: grpc.aio.ServicerContext, incoming: _Incoming | None
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any], incoming: _Incoming | None
     ) -> AsyncIterator[None]:
         """Everything around one handler call: ids, auth, error mapping, metrics."""
         outcome = _Outcome(method, time.perf_counter())
@@ -248,13 +249,13 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self._latency.labels(method=outcome.method).observe(time.perf_counter() - outcome.started)
         self._requests.labels(method=outcome.method, code=outcome.code.name).inc()
 
-    def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
+    def _authenticate(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         if self.is_public(method):
             return
         token = auth.token_from_metadata(context.invocation_metadata())
         auth.bind_principal(auth.verify_token(self._secret, token))
 
-    def _call_scope(self, context: grpc.aio.ServicerContext) -> Any:
+    def _call_scope(self, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         request_id = None
         for key, value in context.invocation_metadata() or ():
             if key == REQUEST_ID_KEY:
@@ -265,7 +266,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self,
         err: BaseException,
         method: str,
-        context: grpc.aio.ServicerContext,
+        context: grpc.aio.ServicerContext[Any, Any],
         outcome: _Outcome,
         request_id: str,
     ) -> None:
