@@ -9,19 +9,21 @@ unpaired ticket.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from duelmahjong.contract import PROFILES
 from duelmahjong.platform.auth import Role, current_principal, require_role
 from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, rules_pb2
 from services.matchmaking import updates
 from services.matchmaking.core import Matchmaker
-from services.matchmaking.remote import PROFILES, room_rules
+from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room
 
 SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
-Context = grpc.aio.ServicerContext
+Context = grpc.aio.ServicerContext[Any, Any]
 
 _SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
 _NEGOTIATION_STATES = {

@@ -7,6 +7,8 @@ with the reason as the message.
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc.aio
 
 from duelmahjong.v1 import scoring_pb2, scoring_pb2_grpc
@@ -14,7 +16,7 @@ from services.scoring import codec
 from services.scoring.core import ScoringCore
 
 SERVICE_NAME = scoring_pb2.DESCRIPTOR.services_by_name["ScoringService"].full_name
-Context = grpc.aio.ServicerContext
+Context = grpc.aio.ServicerContext[Any, Any]
 
 
 class ScoringApi(scoring_pb2_grpc.ScoringServiceServicer):
