@@ -49,9 +49,9 @@ MELD_KINDS = {
     "concealed_kong": tiles_pb2.MELD_KIND_CONCEALED_KONG,
     "added_kong": tiles_pb2.MELD_KIND_ADDED_KONG,
 }
-PROFILE_WORDS = {number: word for word, number in PROFILES.items()}
-WIND_WORDS = {number: word for word, number in WINDS.items()}
-MELD_KIND_WORDS = {number: word for word, number in MELD_KINDS.items()}
+PROFILE_WORDS: dict[int, str] = {number: word for word, number in PROFILES.items()}
+WIND_WORDS: dict[int, str] = {number: word for word, number in WINDS.items()}
+MELD_KIND_WORDS: dict[int, str] = {number: word for word, number in MELD_KINDS.items()}
 FIRST_TURN_WIN_WORDS = enum_words(rules_pb2.FirstTurnWin.DESCRIPTOR, "FIRST_TURN_WIN_")
 # The context keys docs/decisions.md §7 makes true/false: the contract's bool fields of HandContext.
 CONTEXT_FLAGS = tuple(
@@ -59,10 +59,10 @@ CONTEXT_FLAGS = tuple(
 )
 
 
-def pattern_enum(pattern_id: str) -> int:
+def pattern_enum(pattern_id: str) -> rules_pb2.PatternId.ValueType:
     """A pattern id of docs/decisions.md §2 (``"basic_win"``) as its ``PatternId``; UNSPECIFIED if unknown."""
     try:
-        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}"))
+        return rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}")
     except ValueError:
         return rules_pb2.PATTERN_ID_UNSPECIFIED
 

@@ -9,6 +9,7 @@ settlements as messages. Contract seats ``SEAT_FIRST``/``SEAT_SECOND`` are engin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -36,8 +37,8 @@ from services.scoring.core import (
 )
 from services.scoring.replay import HandBegunFacts, LogRecord
 
-SEATS = {rules_pb2.SEAT_FIRST: 0, rules_pb2.SEAT_SECOND: 1}
-SEAT_ENUMS = {seat: number for number, seat in SEATS.items()}
+SEAT_ENUMS: dict[int, rules_pb2.Seat.ValueType] = {0: rules_pb2.SEAT_FIRST, 1: rules_pb2.SEAT_SECOND}
+SEATS: dict[int, int] = {number: seat for seat, number in SEAT_ENUMS.items()}
 OUTCOMES = enum_words(rules_pb2.HandOutcome.DESCRIPTOR, "HAND_OUTCOME_")  # win, drawn, escape
 TASK_KINDS = enum_words(rules_pb2.TaskKind.DESCRIPTOR, "TASK_KIND_") | {
     rules_pb2.TASK_KIND_DOUBLING: "double"  # the engine's name of the 加倍 task (T8)
@@ -51,7 +52,7 @@ def profile_name(profile: int) -> str:
     return name
 
 
-def pattern_name(number: int) -> str:
+def pattern_name(number: rules_pb2.PatternId.ValueType) -> str:
     # proto3 enums are open: a number this build does not know is bad input, not a crash
     if number not in rules_pb2.PatternId.values():
         raise InvalidArgument(f"unknown pattern id {number}")
@@ -201,14 +202,14 @@ def log_record(
     record = appended.record if record is None else record
     which = record.WhichOneof("kind")
     sequence = appended.sequence if sequence is None else sequence
-    base = {"sequence": sequence, "hand_id": appended.hand_id, "table_id": appended.table_id}
+    base = LogRecord(sequence=sequence, hand_id=appended.hand_id, table_id=appended.table_id)
     if which == "engine_event":
-        return LogRecord(**base, canonical=record.engine_event.canonical_json)
+        return dataclasses.replace(base, canonical=record.engine_event.canonical_json)
     if which == "action_applied":
-        return LogRecord(**base, action=record.action_applied.engine_action or "?")
+        return dataclasses.replace(base, action=record.action_applied.engine_action or "?")
     if which == "hand_begun":
-        return LogRecord(**base, begun=_hand_begun(record.hand_begun))
-    return LogRecord(**base)
+        return dataclasses.replace(base, begun=_hand_begun(record.hand_begun))
+    return base
 
 
 # --- outbound -----------------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ MIGRATION_LOCK_KEY = int.from_bytes(hashlib.sha256(b"duelmahjong.migrations").di
 
 _log = get_logger("db")
 
+# A connection of its own or one lent by a pool (``async with pool.acquire()``): both run queries.
+Connection = asyncpg.Connection | PoolConnectionProxy
+
 
 class MigrationError(RuntimeError):
     """The migrations directory or the recorded history is inconsistent."""
@@ -152,9 +155,7 @@ async def apply_migrations(
     return await _apply(conn, migrations, service)
 
 
-async def _apply(
-    conn: asyncpg.Connection | PoolConnectionProxy, migrations: list[Migration], service: str
-) -> list[Migration]:
+async def _apply(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
     async with conn.transaction():
         # Taken before touching schema_migrations, so even its creation is never raced.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
