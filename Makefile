@@ -68,6 +68,7 @@ buf: $(BUF)
 lint: install buf
 	$(VENV)/bin/ruff check libs services tests bench deploy
 	$(VENV)/bin/ruff format --check libs services tests bench deploy
+	$(VENV)/bin/mypy
 
 test: install deploy-tools node-client
 	$(MAKE) --no-print-directory lint
