@@ -17,7 +17,7 @@ from types import ModuleType
 import duelmahjong
 
 # Modules of bench/ that areas share (the harness, the rules corpus): not areas themselves.
-_NOT_AREAS = {"__init__", "common", "rules_corpus"}
+_NOT_AREAS = {"__init__", "common", "rules_corpus", "stack_probes"}
 
 
 def bench_dir() -> Path:
