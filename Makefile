@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 # The rules library's lookup tables take seconds to build; duelmahjong.rules.tables builds them on
 # first use into .local/cache/. Built here, at install, so no service or test pays for it mid-call.
-$(RULE_TABLES): $(STAMP) libs/duelmahjong/rules/tables.py
+$(RULE_TABLES): $(STAMP) $(addprefix libs/duelmahjong/rules/,keys.py table_build.py tables.py)
 	$(PY) -c "from duelmahjong.rules.tables import get_tables; get_tables()"
 	mkdir -p $(@D) && touch $@
 
@@ -68,6 +68,7 @@ buf: $(BUF)
 lint: install buf
 	$(VENV)/bin/ruff check libs services tests bench deploy
 	$(VENV)/bin/ruff format --check libs services tests bench deploy
+	$(VENV)/bin/mypy
 
 test: install deploy-tools node-client
 	$(MAKE) --no-print-directory lint

@@ -1,8 +1,8 @@
 """``duel bench rules``: our rules library against PyPI ``mahjong`` (pure-Python riichi) and
 ``pymahjonggb`` (C++ Chinese Official, module ``MahjongGB``), on one seeded corpus.
 
-The corpus: random winning hands (four random sets + a pair) and random non-winning hands (14 tiles
-drawn from the 136), half each; shanten runs on those hands minus one random tile (13 tiles).
+The corpus (``bench/rules_corpus.py``): half random winning hands, half random non-winning hands;
+shanten runs on those hands minus one random tile (13 tiles).
 Every library gets the hands in its own native form, prepared before timing:
 
 * ours, hot path (``rules.win``, ``rules.shanten``): the four suit keys a ``Hand`` keeps
@@ -19,54 +19,11 @@ Results are checked to agree before anything is timed, so every library answers 
 from __future__ import annotations
 
 import argparse
-import random
 from collections.abc import Callable, Sequence
 
 from bench import rules_evaluation
 from bench.common import Figure, compare, timed
-
-SEED = 20261130
-GB_NAMES = [f"W{r}" for r in range(1, 10)] + [f"B{r}" for r in range(1, 10)] + [f"T{r}" for r in range(1, 10)]
-GB_NAMES += ["F1", "F2", "F3", "F4", "J3", "J2", "J1"]  # winds E S W N; dragons 白 发 中
-
-
-def corpus(size: int, seed: int = SEED) -> list[list[int]]:
-    """``size`` 14-tile count vectors: half random wins, half random non-wins, shuffled."""
-    from duelmahjong.rules.analysis import is_winning
-
-    rng = random.Random(seed)
-    wall = [kind for kind in range(34) for _ in range(4)]
-    hands: list[list[int]] = []
-    while len(hands) < size // 2:
-        counts = [0] * 34
-        for _ in range(4):
-            if rng.random() < 0.5:
-                counts[rng.randrange(34)] += 3
-            else:
-                first = rng.randrange(3) * 9 + rng.randrange(7)
-                for kind in (first, first + 1, first + 2):
-                    counts[kind] += 1
-        counts[rng.randrange(34)] += 2
-        if max(counts) <= 4:
-            hands.append(counts)
-    while len(hands) < size:
-        counts = [0] * 34
-        for kind in rng.sample(wall, 14):
-            counts[kind] += 1
-        if not is_winning(counts):
-            hands.append(counts)
-    rng.shuffle(hands)
-    return hands
-
-
-def minus_one_tile(hands: list[list[int]], seed: int = SEED) -> list[list[int]]:
-    rng = random.Random(seed + 1)
-    thirteen = []
-    for counts in hands:
-        fewer = list(counts)
-        fewer[rng.choice([kind for kind in range(34) if counts[kind]])] -= 1
-        thirteen.append(fewer)
-    return thirteen
+from bench.rules_corpus import GB_NAMES, SEED, corpus, minus_one_tile
 
 
 def _over(items: Sequence[object], call: Callable[..., object], *, star: bool = False) -> Callable[[], int]:
@@ -93,17 +50,17 @@ def figures(size: int, runs: int) -> tuple[list[Figure], list[str]]:
     from mahjong.shanten import Shanten
     from MahjongGB import MahjongShanten
 
-    from duelmahjong.rules import analysis, tables
+    from duelmahjong.rules import analysis, keys, table_build
     from duelmahjong.rules.hand import Hand
     from duelmahjong.rules.tiles import tiles_of
 
     notes = [
-        f"note rules.tables build={timed(tables.build_tables):.2f}s (cached on disk after the first use)"
+        f"note rules.tables build={timed(table_build.build_tables):.2f}s (cached on disk after the first use)"
     ]
     hands = corpus(size)
     thirteen = minus_one_tile(hands)
-    win_keys = [(*tables.suit_keys(c), 14) for c in hands]
-    shanten_keys = [(*tables.suit_keys(c), 13) for c in thirteen]
+    win_keys = [(*keys.suit_keys(c), 14) for c in hands]
+    shanten_keys = [(*keys.suit_keys(c), 13) for c in thirteen]
     gb_hands = [tuple(GB_NAMES[k] for k in range(34) for _ in range(c[k])) for c in thirteen]
 
     def gb_shanten(hand: tuple[str, ...]) -> int:

@@ -1,8 +1,8 @@
 """Full fan evaluation: our ``evaluate`` against PyPI ``mahjong`` (``HandCalculator.estimate_hand_value``)
-and ``pymahjonggb`` (``MahjongFanCalculator``), on the seeded corpus of ``bench/rules.py``.
+and ``pymahjonggb`` (``MahjongFanCalculator``), on the seeded corpus of ``bench/rules_corpus.py``.
 
 ``duel bench rules`` prints these figures with the others (``rules.evaluate``); ``duel bench
-rules_evaluation`` prints only them. The hands are the winning half of ``rules.corpus`` (random sets +
+rules_evaluation`` prints only them. The hands are the winning half of ``rules_corpus.corpus`` (random sets +
 a pair; a full evaluation of a non-winning hand is only a failed win check, measured by ``rules.win``);
 in each hand one random tile is the winning tile, and a seeded coin says whether it was self-drawn.
 Every library gets the same hands in its own form, prepared before timing:
@@ -22,6 +22,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from bench.common import Figure, compare
+from bench.rules_corpus import GB_NAMES, SEED, corpus
 
 IN_ALL = False  # ``duel bench all`` already runs these figures through bench/rules.py
 SEED_OFFSET = 3
@@ -41,7 +42,6 @@ def specs(hands: list[list[int]], seed: int) -> list[tuple[str, Callable[[], int
     from mahjong.tile import TilesConverter
     from MahjongGB import MahjongFanCalculator
 
-    from bench.rules import GB_NAMES
     from duelmahjong.rules.description import HandDescription
     from duelmahjong.rules.errors import InvalidHandError
     from duelmahjong.rules.evaluate import evaluate
@@ -130,8 +130,6 @@ def specs(hands: list[list[int]], seed: int) -> list[tuple[str, Callable[[], int
 
 
 def figures(size: int, runs: int) -> list[Figure]:
-    from bench.rules import SEED, corpus
-
     return [
         compare(name, ours, reference, theirs, runs=runs)
         for name, ours, reference, theirs in specs(corpus(size), SEED)

@@ -16,36 +16,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import ipaddress
-import os
 import random
-import shutil
 import sys
-import tempfile
 import time
-import urllib.request
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import asyncpg
 import grpc
 import grpc.aio
-import nats
-from prometheus_client.parser import text_string_to_metric_families
 
-from duelmahjong.cli.demo import ledger_balances
-from duelmahjong.cli.status import check_health
+from bench.stack_probes import (
+    LIVE_TABLES,
+    BenchViolation,
+    ProcSample,
+    consumer_lag,
+    ledger_state,
+    percentile,
+    sample_services,
+    scrape_gauge,
+    settle,
+    stack_state,
+)
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
 from duelmahjong.platform import eventloop
-from duelmahjong.platform.db import with_database
-from duelmahjong.platform.stack import Stack, available_services
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, StackState
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2, table_pb2
 
@@ -53,15 +52,9 @@ IN_ALL = False  # minutes long: `duel bench all` skips it
 FIND_TABLE_SECONDS = 60.0  # a queue longer than this is an error (bot fill comes after 30 s)
 DRIFT = 300  # prestige a bot may win or lose before a fresh guest takes its seat
 PLAY_SECONDS = 300.0  # one match of a few hands; a table that takes longer is stuck
-SETTLE_SECONDS = 60.0  # after the last match: holds released, tables closed, consumers caught up
 MATCHES_PER_PAIR = 10_000  # a count bound besides the time bound
-LIVE_TABLES = "duel_table_live_tables_count"  # the table server's gauge of tables it hosts
 # Kinds of error that are defects, not the churn a soak causes on purpose (expired queues, stale acts).
 DEFECTS = ("grpc.INTERNAL", "grpc.UNKNOWN", "grpc.DATA_LOSS", "unexpected.")
-
-
-class SoakViolation(Exception):
-    """An end-of-run invariant that does not hold."""
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -82,18 +75,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if not all(0.0 <= rate <= 1.0 for rate in (args.escape_rate, args.drop_rate, args.decline_rate)):
         parser.error("rates are fractions between 0 and 1")
     return args
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The nearest-rank percentile (0 for no values).
-
-    >>> percentile([3.0, 1.0, 2.0], 0.5), percentile([1.0] * 99 + [9.0], 0.99), percentile([], 0.5)
-    (2.0, 1.0, 0)
-    """
-    if not values:
-        return 0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(fraction * len(ordered) + 0.5) - 1))]
 
 
 @dataclass
@@ -118,95 +99,6 @@ class Tally:
 
     def defects(self) -> dict[str, int]:
         return {kind: n for kind, n in self.errors.items() if kind.startswith(DEFECTS)}
-
-
-@dataclass(frozen=True)
-class ProcSample:
-    rss_mb: float
-    fds: int
-    started_at: int  # clock ticks since boot (/proc/<pid>/stat field 22): changes if the pid is reused
-
-
-def proc_sample(pid: int) -> ProcSample | None:
-    """RSS, open fds and start time of a live process from /proc; None if it is gone (or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        status = Path(f"/proc/{pid}/status").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    if stat[0] == "Z":
-        return None
-    rss_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
-    try:
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
-    except PermissionError:
-        fds = -1  # another user's process
-    return ProcSample(rss_kb / 1024, fds, int(stat[19]))
-
-
-def scrape_gauge(metrics_url: str, name: str) -> float | None:
-    """The sum of a metric's samples at a service's /metrics (None if unreachable or absent)."""
-    try:
-        with urllib.request.urlopen(metrics_url, timeout=5) as reply:
-            text = reply.read().decode()
-    except OSError:
-        return None
-    values = [s.value for f in text_string_to_metric_families(text) for s in f.samples if s.name == name]
-    return sum(values) if values else None
-
-
-async def consumer_lag(nats_url: str) -> int | None:
-    """Messages pending or awaiting an ack over every durable consumer of every stream."""
-    try:
-        client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=0)
-    except Exception:  # lag is informative: the soak goes on without it
-        return None
-    try:
-        jsm = client.jsm()
-        lag = 0
-        for stream in await jsm.streams_info():
-            for consumer in await jsm.consumers_info(stream.config.name):
-                lag += (consumer.num_pending or 0) + (consumer.num_ack_pending or 0)
-        return lag
-    finally:
-        await client.close()
-
-
-def _is_loopback_ip(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:  # a host name: it may resolve anywhere
-        return False
-
-
-def require_loopback(state: StackState) -> None:
-    """The soak loads whatever it talks to: refuse a state file naming anything but this machine."""
-    hosts = [endpoint.grpc.rsplit(":", 1)[0] for endpoint in state.services.values()]
-    hosts += [urlsplit(url).hostname or "" for url in (state.nats_url, state.database_url) if url]
-    for host in (h.strip("[]") for h in hosts):
-        if host != "localhost" and not _is_loopback_ip(host):
-            raise SoakViolation(f"{host} is not a loopback address: the soak runs on this machine only")
-
-
-@contextlib.asynccontextmanager
-async def stack_state(state_file: Path) -> AsyncIterator[tuple[StackState, Stack | None]]:
-    """The running stack's state if all of it is SERVING, else a stack started for the soak."""
-    running = StackState.read(state_file)
-    if running is not None and set(running.services) == set(SERVICE_NAMES):
-        if all(check_health(e.grpc, 3.0) == "SERVING" for e in running.services.values()):
-            require_loopback(running)
-            print(f"[soak] using the running stack of {state_file}", flush=True)
-            yield running, None
-            return
-    data_dir = Path(tempfile.mkdtemp(prefix="duel-soak-"))
-    environ = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}
-    stack = Stack(data_dir, available_services(SERVICE_NAMES), environ)
-    try:
-        print("[soak] no running stack: starting one", flush=True)
-        yield await stack.up(), stack
-    finally:
-        stack.down()
-        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 class Pair:
@@ -310,10 +202,6 @@ def error_kind(error: BaseException) -> str:
     return f"unexpected.{type(error).__name__}"
 
 
-def sample_services(state: StackState) -> dict[str, ProcSample | None]:
-    return {name: proc_sample(endpoint.pid) for name, endpoint in state.services.items()}
-
-
 async def interval_line(state: StackState, tally: Tally, samples: dict[str, ProcSample | None]) -> str:
     elapsed = time.monotonic() - tally.started
     live = await asyncio.to_thread(scrape_gauge, state.services["table"].metrics, LIVE_TABLES)
@@ -332,33 +220,6 @@ async def interval_line(state: StackState, tally: Tally, samples: dict[str, Proc
         f"live_tables={'?' if live is None else f'{live:.0f}'} "
         f"time_to_table p50={percentile(ttt, 0.5):.2f}s p99={percentile(ttt, 0.99):.2f}s"
     )
-
-
-async def ledger_state(admin_url: str) -> tuple[int, int, list[str]]:
-    """The ledger total, the open holds and the wallet's own audit findings (docs/wallet.md)."""
-    from services.wallet.audit import audit_ledger  # the audit the wallet's tests run, not a copy
-
-    balances = await ledger_balances(admin_url)
-    pool = await asyncpg.create_pool(with_database(admin_url, "wallet"), min_size=1, max_size=1)
-    try:
-        holds = await pool.fetchval("SELECT count(*) FROM wallet.holds WHERE open")
-        problems = await audit_ledger(pool)
-    finally:
-        await pool.close()
-    return sum((balances or {}).values()), int(holds), problems
-
-
-async def settle(state: StackState) -> tuple[int, float | None, int | None]:
-    """Wait (bounded) for holds released, tables closed and consumers caught up; the last readings."""
-    holds, live, lag = -1, None, None
-    for _ in range(int(SETTLE_SECONDS)):
-        _, holds, _ = await ledger_state(state.database_url)
-        live = await asyncio.to_thread(scrape_gauge, state.services["table"].metrics, LIVE_TABLES)
-        lag = await consumer_lag(state.nats_url)
-        if holds == 0 and live == 0 and lag == 0:
-            break
-        await asyncio.sleep(1.0)
-    return holds, live, lag
 
 
 def verdicts(
@@ -410,7 +271,7 @@ def verdicts(
 async def soak(args: argparse.Namespace) -> int:
     async with stack_state(args.state_file) as (state, _stack):  # pid checks see a dead service
         if not state.database_url:
-            raise SoakViolation("the stack's state names no Postgres URL: the ledger cannot be checked")
+            raise BenchViolation("the stack's state names no Postgres URL: the ledger cannot be checked")
         lobby = DuelClient(
             wallet=state.services["wallet"].grpc, matchmaking=state.services["matchmaking"].grpc
         )
@@ -444,7 +305,7 @@ def main(argv: Sequence[str]) -> int:
     args = parse_args(argv)
     try:
         return eventloop.run(soak(args))
-    except SoakViolation as err:
+    except BenchViolation as err:
         print(f"soak FAILED: {err}", file=sys.stderr)
         return 1
     except (OSError, asyncpg.PostgresError, grpc.aio.AioRpcError) as err:  # a service or database gone

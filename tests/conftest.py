@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-# Before anything imports grpc (see libs/duelmahjong/__init__.py): the suites spawn stacks of
+# Before anything imports grpc (see libs/duelmahjong/platform/__init__.py): the suites spawn stacks of
 # services while their own gRPC channels are busy.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 import secrets

@@ -22,11 +22,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
 
 from duelmahjong.rules.tiles import WIND_NAMES, format_tiles, parse_tiles
 from duelmahjong.v1 import rules_pb2, tiles_pb2
 
+
+def enum_words(enum: EnumDescriptor, prefix: str) -> dict[int, str]:
+    """An enum's numbers to their names in the rules' words (``WIND_EAST`` → ``"east"``), but UNSPECIFIED."""
+    return {v.number: v.name.removeprefix(prefix).lower() for v in enum.values if v.number}
+
+
+# The rules' words → the contract's enums, and (``*_WORDS``) back, for reading a message.
 PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
 WINDS = dict(
     zip(
@@ -42,16 +49,20 @@ MELD_KINDS = {
     "concealed_kong": tiles_pb2.MELD_KIND_CONCEALED_KONG,
     "added_kong": tiles_pb2.MELD_KIND_ADDED_KONG,
 }
+PROFILE_WORDS: dict[int, str] = {number: word for word, number in PROFILES.items()}
+WIND_WORDS: dict[int, str] = {number: word for word, number in WINDS.items()}
+MELD_KIND_WORDS: dict[int, str] = {number: word for word, number in MELD_KINDS.items()}
+FIRST_TURN_WIN_WORDS = enum_words(rules_pb2.FirstTurnWin.DESCRIPTOR, "FIRST_TURN_WIN_")
 # The context keys docs/decisions.md §7 makes true/false: the contract's bool fields of HandContext.
-_CONTEXT_FLAGS = tuple(
+CONTEXT_FLAGS = tuple(
     f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
 )
 
 
-def pattern_enum(pattern_id: str) -> int:
+def pattern_enum(pattern_id: str) -> rules_pb2.PatternId.ValueType:
     """A pattern id of docs/decisions.md §2 (``"basic_win"``) as its ``PatternId``; UNSPECIFIED if unknown."""
     try:
-        return int(rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}"))
+        return rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}")
     except ValueError:
         return rules_pb2.PATTERN_ID_UNSPECIFIED
 
@@ -76,7 +87,7 @@ def description_message(description: dict[str, Any]) -> rules_pb2.HandDescriptio
         flowers=notation(context.get("flowers", "")),
         revealed_bonus_tiles=notation(context.get("revealed_bonus_tiles", "")),
     )
-    for key in _CONTEXT_FLAGS:
+    for key in CONTEXT_FLAGS:
         setattr(proto_context, key, bool(context.get(key, False)))
     if context.get("first_turn_win"):
         proto_context.first_turn_win = rules_pb2.FirstTurnWin.Value(
@@ -101,12 +112,7 @@ def _pattern(pattern: dict[str, Any]) -> rules_pb2.PatternScore:
 def evaluation_message(evaluation: dict[str, Any]) -> rules_pb2.Evaluation:
     """The rules library's ``Evaluation.to_json()`` → ``Evaluation`` (patterns in the library's order)."""
     return rules_pb2.Evaluation(
-        patterns=[
-            rules_pb2.PatternScore(
-                id=pattern_enum(str(p["id"])), name_zh=str(p["name_zh"]), fan=int(p["fan"])
-            )
-            for p in evaluation.get("patterns", ())
-        ],
+        patterns=[_pattern(p) for p in evaluation.get("patterns", ())],
         total_fan=int(evaluation.get("total_fan", 0)),
         capped=bool(evaluation.get("capped")),
         limit=bool(evaluation.get("limit")),

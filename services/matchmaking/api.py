@@ -9,27 +9,28 @@ unpaired ticket.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc.aio
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from duelmahjong.contract import PROFILES
 from duelmahjong.platform.auth import Role, current_principal, require_role
-from duelmahjong.v1 import matchmaking_pb2 as pb
-from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2
-from services.matchmaking import updates as U
+from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, rules_pb2
+from services.matchmaking import updates
 from services.matchmaking.core import Matchmaker
-from services.matchmaking.remote import PROFILES, room_rules
+from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
-Context = grpc.aio.ServicerContext
+SERVICE_NAME = matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
+Context = grpc.aio.ServicerContext[Any, Any]
 
 _SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
 _NEGOTIATION_STATES = {
-    U.AWAITING_PROPOSAL: pb.NEGOTIATION_STATE_AWAITING_PROPOSAL,
-    U.PROPOSED: pb.NEGOTIATION_STATE_PROPOSED,
-    U.ACCEPTED: pb.NEGOTIATION_STATE_ACCEPTED,
-    U.DECLINED: pb.NEGOTIATION_STATE_DECLINED,
+    updates.AWAITING_PROPOSAL: matchmaking_pb2.NEGOTIATION_STATE_AWAITING_PROPOSAL,
+    updates.PROPOSED: matchmaking_pb2.NEGOTIATION_STATE_PROPOSED,
+    updates.ACCEPTED: matchmaking_pb2.NEGOTIATION_STATE_ACCEPTED,
+    updates.DECLINED: matchmaking_pb2.NEGOTIATION_STATE_DECLINED,
 }
 
 
@@ -46,9 +47,9 @@ def _millis(seconds: float) -> int:
     return min(_UINT32_MAX, max(0, round(seconds * 1000)))
 
 
-def room_times(room: Room) -> pb.RoomTimes:
+def room_times(room: Room) -> matchmaking_pb2.RoomTimes:
     """A room's clocks as ``ListRooms`` shows them, from its configuration (``rooms.py``)."""
-    return pb.RoomTimes(
+    return matchmaking_pb2.RoomTimes(
         bot_fill_millis=_millis(room.bot_fill_seconds),
         ticket_millis=_millis(room.ticket_seconds),
         negotiation_millis=_millis(room.negotiation_seconds) if room.negotiates else 0,
@@ -58,8 +59,8 @@ def room_times(room: Room) -> pb.RoomTimes:
     )
 
 
-def negotiation_message(update: U.Negotiation) -> pb.Negotiation:
-    return pb.Negotiation(
+def negotiation_message(update: updates.Negotiation) -> matchmaking_pb2.Negotiation:
+    return matchmaking_pb2.Negotiation(
         pairing_id=update.pairing_id,
         state=_NEGOTIATION_STATES[update.state],
         multiplier=update.multiplier,
@@ -68,96 +69,108 @@ def negotiation_message(update: U.Negotiation) -> pb.Negotiation:
     )
 
 
-def queue_update(update: U.Update, now: float) -> pb.QueueUpdate:
+def queue_update(update: updates.Update, now: float) -> matchmaking_pb2.QueueUpdate:
     """One domain update as the contract's ``QueueUpdate``."""
     match update:
-        case U.Queued(ticket_id, expires_in):
-            return pb.QueueUpdate(
-                queued=pb.Queued(queue_ticket_id=ticket_id, expires_at=_timestamp(now + expires_in))
+        case updates.Queued(ticket_id, expires_in):
+            return matchmaking_pb2.QueueUpdate(
+                queued=matchmaking_pb2.Queued(
+                    queue_ticket_id=ticket_id, expires_at=_timestamp(now + expires_in)
+                )
             )
-        case U.Position(position, waiting):
-            return pb.QueueUpdate(position=pb.QueuePosition(position=position, waiting=waiting))
-        case U.Matched(pairing_id, seat, opponent, is_bot, opponent_name):
-            matched = pb.Matched(
+        case updates.Position(position, waiting):
+            return matchmaking_pb2.QueueUpdate(
+                position=matchmaking_pb2.QueuePosition(position=position, waiting=waiting)
+            )
+        case updates.Matched(pairing_id, seat, opponent, is_bot, opponent_name):
+            matched = matchmaking_pb2.Matched(
                 pairing_id=pairing_id,
                 seat=_SEATS[seat],
                 opponent_player_id=opponent,
                 opponent_display_name=opponent_name or opponent,
                 opponent_is_bot=is_bot,
             )
-            return pb.QueueUpdate(matched=matched)
-        case U.Negotiation():
-            return pb.QueueUpdate(negotiation=negotiation_message(update))
-        case U.TableReady(pairing_id, table_id, address, ticket, seat):
-            ready = pb.TableReady(
+            return matchmaking_pb2.QueueUpdate(matched=matched)
+        case updates.Negotiation():
+            return matchmaking_pb2.QueueUpdate(negotiation=negotiation_message(update))
+        case updates.TableReady(pairing_id, table_id, address, ticket, seat):
+            ready = matchmaking_pb2.TableReady(
                 pairing_id=pairing_id,
                 table_id=table_id,
                 address=address,
                 table_ticket=ticket,
                 seat=_SEATS[seat],
             )
-            return pb.QueueUpdate(table_ready=ready)
-        case U.Expired(reason):
-            return pb.QueueUpdate(expired=pb.Expired(reason=reason))
+            return matchmaking_pb2.QueueUpdate(table_ready=ready)
+        case updates.Expired(reason):
+            return matchmaking_pb2.QueueUpdate(expired=matchmaking_pb2.Expired(reason=reason))
     raise TypeError(f"not a queue update: {update!r}")
 
 
 class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     def __init__(self, matchmaker: Matchmaker) -> None:
-        self._mm = matchmaker
+        self._matchmaker = matchmaker
 
-    async def ListRooms(self, request: pb.ListRoomsRequest, context: Context) -> pb.ListRoomsResponse:
+    async def ListRooms(
+        self, request: matchmaking_pb2.ListRoomsRequest, context: Context
+    ) -> matchmaking_pb2.ListRoomsResponse:
         rooms = [
-            pb.Room(
+            matchmaking_pb2.Room(
                 room_id=room.room_id,
                 name=room.name,
                 rules=room_rules(room),
-                waiting=self._mm.waiting(room.room_id),
+                waiting=self._matchmaker.waiting(room.room_id),
                 times=room_times(room),
             )
-            for room in self._mm.rooms.values()
+            for room in self._matchmaker.rooms.values()
             if request.profile in (rules_pb2.PROFILE_UNSPECIFIED, PROFILES[room.profile])
         ]
-        return pb.ListRoomsResponse(rooms=rooms)
+        return matchmaking_pb2.ListRoomsResponse(rooms=rooms)
 
     async def Enqueue(
-        self, request: pb.EnqueueRequest, context: Context
-    ) -> AsyncIterator[pb.EnqueueResponse]:
+        self, request: matchmaking_pb2.EnqueueRequest, context: Context
+    ) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
         player = require_role(Role.PLAYER).player_id  # a service or admin token has no prestige to queue with
-        entry = await self._mm.enqueue(player, request.room_id, request.carry)
+        entry = await self._matchmaker.enqueue(player, request.room_id, request.carry)
         try:
             while True:
                 update = await entry.updates.get()
-                if update is U.END:
+                if update is updates.END:
                     return
-                yield pb.EnqueueResponse(update=queue_update(update, self._mm.now()))
+                yield matchmaking_pb2.EnqueueResponse(update=queue_update(update, self._matchmaker.now()))
         finally:
-            self._mm.stream_closed(entry)
+            self._matchmaker.stream_closed(entry)
 
-    async def CancelQueue(self, request: pb.CancelQueueRequest, context: Context) -> pb.CancelQueueResponse:
-        self._mm.cancel(current_principal().player_id, request.queue_ticket_id)
-        return pb.CancelQueueResponse()
+    async def CancelQueue(
+        self, request: matchmaking_pb2.CancelQueueRequest, context: Context
+    ) -> matchmaking_pb2.CancelQueueResponse:
+        self._matchmaker.cancel(current_principal().player_id, request.queue_ticket_id)
+        return matchmaking_pb2.CancelQueueResponse()
 
     async def ProposeMultiplier(
-        self, request: pb.ProposeMultiplierRequest, context: Context
-    ) -> pb.ProposeMultiplierResponse:
-        state = self._mm.propose(current_principal().player_id, request.pairing_id, request.multiplier)
-        return pb.ProposeMultiplierResponse(negotiation=negotiation_message(state))
+        self, request: matchmaking_pb2.ProposeMultiplierRequest, context: Context
+    ) -> matchmaking_pb2.ProposeMultiplierResponse:
+        state = self._matchmaker.propose(
+            current_principal().player_id, request.pairing_id, request.multiplier
+        )
+        return matchmaking_pb2.ProposeMultiplierResponse(negotiation=negotiation_message(state))
 
     async def RespondMultiplier(
-        self, request: pb.RespondMultiplierRequest, context: Context
-    ) -> pb.RespondMultiplierResponse:
-        state = self._mm.respond(current_principal().player_id, request.pairing_id, request.accept)
-        return pb.RespondMultiplierResponse(negotiation=negotiation_message(state))
+        self, request: matchmaking_pb2.RespondMultiplierRequest, context: Context
+    ) -> matchmaking_pb2.RespondMultiplierResponse:
+        state = self._matchmaker.respond(current_principal().player_id, request.pairing_id, request.accept)
+        return matchmaking_pb2.RespondMultiplierResponse(negotiation=negotiation_message(state))
 
     async def ContinuePairing(
-        self, request: pb.ContinuePairingRequest, context: Context
-    ) -> pb.ContinuePairingResponse:
-        progressive, both = self._mm.continue_pairing(current_principal().player_id, request.pairing_id)
-        return pb.ContinuePairingResponse(next_progressive=progressive, both_continue=both)
+        self, request: matchmaking_pb2.ContinuePairingRequest, context: Context
+    ) -> matchmaking_pb2.ContinuePairingResponse:
+        progressive, both = self._matchmaker.continue_pairing(
+            current_principal().player_id, request.pairing_id
+        )
+        return matchmaking_pb2.ContinuePairingResponse(next_progressive=progressive, both_continue=both)
 
     async def LeavePairing(
-        self, request: pb.LeavePairingRequest, context: Context
-    ) -> pb.LeavePairingResponse:
-        self._mm.leave_pairing(current_principal().player_id, request.pairing_id)
-        return pb.LeavePairingResponse()
+        self, request: matchmaking_pb2.LeavePairingRequest, context: Context
+    ) -> matchmaking_pb2.LeavePairingResponse:
+        self._matchmaker.leave_pairing(current_principal().player_id, request.pairing_id)
+        return matchmaking_pb2.LeavePairingResponse()

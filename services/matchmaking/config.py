@@ -30,9 +30,7 @@ class MatchmakingConfig(ServiceConfig):
     )
 
     def validate(self) -> list[str]:
-        problems = super().validate()
-        if self.matchmaking_bot_pool < 1:
-            problems.append("MATCHMAKING_BOT_POOL must be at least 1")
+        problems = super().validate() + self.at_least_one("matchmaking_bot_pool")
         if self.matchmaking_tick_seconds <= 0 or self.matchmaking_server_ttl_seconds <= 0:
             problems.append("MATCHMAKING_TICK_SECONDS and MATCHMAKING_SERVER_TTL_SECONDS must be positive")
         if self.matchmaking_server_lost_seconds <= self.matchmaking_server_ttl_seconds:

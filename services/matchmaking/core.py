@@ -15,83 +15,31 @@ TableClosed from the table server, or — when that server restarted or fell sil
 from __future__ import annotations
 
 import asyncio
-import collections
-import time
 import uuid
-from collections.abc import Callable
 
 from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from duelmahjong.platform.logging import get_logger
-from services.matchmaking import updates as U
-from services.matchmaking.directory import TableServer, TableServerDirectory
+from services.matchmaking import updates
+from services.matchmaking.negotiation import MultiplierNegotiation
 from services.matchmaking.pairing import (
     ALLOCATING,
     ENDED,
     NEGOTIATING,
-    PLAYING,
     BotFill,
     BotsBusy,
-    LostTables,
     Pairing,
     QueueEntry,
-    Tables,
-    TableUnavailable,
-    Wallet,
 )
 from services.matchmaking.rooms import Room
 
-NEGOTIABLE = (1, 2, 5, 10)  # T7
 BOT_RETRY_SECONDS = 1.0  # a bot fill that failed (not merely busy) is tried again after this
-LOST_RETRY_SECONDS = 5.0  # closing a lost table failed (NATS away): tried again after this
-TABLE_LOST_REASON = "the table server was lost"
 _log = get_logger("matchmaking")
 
-Clock = Callable[[], float]
 
-
-class Matchmaker:
-    def __init__(
-        self,
-        rooms: dict[str, Room],
-        wallet: Wallet,
-        tables: Tables,
-        directory: TableServerDirectory,
-        *,
-        bots: BotFill | None = None,
-        lost_tables: LostTables | None = None,
-        server_lost_seconds: float = 60.0,
-        clock: Clock = time.time,
-    ) -> None:
-        self.rooms = rooms
-        self.directory = directory
-        self._wallet = wallet
-        self._tables = tables
-        self._bots = bots
-        self._lost_tables = lost_tables  # None: tables are never declared lost (nothing could close them)
-        self._server_lost_seconds = server_lost_seconds
-        self._clock = clock
-        self._entries: dict[str, QueueEntry] = {}  # by ticket id
-        self._player_ticket: dict[str, str] = {}  # one queue (or pairing) per player
-        self._pairings: dict[str, Pairing] = {}
-        self._by_table: dict[str, Pairing] = {}
-        self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
-        self._tasks: set[asyncio.Task[None]] = set()
-        # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
-        # hold_refused, bot_fill, table_opened, table_lost.
-        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        # Called with (room id, seconds a player queued) for each human paired; the metrics set it.
-        self.observe_wait: Callable[[str, float], None] = lambda _room_id, _seconds: None
+class Matchmaker(MultiplierNegotiation):
+    """Queues and pairing, on the layers below: :mod:`.state`, :mod:`.allocation`, :mod:`.negotiation`."""
 
     # --- queue --------------------------------------------------------------------------------
-    def room(self, room_id: str) -> Room:
-        room = self.rooms.get(room_id)
-        if room is None:
-            raise NotFound(f"no room {room_id!r}; ListRooms names the rooms")
-        return room
-
-    def waiting(self, room_id: str) -> int:
-        return sum(1 for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None)
-
     async def enqueue(self, player_id: str, room_id: str, carry: int) -> QueueEntry:
         room = self.room(room_id)
         if not room.carry_min <= carry <= room.carry_max:
@@ -132,7 +80,7 @@ class Matchmaker:
             entry.is_bot, entry.fill_for = True, fill_for
         self._entries[entry.ticket_id] = entry
         self._player_ticket[player_id] = entry.ticket_id
-        entry.send(U.Queued(entry.ticket_id, room.ticket_seconds))
+        entry.send(updates.Queued(entry.ticket_id, room.ticket_seconds))
         self._send_positions(room.room_id)
         self.tick()
         return entry
@@ -145,30 +93,12 @@ class Matchmaker:
             raise PermissionDenied("this queue ticket is another player's")
         if entry.pairing is not None:
             raise FailedPrecondition("already paired; leave the pairing instead")
-        self._finish(entry, U.Expired("cancelled by the player"))
+        self._finish(entry, updates.Expired("cancelled by the player"))
 
     def stream_closed(self, entry: QueueEntry) -> None:
         """The player's Enqueue stream went away: an unpaired ticket is cancelled with it."""
         if not entry.done and entry.pairing is None:
-            self._finish(entry, U.Expired("the queue stream closed"))
-
-    def _finish(self, entry: QueueEntry, last: U.Update | None) -> None:
-        entry.done = True
-        self._entries.pop(entry.ticket_id, None)
-        if self._player_ticket.get(entry.player_id) == entry.ticket_id and (
-            entry.pairing is None or entry.pairing.state == ENDED
-        ):
-            del self._player_ticket[entry.player_id]
-        if last is not None:
-            entry.send(last)
-        entry.send(U.END)
-        self._send_positions(entry.room.room_id)
-
-    def _send_positions(self, room_id: str) -> None:
-        waiting = [e for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None]
-        waiting.sort(key=lambda e: e.enqueued_at)
-        for index, entry in enumerate(waiting):
-            entry.send(U.Position(index + 1, len(waiting)))
+            self._finish(entry, updates.Expired("the queue stream closed"))
 
     # --- the periodic work --------------------------------------------------------------------
     def tick(self) -> None:
@@ -178,10 +108,10 @@ class Matchmaker:
         for entry in list(self._entries.values()):
             if entry.pairing is None and now >= entry.expires_at:
                 self.counts["expired", entry.room.room_id] += 1
-                self._finish(entry, U.Expired("the queue ticket expired before a match was found"))
+                self._finish(entry, updates.Expired("the queue ticket expired before a match was found"))
             elif entry.is_bot and entry.pairing is None and not self._waits_for_bot(entry.fill_for):
                 # Its player left or paired with someone else: free the house bot for another fill.
-                self._finish(entry, U.Expired("the player this bot filled for is no longer waiting"))
+                self._finish(entry, updates.Expired("the player this bot filled for is no longer waiting"))
         for pairing in list(self._pairings.values()):
             if pairing.state == NEGOTIATING and now >= pairing.negotiation_deadline:
                 self._end_pairing(pairing, "the multiplier negotiation timed out (T7)")
@@ -285,7 +215,9 @@ class Matchmaker:
             if not entry.is_bot:  # a bot's wait is the fill delay, not a player's
                 self.observe_wait(room.room_id, now - entry.enqueued_at)
         for seat, (me, other) in enumerate(((first, second), (second, first))):
-            me.send(U.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name))
+            me.send(
+                updates.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name)
+            )
         self._send_positions(room.room_id)
         self._spawn(self._hold(pairing))
 
@@ -312,7 +244,7 @@ class Matchmaker:
         if room.negotiates:
             pairing.state = NEGOTIATING
             pairing.negotiation_deadline = self._clock() + room.negotiation_seconds
-            self._send_negotiation(pairing, U.AWAITING_PROPOSAL)
+            self._send_negotiation(pairing, updates.AWAITING_PROPOSAL)
         else:
             pairing.multiplier = 1
             pairing.state = ALLOCATING
@@ -335,207 +267,10 @@ class Matchmaker:
         for entry in pairing.seats:
             entry.pairing = None
             if entry is refused:
-                self._finish(entry, U.Expired(reason))
+                self._finish(entry, updates.Expired(reason))
         self._send_positions(pairing.room.room_id)
-
-    async def _release(self, entry: QueueEntry, pairing: Pairing) -> None:
-        try:
-            await self._wallet.release_hold(entry.player_id, pairing.pairing_id)
-        except Exception:
-            _log.exception("releasing a hold failed", extra={"fields": {"player_id": entry.player_id}})
-
-    # --- negotiation (T7) ---------------------------------------------------------------------
-    def _pairing_of(self, player_id: str, pairing_id: str) -> tuple[Pairing, int]:
-        pairing = self._pairings.get(pairing_id)
-        if pairing is None:
-            raise NotFound(f"no pairing {pairing_id!r}")
-        return pairing, pairing.seat_of(player_id)
-
-    def _send_negotiation(self, pairing: Pairing, state: str) -> None:
-        for seat, entry in enumerate(pairing.seats):
-            entry.send(self.negotiation(pairing, state, seat))
-
-    def negotiation(self, pairing: Pairing, state: str, seat: int) -> U.Negotiation:
-        your_turn = (state == U.AWAITING_PROPOSAL and seat == 0) or (state == U.PROPOSED and seat == 1)
-        return U.Negotiation(
-            pairing.pairing_id, state, pairing.multiplier, your_turn, pairing.negotiation_deadline
-        )
-
-    def propose(self, player_id: str, pairing_id: str, multiplier: int) -> U.Negotiation:
-        pairing, seat = self._pairing_of(player_id, pairing_id)
-        if multiplier not in NEGOTIABLE:
-            raise InvalidArgument(f"the multiplier must be 1, 2, 5 or 10 (T7), not {multiplier}")
-        if seat != 0:
-            raise FailedPrecondition("the first seated player proposes the multiplier (T7)")
-        if pairing.state != NEGOTIATING or pairing.multiplier:
-            raise FailedPrecondition("the multiplier is not open for a proposal now")
-        pairing.multiplier = multiplier
-        pairing.negotiation_deadline = self._clock() + pairing.room.negotiation_seconds
-        self._send_negotiation(pairing, U.PROPOSED)
-        return self.negotiation(pairing, U.PROPOSED, seat)
-
-    def respond(self, player_id: str, pairing_id: str, accept: bool) -> U.Negotiation:
-        pairing, seat = self._pairing_of(player_id, pairing_id)
-        if seat != 1:
-            raise FailedPrecondition("the second seated player answers the proposal (T7)")
-        if pairing.state != NEGOTIATING or not pairing.multiplier:
-            raise FailedPrecondition("there is no proposal to answer now")
-        if not accept:
-            self.counts["declined", pairing.room.room_id] += 1
-            self._send_negotiation(pairing, U.DECLINED)
-            self._end_pairing(pairing, "the multiplier was declined; the pairing ends (T7)")
-            return self.negotiation(pairing, U.DECLINED, seat)
-        pairing.state = ALLOCATING
-        self._send_negotiation(pairing, U.ACCEPTED)
-        self._allocate(pairing)
-        return self.negotiation(pairing, U.ACCEPTED, seat)
-
-    def _end_pairing(self, pairing: Pairing, reason: str) -> None:
-        """Before a table: the pairing ends, both holds are released, both streams end."""
-        pairing.state = ENDED
-        self._pairings.pop(pairing.pairing_id, None)
-        for entry in pairing.seats:
-            self._finish(entry, U.Expired(reason))
-            self._spawn(self._release(entry, pairing))
-
-    # --- allocation ---------------------------------------------------------------------------
-    def _allocate(self, pairing: Pairing) -> None:
-        if pairing.table_id:  # an OpenTable call is in flight
-            return
-        server = self.directory.roomiest()
-        if server is None:
-            return  # no server with room: the pairing waits for the next announcement (not lost)
-        pairing.table_id = f"t-{uuid.uuid4().hex[:16]}"
-        self.directory.took_one(server.server_id)
-        self._spawn(self._open(pairing, server))
-
-    async def _open(self, pairing: Pairing, server: TableServer) -> None:
-        try:
-            opened = await self._tables.open(server, pairing)
-        except TableUnavailable as err:
-            _log.warning(
-                "table server refused", extra={"fields": {"server": server.server_id, "error": str(err)}}
-            )
-            self.directory.unusable(server.server_id)
-            pairing.table_id = ""  # retried on the next tick, maybe elsewhere
-            return
-        if pairing.state != ALLOCATING:
-            return
-        pairing.state = PLAYING
-        pairing.server_id = server.server_id
-        # The server's own word on which process opened it beats the announcement allocation read: the
-        # server may have restarted since (then the new process opened it, and that one is not lost).
-        pairing.incarnation = opened.incarnation or server.incarnation
-        pairing.opened_at = self._clock()
-        self._by_table[pairing.table_id] = pairing
-        self.counts["table_opened", pairing.room.room_id] += 1
-        for seat, entry in enumerate(pairing.seats):
-            entry.send(
-                U.TableReady(pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat)
-            )
-            entry.done = True
-            entry.send(U.END)
-            self._entries.pop(entry.ticket_id, None)
-
-    def table_closed(self, table_id: str) -> bool:
-        """TableClosed: the pairing is over (the wallet releases its holds); the players may queue again.
-        False if the table was not (or no longer) open: a second TableClosed of a table is a no-op."""
-        pairing = self._by_table.pop(table_id, None)
-        if pairing is None:
-            return False
-        pairing.state = ENDED
-        self._pairings.pop(pairing.pairing_id, None)
-        for entry in pairing.seats:
-            if self._player_ticket.get(entry.player_id) == entry.ticket_id:
-                del self._player_ticket[entry.player_id]
-        return True
-
-    # --- lost table servers -------------------------------------------------------------------
-    # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
-    # pairings would stay PLAYING and their holds held until matchmaking restarts.
-    def _close_lost_tables(self, now: float) -> None:
-        closer = self._lost_tables
-        if closer is None:
-            return
-        for pairing in list(self._by_table.values()):
-            if pairing.closing_lost or now < pairing.lost_retry_at:
-                continue
-            why = self.directory.lost(
-                pairing.server_id,
-                pairing.incarnation,
-                opened_at=pairing.opened_at,
-                silent_seconds=self._server_lost_seconds,
-            )
-            if why:
-                pairing.closing_lost = True
-                self._spawn(self._close_lost(closer, pairing, why))
-
-    async def _close_lost(self, closer: LostTables, pairing: Pairing, why: str) -> None:
-        """Publish TableClosed for the table (the wallet releases both holds: the hand in progress is
-        void, nothing was scored), then end the pairing here. If the server's own TableClosed comes
-        too, it is one more close of the same table: a duplicate the stream, wallet and we drop."""
-        fields = {
-            "table_id": pairing.table_id,
-            "server_id": pairing.server_id,
-            "pairing_id": pairing.pairing_id,
-            "why": why,
-        }
-        try:
-            await closer.close(pairing, TABLE_LOST_REASON)
-        except Exception:
-            _log.exception("closing a lost table failed; retrying", extra={"fields": fields})
-            pairing.closing_lost = False
-            pairing.lost_retry_at = self._clock() + LOST_RETRY_SECONDS
-            return
-        # Our own TableClosed may come back through the table-events consumer before this resumes
-        # and end the pairing first: the table was lost and closed by us either way, count it once.
-        self.table_closed(pairing.table_id)
-        self.counts["table_lost", pairing.room.room_id] += 1
-        _log.warning("table server lost: its table is closed, the holds released", extra={"fields": fields})
-
-    # --- after a hand (T7 progression, T10 leaving between hands) -----------------------------
-    # Once the pair sits at a table, the table owns the pairing's live state: the continue-or-leave
-    # decision travels on its Play stream (ContinueAction / LeaveAction) where it is ordered with
-    # the hand's events. These RPCs cover the time before the table; at the table they say where to go.
-    def continue_pairing(self, player_id: str, pairing_id: str) -> tuple[int, bool]:
-        pairing, _seat = self._pairing_of(player_id, pairing_id)
-        raise FailedPrecondition(self._at_table(pairing) or "no hand has been played in this pairing yet")
-
-    def leave_pairing(self, player_id: str, pairing_id: str) -> None:
-        pairing, _seat = self._pairing_of(player_id, pairing_id)
-        at_table = self._at_table(pairing)
-        if at_table:
-            raise FailedPrecondition(at_table)
-        self._end_pairing(pairing, f"player {player_id} left the pairing before the table")
-
-    @staticmethod
-    def _at_table(pairing: Pairing) -> str:
-        if pairing.state != PLAYING:
-            return ""
-        return (
-            f"the pairing plays at table {pairing.table_id}: continue or leave on its Play stream "
-            "(ContinueAction / LeaveAction)"
-        )
-
-    def awaiting_table(self) -> int:
-        """Pairings agreed and waiting for a table server with room."""
-        return sum(1 for p in self._pairings.values() if p.state == ALLOCATING)
-
-    def now(self) -> float:
-        return self._clock()
-
-    # --- background work ----------------------------------------------------------------------
-    def _spawn(self, work: object) -> None:
-        task = asyncio.ensure_future(work)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def run(self, interval: float = 0.2) -> None:
         while True:
             self.tick()
             await asyncio.sleep(interval)
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)

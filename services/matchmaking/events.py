@@ -13,6 +13,8 @@ so the wallet releases the holds once whoever closes the table first.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -60,7 +62,7 @@ async def follow_announcements(bus: Bus, matchmaker: Matchmaker) -> Subscription
     return await bus.client.subscribe(subjects.TABLE_SERVER_ANNOUNCED, cb=on_announced)
 
 
-def table_closed_handler(matchmaker: Matchmaker):  # type: ignore[no-untyped-def]
+def table_closed_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[None]]:
     async def handle(msg: Msg) -> None:
         matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import matchmaking_pb2_grpc
 from services.matchmaking import events, metrics
@@ -48,18 +46,14 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     )
     runtime.spawn(matchmaker.run(config.matchmaking_tick_seconds), name="matchmaker")
 
-    async def close_when_stopping() -> None:
-        # Background tasks are cancelled when the service stops: this one then closes what wire opened.
-        try:
-            await asyncio.Event().wait()
-        finally:
-            if bots is not None:
-                await bots.close()
-            await matchmaker.close()
-            await tables.close()
-            await wallet.close()
+    async def close() -> None:
+        if bots is not None:
+            await bots.close()
+        await matchmaker.close()
+        await tables.close()
+        await wallet.close()
 
-    runtime.spawn(close_when_stopping(), name="closer")
+    runtime.on_close(close)
 
 
 SPEC = ServiceSpec(wire=wire)

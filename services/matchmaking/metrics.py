@@ -28,26 +28,26 @@ OUTCOMES = {
 
 class MatchmakingCollector(Collector):
     def __init__(self, metrics: ServiceMetrics, matchmaker: Matchmaker) -> None:
-        self._metrics, self._mm = metrics, matchmaker
+        self._metrics, self._matchmaker = metrics, matchmaker
 
     def collect(self) -> Iterator[Metric]:
         name = self._metrics.name
         waiting = GaugeMetricFamily(
             name("queue_waiting", "players"), "players queued, unpaired", labels=["room"]
         )
-        for room_id in self._mm.rooms:
-            waiting.add_metric([room_id], self._mm.waiting(room_id))
+        for room_id in self._matchmaker.rooms:
+            waiting.add_metric([room_id], self._matchmaker.waiting(room_id))
         yield waiting
         yield GaugeMetricFamily(
             name("awaiting_table", "pairings"),
             "pairings waiting for a table server with room",
-            value=self._mm.awaiting_table(),
+            value=self._matchmaker.awaiting_table(),
         )
         for outcome, doc in OUTCOMES.items():
             # CounterMetricFamily adds the _total suffix itself.
             family = CounterMetricFamily(name(outcome, "total").removesuffix("_total"), doc, labels=["room"])
-            for room_id in self._mm.rooms:
-                family.add_metric([room_id], self._mm.counts[outcome, room_id])
+            for room_id in self._matchmaker.rooms:
+                family.add_metric([room_id], self._matchmaker.counts[outcome, room_id])
             yield family
 
 

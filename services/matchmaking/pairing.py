@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from duelmahjong.platform.errors import PermissionDenied
-from services.matchmaking import updates as U
 from services.matchmaking.directory import TableServer
 from services.matchmaking.rooms import Room
+from services.matchmaking.updates import Update
 
 
 class Wallet(Protocol):
@@ -75,7 +75,7 @@ class QueueEntry:
     rating: int
     enqueued_at: float
     expires_at: float
-    updates: asyncio.Queue[U.Update] = field(default_factory=asyncio.Queue)
+    updates: asyncio.Queue[Update] = field(default_factory=asyncio.Queue)
     is_bot: bool = False
     fill_for: str = ""  # a bot's: the ticket it was started for
     bot_requested: bool = False
@@ -85,7 +85,7 @@ class QueueEntry:
     pairing: Pairing | None = None
     done: bool = False
 
-    def send(self, update: U.Update) -> None:
+    def send(self, update: Update) -> None:
         self.updates.put_nowait(update)
 
 

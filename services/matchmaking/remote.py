@@ -5,17 +5,19 @@
 - :class:`TableClient` — ``OpenTable`` on the chosen table server.
 
 Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
-unreachable) become :class:`~services.matchmaking.core.TableUnavailable` so the pairing waits.
+unreachable) become :class:`~services.matchmaking.pairing.TableUnavailable` so the pairing waits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypeVar
 
 import grpc
 import grpc.aio
 
+from duelmahjong.contract import PROFILES
 from duelmahjong.platform import auth
 from duelmahjong.platform.errors import FailedPrecondition, NotFound, Unavailable
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
@@ -31,7 +33,9 @@ _RETRY_ELSEWHERE = (
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.DEADLINE_EXCEEDED,
 )
-PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
+
+RequestT = TypeVar("RequestT")
+ReplyT = TypeVar("ReplyT")
 
 
 class ServiceToken:
@@ -122,7 +126,9 @@ class WalletClient:
         )
         return BotLogin(reply.player_id, reply.session.token, int(reply.available))
 
-    async def _call(self, method, request):  # type: ignore[no-untyped-def]
+    async def _call(
+        self, method: grpc.aio.UnaryUnaryMultiCallable[RequestT, ReplyT], request: RequestT
+    ) -> ReplyT:
         try:
             return await method(request, metadata=self._token.metadata(), timeout=CALL_TIMEOUT)
         except grpc.aio.AioRpcError as err:
@@ -184,7 +190,8 @@ class TableClient:
                     display_name=entry.display_name or entry.player_id,
                     carry=entry.carry,
                     items=[
-                        rules_pb2.ItemCount(item=item, count=n) for item, n in sorted(entry.items.items())
+                        rules_pb2.ItemCount(item=rules_pb2.ItemKind.ValueType(item), count=n)
+                        for item, n in sorted(entry.items.items())
                     ],
                 )
                 for seat, entry in enumerate(pairing.seats)

@@ -9,15 +9,23 @@ settlements as messages. Contract seats ``SEAT_FIRST``/``SEAT_SECOND`` are engin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
-
+from duelmahjong.contract import (
+    CONTEXT_FLAGS,
+    FIRST_TURN_WIN_WORDS,
+    MELD_KIND_WORDS,
+    PROFILE_WORDS,
+    PROFILES,
+    WIND_WORDS,
+    enum_words,
+    pattern_enum,
+)
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.patterns import Catalogue
-from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2, tiles_pb2
+from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2
 from services.scoring.core import (
     MAX_FAN_RATE,
     MAX_PRESTIGE,
@@ -29,41 +37,22 @@ from services.scoring.core import (
 )
 from services.scoring.replay import HandBegunFacts, LogRecord
 
-
-def _enum_words(enum: EnumTypeWrapper, prefix: str) -> dict[int, str]:
-    """An enum's values by their names in the rules' words: ``WIND_EAST`` → ``"east"``."""
-    return {v.number: v.name.removeprefix(prefix).lower() for v in enum.DESCRIPTOR.values if v.number}
-
-
-PROFILE_NAMES = _enum_words(rules_pb2.Profile, "PROFILE_")
-PROFILE_ENUMS = {name: number for number, name in PROFILE_NAMES.items()}
-SEATS = {rules_pb2.SEAT_FIRST: 0, rules_pb2.SEAT_SECOND: 1}
-SEAT_ENUMS = {seat: number for number, seat in SEATS.items()}
-OUTCOMES = _enum_words(rules_pb2.HandOutcome, "HAND_OUTCOME_")  # win, drawn, escape
-TASK_KINDS = _enum_words(rules_pb2.TaskKind, "TASK_KIND_") | {
+SEAT_ENUMS: dict[int, rules_pb2.Seat.ValueType] = {0: rules_pb2.SEAT_FIRST, 1: rules_pb2.SEAT_SECOND}
+SEATS: dict[int, int] = {number: seat for seat, number in SEAT_ENUMS.items()}
+OUTCOMES = enum_words(rules_pb2.HandOutcome.DESCRIPTOR, "HAND_OUTCOME_")  # win, drawn, escape
+TASK_KINDS = enum_words(rules_pb2.TaskKind.DESCRIPTOR, "TASK_KIND_") | {
     rules_pb2.TASK_KIND_DOUBLING: "double"  # the engine's name of the 加倍 task (T8)
 }
-WINDS = _enum_words(rules_pb2.Wind, "WIND_")
-MELD_KINDS = _enum_words(tiles_pb2.MeldKind, "MELD_KIND_")  # chi, pong, exposed_kong…
-FIRST_TURN_WINS = _enum_words(rules_pb2.FirstTurnWin, "FIRST_TURN_WIN_")
-# The context keys docs/decisions.md §7 makes true/false: the contract's bool fields of HandContext.
-_CONTEXT_FLAGS = tuple(
-    f.name for f in rules_pb2.HandContext.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_BOOL
-)
 
 
 def profile_name(profile: int) -> str:
-    name = PROFILE_NAMES.get(profile)
+    name = PROFILE_WORDS.get(profile)
     if name is None:
         raise InvalidArgument("a profile is required: PROFILE_DUEL or PROFILE_ERREN")
     return name
 
 
-def pattern_enum(pattern_id: str) -> int:
-    return rules_pb2.PatternId.Value(f"PATTERN_ID_{pattern_id.upper()}")
-
-
-def pattern_name(number: int) -> str:
+def pattern_name(number: rules_pb2.PatternId.ValueType) -> str:
     # proto3 enums are open: a number this build does not know is bad input, not a crash
     if number not in rules_pb2.PatternId.values():
         raise InvalidArgument(f"unknown pattern id {number}")
@@ -75,23 +64,23 @@ def description_json(hand: rules_pb2.HandDescription) -> dict[str, Any]:
     """docs/decisions.md §7 JSON of a described hand; the rules library validates the rest."""
     melds = []
     for index, meld in enumerate(hand.melds):
-        kind = MELD_KINDS.get(meld.kind)
+        kind = MELD_KIND_WORDS.get(meld.kind)
         if kind is None:
             raise InvalidArgument(f"melds[{index}] needs a kind (MELD_KIND_CHI … MELD_KIND_ADDED_KONG)")
         melds.append({"kind": kind, "tiles": meld.tiles})
     source = hand.context
-    context: dict[str, Any] = {flag: True for flag in _CONTEXT_FLAGS if getattr(source, flag)}
+    context: dict[str, Any] = {flag: True for flag in CONTEXT_FLAGS if getattr(source, flag)}
     for key in ("seat_wind", "round_wind"):
         wind = getattr(source, key)
         if wind:
-            if wind not in WINDS:
+            if wind not in WIND_WORDS:
                 raise InvalidArgument(f"context.{key} {wind} is not a wind")
-            context[key] = WINDS[wind]
+            context[key] = WIND_WORDS[wind]
     for key in ("flowers", "revealed_bonus_tiles"):
         if getattr(source, key):
             context[key] = getattr(source, key)
     if source.first_turn_win:
-        context["first_turn_win"] = FIRST_TURN_WINS.get(source.first_turn_win, "unknown")
+        context["first_turn_win"] = FIRST_TURN_WIN_WORDS.get(source.first_turn_win, "unknown")
     out: dict[str, Any] = {
         "profile": profile_name(hand.profile),
         "concealed": hand.concealed,
@@ -188,7 +177,7 @@ def _hand_begun(begun: server_state_pb2.HandBegun) -> HandBegunFacts:
     players = {SEATS.get(p.seat, -1): (p.player_id, p.carry) for p in begun.players}
     return HandBegunFacts(
         hand_number=begun.hand_number,
-        profile=PROFILE_NAMES.get(begun.rules.profile, ""),
+        profile=PROFILE_WORDS.get(begun.rules.profile, ""),
         fan_rate=begun.multipliers.fan_rate or begun.rules.fan_rate,
         players=tuple(players.get(seat, ("", 0)) for seat in (0, 1)),
     )
@@ -213,14 +202,14 @@ def log_record(
     record = appended.record if record is None else record
     which = record.WhichOneof("kind")
     sequence = appended.sequence if sequence is None else sequence
-    base = {"sequence": sequence, "hand_id": appended.hand_id, "table_id": appended.table_id}
+    base = LogRecord(sequence=sequence, hand_id=appended.hand_id, table_id=appended.table_id)
     if which == "engine_event":
-        return LogRecord(**base, canonical=record.engine_event.canonical_json)
+        return dataclasses.replace(base, canonical=record.engine_event.canonical_json)
     if which == "action_applied":
-        return LogRecord(**base, action=record.action_applied.engine_action or "?")
+        return dataclasses.replace(base, action=record.action_applied.engine_action or "?")
     if which == "hand_begun":
-        return LogRecord(**base, begun=_hand_begun(record.hand_begun))
-    return LogRecord(**base)
+        return dataclasses.replace(base, begun=_hand_begun(record.hand_begun))
+    return base
 
 
 # --- outbound -----------------------------------------------------------------------------------------
@@ -250,7 +239,7 @@ def catalogue_response(catalogue: Catalogue) -> scoring_pb2.GetCatalogueResponse
         )
         for p in catalogue
     ]
-    return scoring_pb2.GetCatalogueResponse(profile=PROFILE_ENUMS[catalogue.profile], entries=entries)
+    return scoring_pb2.GetCatalogueResponse(profile=PROFILES[catalogue.profile], entries=entries)
 
 
 def settlement_message(figures: SettlementFigures) -> rules_pb2.Settlement:

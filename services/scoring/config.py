@@ -25,10 +25,5 @@ class ScoringConfig(ServiceConfig):
 
     def validate(self) -> list[str]:
         problems = super().validate()
-        if self.log_wait_deliveries < 1:
-            problems.append(f"SCORING_LOG_WAIT_DELIVERIES={self.log_wait_deliveries} must be at least 1")
-        if self.consumer_workers < 1:
-            problems.append(f"SCORING_CONSUMER_WORKERS={self.consumer_workers} must be at least 1")
-        if self.log_fetch_seconds <= 0:
-            problems.append(f"SCORING_LOG_FETCH_SECONDS={self.log_fetch_seconds} must be positive")
-        return problems
+        problems += self.at_least_one("log_wait_deliveries", "consumer_workers")
+        return problems + self.positive("log_fetch_seconds")

@@ -118,6 +118,19 @@ def _shown(amount: int) -> int:
     return min(amount, MAX_AMOUNT)
 
 
+def _uncapped(total_fan: int, fan_rate: int, negotiated: int, progressive: int) -> int:
+    """H1's amount, total fan × negotiated × progressive × N, before any cap: the caps are the wallet's,
+    on the carries it holds, so scoring passes no carries and uses only the uncapped fan amount."""
+    return duel_transfer(
+        total_fan,
+        fan_rate=fan_rate,
+        negotiated=negotiated,
+        progressive=progressive,
+        winner_carry=0,
+        loser_carry=0,
+    ).fan_amount
+
+
 @dataclass(frozen=True, slots=True)
 class Breakdown:
     """The rules library's evaluation, and whether it reaches the minimum asked for (E16)."""
@@ -201,23 +214,17 @@ class ScoringCore:
                 loser_carry=0,
             )
             total, negotiated, progressive = doubling.doubled_fan, 1, 1
+            fan_amount = transfer.fan_amount
         else:
-            transfer = duel_transfer(
-                evaluation.total_fan,
-                fan_rate=claim.fan_rate,
-                negotiated=claim.negotiated,
-                progressive=claim.progressive,
-                winner_carry=0,  # the caps are the wallet's: only the uncapped fan_amount is used
-                loser_carry=0,
-            )
             total, negotiated, progressive = evaluation.total_fan, claim.negotiated, claim.progressive
+            fan_amount = _uncapped(total, claim.fan_rate, negotiated, progressive)
         figures = SettlementFigures(
             claim.hand_id,
             total,
             negotiated,
             progressive,
             claim.fan_rate,
-            fan_amount=_shown(transfer.fan_amount),
+            fan_amount=_shown(fan_amount),
             payer=loser.player_id,
             payee=winner.player_id,
             reason="hand",
@@ -238,21 +245,13 @@ class ScoringCore:
             total, negotiated, progressive = doubling.doubled_fan, 1, 1
         else:
             total, negotiated, progressive = highest, claim.negotiated, claim.progressive
-        product = duel_transfer(
-            total,
-            fan_rate=claim.fan_rate,
-            negotiated=negotiated,
-            progressive=progressive,
-            winner_carry=0,  # the cap is the wallet's: only the uncapped fan_amount is used
-            loser_carry=0,
-        )
         return SettlementFigures(
             claim.hand_id,
             total,
             negotiated,
             progressive,
             claim.fan_rate,
-            fan_amount=_shown(product.fan_amount),
+            fan_amount=_shown(_uncapped(total, claim.fan_rate, negotiated, progressive)),
             payer=escaper.player_id,
             payee=opponent.player_id,
             reason="escape",

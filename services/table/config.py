@@ -36,16 +36,10 @@ class TableConfig(ServiceConfig):
 
     def validate(self) -> list[str]:
         problems = super().validate()
-        if self.table_capacity < 1:
-            problems.append(f"TABLE_CAPACITY={self.table_capacity} must be at least 1")
-        if self.table_queue_size < 1:
-            problems.append(f"TABLE_QUEUE_SIZE={self.table_queue_size} must be at least 1")
-        if self.seat_reply_limit < 1:
-            problems.append(f"SEAT_REPLY_LIMIT={self.seat_reply_limit} must be at least 1")
-        for name in ("announce_seconds", "settlement_wait_seconds", "join_seconds", "drain_seconds"):
-            if getattr(self, name) <= 0:
-                problems.append(f"{name.upper()}={getattr(self, name)} must be positive")
-        return problems
+        problems += self.at_least_one("table_capacity", "table_queue_size", "seat_reply_limit")
+        return problems + self.positive(
+            "announce_seconds", "settlement_wait_seconds", "join_seconds", "drain_seconds"
+        )
 
     def server_name(self, port: int) -> str:
         return self.server_id or f"{socket.gethostname()}-{port}"

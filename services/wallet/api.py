@@ -14,7 +14,7 @@ from typing import Any
 from duelmahjong.platform.auth import current_principal
 from duelmahjong.platform.errors import RateLimited
 from duelmahjong.platform.ratelimit import RateLimiter, client_address
-from duelmahjong.v1 import wallet_pb2, wallet_pb2_grpc
+from duelmahjong.v1 import rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet import codec
 from services.wallet.core import Session, WalletCore
 
@@ -85,7 +85,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             entries=[
                 wallet_pb2.HistoryEntry(
                     transaction_id=str(row.transaction_id),
-                    reason=codec.POSTING_REASONS.get(row.purpose, 0),
+                    reason=codec.POSTING_REASONS.get(row.purpose, rules_pb2.POSTING_REASON_UNSPECIFIED),
                     amount=row.amount,
                     balance_after=row.balance_after,
                     occurred_at=codec.timestamp(row.occurred_at),

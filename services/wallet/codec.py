@@ -13,7 +13,7 @@ from services.wallet.errors import InvalidAmountError
 _ITEM_PREFIX = "ITEM_KIND_"
 
 # ledger posting purpose -> contract reason
-POSTING_REASONS: dict[str, int] = {
+POSTING_REASONS: dict[str, rules_pb2.PostingReason.ValueType] = {
     "hand": rules_pb2.POSTING_REASON_HAND_TRANSFER,
     "fee": rules_pb2.POSTING_REASON_FEE,
     "escape": rules_pb2.POSTING_REASON_ESCAPE_PENALTY,
@@ -24,14 +24,14 @@ POSTING_REASONS: dict[str, int] = {
 }
 
 
-def item_name(kind: int) -> str:
+def item_name(kind: rules_pb2.ItemKind.ValueType) -> str:
     """The inventory's name of an item kind: ``ITEM_KIND_GRAND_SHIFT`` -> ``grand_shift``."""
     if kind == rules_pb2.ITEM_KIND_UNSPECIFIED or kind not in rules_pb2.ItemKind.values():
         raise InvalidAmountError(f"unknown item kind {kind}")
     return rules_pb2.ItemKind.Name(kind).removeprefix(_ITEM_PREFIX).lower()
 
 
-def item_kind(name: str) -> int:
+def item_kind(name: str) -> rules_pb2.ItemKind.ValueType:
     return rules_pb2.ItemKind.Value(_ITEM_PREFIX + name.upper())
 
 

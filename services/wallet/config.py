@@ -68,13 +68,8 @@ class WalletConfig(ServiceConfig):
             problems.append(f"WALLET_LEVELS: {err}")
         if self.session_ttl_seconds <= 0 or self.refresh_ttl_seconds <= 0:
             problems.append("WALLET_SESSION_TTL_SECONDS and WALLET_REFRESH_TTL_SECONDS must be positive")
-        if self.consumer_workers < 1:
-            problems.append("WALLET_CONSUMER_WORKERS must be at least 1")
-        if self.ack_wait_seconds <= 0:
-            problems.append("WALLET_ACK_WAIT_SECONDS must be positive")
-        if self.audit_interval_seconds <= 0:
-            problems.append("WALLET_AUDIT_INTERVAL_SECONDS must be positive")
-        return problems
+        problems += self.at_least_one("consumer_workers")
+        return problems + self.positive("ack_wait_seconds", "audit_interval_seconds")
 
     @property
     def level_table(self) -> LevelTable:

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from services.wallet import sql
 from services.wallet.errors import WalletError
@@ -22,12 +23,12 @@ class ConnectionLender:
 
     def __init__(self, pool: asyncpg.Pool, size: int) -> None:
         self._pool = pool
-        self._idle: asyncio.Queue[asyncpg.Connection | None] = asyncio.Queue()
+        self._idle: asyncio.Queue[PoolConnectionProxy | None] = asyncio.Queue()
         for _ in range(size):
             self._idle.put_nowait(None)  # taken from the pool on first use
 
     @contextlib.asynccontextmanager
-    async def borrow(self) -> AsyncIterator[asyncpg.Connection]:
+    async def borrow(self) -> AsyncIterator[PoolConnectionProxy]:
         conn = await self._idle.get()
         try:
             if conn is None or not _usable(conn):

@@ -1,7 +1,7 @@
 """The wallet's domain services: players and sessions, reads, grants and holds.
 
 Everything that moves prestige goes through :meth:`LedgerStore.execute` with a command from
-``commands.py``; this module decides who may ask for what and builds those commands. It knows
+``commands``; this module decides who may ask for what and builds those commands. It knows
 nothing of gRPC or NATS (``api.py`` and ``events.py`` translate).
 """
 

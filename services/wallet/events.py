@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 
 from duelmahjong.platform import subjects
@@ -67,7 +68,7 @@ LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300
 def happened_at(event: Message) -> float:
     """When the fact behind ``event`` happened (Unix seconds; 0 if unknown): the hand's end for a
     HandScored that carries it, else the event's own envelope time."""
-    stamp = event.envelope.occurred_at  # type: ignore[attr-defined]
+    stamp: Timestamp = event.envelope.occurred_at  # type: ignore[attr-defined]
     if isinstance(event, events_pb2.HandScored) and event.HasField("hand_ended_at"):
         stamp = event.hand_ended_at
     return stamp.seconds + stamp.nanos / 1e9
@@ -255,8 +256,8 @@ class SettlementConsumer:
                     finished.result()  # what killed a worker or the confirmer; CancelledError if stopped
             # Stopped: the outputs already sent are confirmed (acked, or nak'ed after the timeout).
             confirmed = asyncio.create_task(self._all_confirmed.wait())
-            done, _pending = await asyncio.wait({confirmed, confirmer}, return_when=asyncio.FIRST_COMPLETED)
-            if confirmer in done:
+            ended, _pending = await asyncio.wait({confirmed, confirmer}, return_when=asyncio.FIRST_COMPLETED)
+            if confirmer in ended:
                 confirmer.result()
         finally:
             leftovers = (*workers, confirmer, *([confirmed] if confirmed else []))

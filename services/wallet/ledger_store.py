@@ -23,6 +23,7 @@ from datetime import datetime
 
 import asyncpg
 
+from duelmahjong.platform.db import Connection
 from duelmahjong.platform.metrics import Children, ServiceMetrics
 from services.wallet import sql
 from services.wallet.commands import Command, ReleaseHolds
@@ -96,7 +97,7 @@ class LedgerStore:
         return self._pool
 
     async def execute(
-        self, command: Command, *, record_rejection: bool, conn: asyncpg.Connection | None = None
+        self, command: Command, *, record_rejection: bool, conn: Connection | None = None
     ) -> Outcome:
         """Apply ``command`` at most once. A rejected command raises its :class:`WalletError`, or,
         with ``record_rejection`` (events, which must not be redelivered forever), is recorded as
@@ -108,7 +109,7 @@ class LedgerStore:
                 return await self._execute(acquired, command, record_rejection)
         return await self._execute(conn, command, record_rejection)
 
-    async def _execute(self, conn: asyncpg.Connection, command: Command, record_rejection: bool) -> Outcome:
+    async def _execute(self, conn: Connection, command: Command, record_rejection: bool) -> Outcome:
         if command.snapshot_safe:
             async with self._player_locks.held(command.players()):
                 outcome = await self._execute_on_snapshot(conn, command)
@@ -145,7 +146,7 @@ class LedgerStore:
         if self._paths is not None:
             self._paths(path).inc()
 
-    async def _execute_on_snapshot(self, conn: asyncpg.Connection, command: Command) -> Outcome | None:
+    async def _execute_on_snapshot(self, conn: Connection, command: Command) -> Outcome | None:
         """The common case: plan on what this process knows of the rows (``known.py``: one round
         trip, the write) or on a snapshot read (two), then one statement that locks, checks that no
         player account planned on changed since and that the table's pairing is the one assumed, and
@@ -169,7 +170,7 @@ class LedgerStore:
         return None
 
     async def _plan_and_write(
-        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: Read
+        self, conn: Connection, command: Command, draft: Draft, read: Read
     ) -> Outcome | str:
         """The outcome, or why nothing was written: "refused" or "stale"."""
         try:
@@ -217,13 +218,13 @@ class LedgerStore:
             else (),
         )
 
-    async def _recorded_after_conflict(self, conn: asyncpg.Connection, key: str) -> Outcome:
+    async def _recorded_after_conflict(self, conn: Connection, key: str) -> Outcome:
         recorded = await self._recorded(conn, key)
         if recorded is None:  # the conflicting row is committed once ON CONFLICT waited on it
             raise RuntimeError(f"transaction {key!r} conflicted but is not visible")
         return recorded
 
-    async def _load(self, conn: asyncpg.Connection, command: Command, *, lock: bool) -> tuple[Draft, Read]:
+    async def _load(self, conn: Connection, command: Command, *, lock: bool) -> tuple[Draft, Read]:
         players = sorted(set(command.players()))
         houses = [h.value for h in command.houses]
         if lock:  # then the load as a statement of its own (sql.py says why)
@@ -265,7 +266,7 @@ class LedgerStore:
         return draft, read
 
     async def _write(
-        self, conn: asyncpg.Connection, command: Command, draft: Draft, read: Read, *, check: bool
+        self, conn: Connection, command: Command, draft: Draft, read: Read, *, check: bool
     ) -> tuple[int | None, bool]:
         """Write the plan: the transaction id, or None (nothing written) if the key was recorded
         meanwhile or — with ``check`` — a player account changed since ``read``; and whether that
@@ -322,6 +323,8 @@ class LedgerStore:
             command.table if check and command.at_table and command.table and draft.accounts else None,
             draft.table_pairing,
         )
+        if row is None:  # the statement answers one row, always
+            raise RuntimeError("the ledger write answered no row")
         transaction_id, fresh = row["id"], row["fresh"]
         if transaction_id is None or not applied:
             return transaction_id, fresh
@@ -340,7 +343,7 @@ class LedgerStore:
         return transaction_id, fresh
 
     @staticmethod
-    async def _recorded(conn: asyncpg.Connection, key: str) -> Outcome | None:
+    async def _recorded(conn: Connection, key: str) -> Outcome | None:
         row = await conn.fetchrow(sql.RECORDED, key)
         if row is None:
             return None

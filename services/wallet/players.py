@@ -10,6 +10,7 @@ from datetime import datetime
 
 import asyncpg
 
+from duelmahjong.platform.db import Connection
 from duelmahjong.platform.errors import FailedPrecondition
 from services.wallet.commands import Command
 from services.wallet.errors import UnknownPlayerError
@@ -49,9 +50,7 @@ class PlayerStore:
             await self._open_account(conn, player_id, starting_grant)
             return True
 
-    async def _open_account(
-        self, conn: asyncpg.Connection, player_id: str, starting_grant: Command | None
-    ) -> None:
+    async def _open_account(self, conn: Connection, player_id: str, starting_grant: Command | None) -> None:
         """A new player's account and, in the caller's database transaction, their starting grant."""
         await conn.execute("INSERT INTO wallet.accounts (player_id) VALUES ($1)", player_id)
         if starting_grant is not None:  # nested in the caller's transaction: a savepoint

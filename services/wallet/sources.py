@@ -60,26 +60,23 @@ def _escape(event: events_pb2.EscapePenalty) -> Command:
     )
 
 
-def _fee(event: events_pb2.FeeCharged) -> Command:
+def _charge(key: str, event: events_pb2.FeeCharged | events_pb2.ExchangeCharged, purpose: str) -> Command:
     return Charge(
-        f"fee:{event.hand_id}:{event.player_id}",
+        key,
         table_id=event.table_id,
         hand_id=event.hand_id,
         player=event.player_id,
         amount=event.amount,
-        purpose="fee",
+        purpose=purpose,
     )
+
+
+def _fee(event: events_pb2.FeeCharged) -> Command:
+    return _charge(f"fee:{event.hand_id}:{event.player_id}", event, "fee")
 
 
 def _exchange(event: events_pb2.ExchangeCharged) -> Command:
-    return Charge(
-        f"exchange:{event.table_id}:{event.sequence}",
-        table_id=event.table_id,
-        hand_id=event.hand_id,
-        player=event.player_id,
-        amount=event.amount,
-        purpose="exchange",
-    )
+    return _charge(f"exchange:{event.table_id}:{event.sequence}", event, "exchange")
 
 
 def _item(event: events_pb2.ItemUsed) -> Command:

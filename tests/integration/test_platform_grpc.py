@@ -32,7 +32,6 @@ FAILURES: dict[str, BaseException] = {
     "denied": errors.PermissionDenied("that is the other seat"),
     "missing": errors.NotFound("no table t-1"),
     "full": errors.ResourceExhausted("queue is full"),
-    "pending": errors.NotYetImplemented("Probe.Pending", "issue 99"),
     "generated": NotImplementedError("Method not implemented!"),
     "bug": RuntimeError("secret internals: password=hunter2"),
 }
@@ -80,7 +79,7 @@ async def _wire(runtime: ServiceRuntime[Any]) -> None:
     runtime.server.add_service(PROBE, _register, None)
 
 
-PROBE_SPEC = ServiceSpec(wire=_wire, public_methods={f"/{PROBE}/Public"}, pending_note="issue 99")
+PROBE_SPEC = ServiceSpec(wire=_wire, public_methods={f"/{PROBE}/Public"})
 
 
 @pytest_asyncio.fixture
@@ -107,7 +106,6 @@ def _call(channel: grpc.aio.Channel, method: str) -> Any:
         ("denied", grpc.StatusCode.PERMISSION_DENIED),
         ("missing", grpc.StatusCode.NOT_FOUND),
         ("full", grpc.StatusCode.RESOURCE_EXHAUSTED),
-        ("pending", grpc.StatusCode.UNIMPLEMENTED),
     ],
 )
 async def test_domain_errors_map_to_their_status_with_their_message(
@@ -132,14 +130,14 @@ async def test_an_unexpected_exception_is_internal_with_a_generic_message_never_
     assert "hunter2" not in details and "Traceback" not in details
 
 
-async def test_the_generated_base_class_default_reads_as_unimplemented_naming_the_issue(
+async def test_the_generated_base_class_default_reads_as_unimplemented(
     probe: tuple[Any, Any], issue: Callable[..., Any]
 ) -> None:
     _, channel = probe
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await _call(channel, "Unary")(Request(service="generated"), metadata=issue(), timeout=5)
     assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "issue 99" in (err.value.details() or "")
+    assert err.value.details() == f"/{PROBE}/Unary is not implemented by this service"
 
 
 async def test_handler_sees_the_verified_caller(probe: tuple[Any, Any], issue: Callable[..., Any]) -> None:

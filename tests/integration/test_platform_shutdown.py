@@ -69,3 +69,35 @@ async def test_a_task_that_loses_one_cancel_or_ignores_all_does_not_hold_the_shu
         stop.set()
         release.set()
         await asyncio.gather(service, *runtime._tasks if ready.done() else (), return_exceptions=True)
+
+
+async def test_on_close_runs_after_the_background_tasks_in_reverse_order_even_past_a_failure(
+    service_env: dict[str, str],
+) -> None:
+    happened: list[str] = []
+
+    async def background() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            happened.append("background cancelled")
+
+    async def wire(runtime: ServiceRuntime[Any]) -> None:
+        async def close_first_opened() -> None:
+            happened.append("first opened closed")
+
+        async def close_second_opened() -> None:
+            happened.append("second opened closed")
+            raise RuntimeError("its connection was gone already")
+
+        runtime.spawn(background(), name="background")
+        runtime.on_close(close_first_opened)
+        runtime.on_close(close_second_opened)
+
+    config = ServiceConfig.from_env(service_env)
+    stop = asyncio.Event()
+    service = asyncio.create_task(
+        serve(config, ServiceSpec(wire=wire), stop=stop, on_ready=lambda _: stop.set())
+    )
+    assert await asyncio.wait_for(service, 30)
+    assert happened == ["background cancelled", "second opened closed", "first opened closed"]

@@ -24,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from duelmahjong import contract
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import choose
 from duelmahjong.engine.events import Event
@@ -39,8 +40,6 @@ from services.scoring.main import SPEC as SCORING
 from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
 
 SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-_WINDS = {name: number for number, name in codec.WINDS.items()}
-_MELDS = {name: number for number, name in codec.MELD_KINDS.items()}
 _TASKS = {name: number for number, name in codec.TASK_KINDS.items()}
 
 
@@ -58,7 +57,7 @@ class LoggedTable:
     ) -> None:
         self.table_id = table_id or f"t-{secrets.token_hex(6)}"
         self.engine = Table(RoomSettings(profile=profile, **settings))
-        self.rules = rules_pb2.RoomRules(profile=codec.PROFILE_ENUMS[profile], fan_rate=fan_rate)
+        self.rules = rules_pb2.RoomRules(profile=contract.PROFILES[profile], fan_rate=fan_rate)
         self.players = [
             rules_pb2.SeatPlayer(seat=SEATS[seat], player_id=player_id, carry=carry)
             for seat, (player_id, carry) in enumerate(players)
@@ -151,7 +150,7 @@ def hand_result(table: LoggedTable, result: dict[str, Any]) -> rules_pb2.HandRes
         message.task.CopyFrom(
             rules_pb2.HandTask(
                 kind=_TASKS[task["kind"]],
-                pattern=codec.pattern_enum(task["pattern"]) if task.get("pattern") else 0,
+                pattern=contract.pattern_enum(task["pattern"]) if task.get("pattern") else 0,
                 multiplier=task["multiplier"],
                 completed_by_winner=bool(result.get("task_completed")),
             )
@@ -162,17 +161,17 @@ def hand_result(table: LoggedTable, result: dict[str, Any]) -> rules_pb2.HandRes
 def description_message(description: dict[str, Any]) -> rules_pb2.HandDescription:
     context = dict(description.get("context", {}))
     message = rules_pb2.HandDescription(
-        profile=codec.PROFILE_ENUMS[description["profile"]],
+        profile=contract.PROFILES[description["profile"]],
         concealed=description["concealed"],
         win_tile=description["win_tile"],
         self_drawn=bool(description.get("self_drawn")),
     )
     for meld in description.get("melds", []):
-        message.melds.add(kind=_MELDS[meld["kind"]], tiles=meld["tiles"])
+        message.melds.add(kind=contract.MELD_KINDS[meld["kind"]], tiles=meld["tiles"])
     out = message.context
     for key, value in context.items():
         if key in ("seat_wind", "round_wind"):
-            setattr(out, key, _WINDS[value])
+            setattr(out, key, contract.WINDS[value])
         elif key in ("flowers", "revealed_bonus_tiles"):
             setattr(out, key, "".join(value))
         elif key == "first_turn_win":

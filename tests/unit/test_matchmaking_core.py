@@ -12,11 +12,11 @@ import pytest
 from duelmahjong.platform.config import ConfigError
 from duelmahjong.platform.errors import FailedPrecondition
 from duelmahjong.platform.metrics import ServiceMetrics
-from services.matchmaking import metrics
-from services.matchmaking import updates as U
+from services.matchmaking import metrics, updates
+from services.matchmaking.allocation import LOST_RETRY_SECONDS
 from services.matchmaking.bots import BotPool
 from services.matchmaking.config import MatchmakingConfig
-from services.matchmaking.core import BOT_RETRY_SECONDS, LOST_RETRY_SECONDS, Matchmaker
+from services.matchmaking.core import BOT_RETRY_SECONDS, Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
@@ -79,7 +79,7 @@ def _room(**overrides: object) -> Room:
     return Room(**settings)  # type: ignore[arg-type]
 
 
-def _drain(entry: QueueEntry) -> list[U.Update]:
+def _drain(entry: QueueEntry) -> list[updates.Update]:
     seen = []
     while not entry.updates.empty():
         seen.append(entry.updates.get_nowait())
@@ -119,7 +119,7 @@ async def test_tickets_expire_on_the_clock() -> None:
     assert not entry.done
     clock.now += 0.2
     mm.tick()
-    assert entry.done and isinstance(_drain(entry)[-2], U.Expired)
+    assert entry.done and isinstance(_drain(entry)[-2], updates.Expired)
     await mm.enqueue("a", "r", 100)  # free to queue again
 
 
@@ -130,7 +130,7 @@ async def test_a_refused_hold_keeps_the_other_player_waiting() -> None:
     a = await mm.enqueue("a", "r", 100)
     b = await mm.enqueue("b", "r", 100)
     await _settle()
-    assert b.done and any(isinstance(u, U.Expired) and "hold" in u.reason for u in _drain(b))
+    assert b.done and any(isinstance(u, updates.Expired) and "hold" in u.reason for u in _drain(b))
     assert not a.done and a.pairing is None
     assert wallet.holds == {}  # a's hold (placed first) was released again
     c = await mm.enqueue("c", "r", 100)
@@ -162,7 +162,7 @@ async def test_allocation_picks_the_roomiest_live_server_and_waits_when_none_has
     mm.tick()
     await _settle()
     assert a.pairing.state == PLAYING and tables.opened == [("small", a.pairing.table_id)]
-    ready = [u for u in _drain(a) if isinstance(u, U.TableReady)]
+    ready = [u for u in _drain(a) if isinstance(u, updates.TableReady)]
     assert ready and ready[0].address == "h:3" and ready[0].table_ticket == "ticket-0"
 
 

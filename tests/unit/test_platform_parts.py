@@ -71,6 +71,21 @@ def test_config_validation_fails_fast_with_a_readable_message() -> None:
     ]
 
 
+def test_config_bounds_name_each_setting_by_its_variable_and_value() -> None:
+    @dataclass(frozen=True, kw_only=True)
+    class Bounded(ServiceConfig):
+        workers: int = setting(1, env="X_WORKERS", help="workers")
+        wait_seconds: float = setting(1.0, help="wait")
+
+        def validate(self) -> list[str]:
+            return super().validate() + self.at_least_one("workers") + self.positive("wait_seconds")
+
+    assert Bounded.from_env(BASE_ENV).workers == 1
+    with pytest.raises(ConfigError) as err:
+        Bounded.from_env({**BASE_ENV, "X_WORKERS": "0", "WAIT_SECONDS": "0"})
+    assert err.value.problems == ["X_WORKERS=0 must be at least 1", "WAIT_SECONDS=0.0 must be positive"]
+
+
 def test_config_is_frozen_and_keeps_the_secret_out_of_its_repr() -> None:
     config = ServiceConfig.from_env(BASE_ENV)
     assert SECRET not in repr(config)

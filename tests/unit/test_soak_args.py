@@ -17,6 +17,7 @@ from duelmahjong.client.session import QueueEnded
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState
 
 soak = load("soak")  # bench/ is not an installed package: loaded the way `duel bench` loads it
+probes = load("stack_probes")
 
 
 def test_defaults_are_ten_minutes_of_sixteen_pairs_and_the_soak_stays_out_of_bench_all() -> None:
@@ -37,19 +38,19 @@ def test_nonsense_arguments_are_refused_with_usage_exit_2(argv: list[str]) -> No
 
 def test_percentile_is_nearest_rank() -> None:
     values = [float(n) for n in range(1, 101)]
-    assert soak.percentile(values, 0.5) == 50.0
-    assert soak.percentile(values, 0.99) == 99.0
-    assert soak.percentile([7.0], 0.99) == 7.0
-    assert soak.percentile([], 0.5) == 0
+    assert probes.percentile(values, 0.5) == 50.0
+    assert probes.percentile(values, 0.99) == 99.0
+    assert probes.percentile([7.0], 0.99) == 7.0
+    assert probes.percentile([], 0.5) == 0
 
 
 def test_proc_sample_reads_this_process_and_nothing_for_a_finished_one() -> None:
-    sample = soak.proc_sample(os.getpid())
+    sample = probes.proc_sample(os.getpid())
     assert sample is not None and sample.rss_mb > 1 and sample.fds > 2 and sample.started_at > 0
-    assert soak.proc_sample(os.getpid()).started_at == sample.started_at  # stable: restarts show
+    assert probes.proc_sample(os.getpid()).started_at == sample.started_at  # stable: restarts show
     finished = subprocess.Popen(["true"])
     finished.wait()
-    assert soak.proc_sample(finished.pid) is None
+    assert probes.proc_sample(finished.pid) is None
 
 
 def _rpc_error(code: grpc.StatusCode) -> grpc.aio.AioRpcError:
@@ -78,7 +79,7 @@ def test_errors_are_counted_by_kind_and_only_server_bugs_are_defects() -> None:
 
 
 def _sample(rss_mb: float, started_at: int = 100) -> object:
-    return soak.ProcSample(rss_mb=rss_mb, fds=20, started_at=started_at)
+    return probes.ProcSample(rss_mb=rss_mb, fds=20, started_at=started_at)
 
 
 def _verdicts(**changes: object) -> list[str]:
@@ -129,14 +130,14 @@ def test_only_a_stack_on_loopback_is_soaked() -> None:
             services={"wallet": endpoint}, nats_url=nats_url, database_url="postgresql://p@[::1]:5/x"
         )
 
-    soak.require_loopback(state("127.0.0.1"))
-    soak.require_loopback(state("localhost"))
-    with pytest.raises(soak.SoakViolation, match="stackhost is not"):
-        soak.require_loopback(state("stackhost"))
-    with pytest.raises(soak.SoakViolation, match=r"10\.0\.0\.7 is not a loopback address"):
-        soak.require_loopback(state("10.0.0.7"))
-    with pytest.raises(soak.SoakViolation, match=r"192\.168\.1\.2"):
-        soak.require_loopback(state("127.0.0.1", nats_url="nats://192.168.1.2:4222"))
+    probes.require_loopback(state("127.0.0.1"))
+    probes.require_loopback(state("localhost"))
+    with pytest.raises(probes.BenchViolation, match="stackhost is not"):
+        probes.require_loopback(state("stackhost"))
+    with pytest.raises(probes.BenchViolation, match=r"10\.0\.0\.7 is not a loopback address"):
+        probes.require_loopback(state("10.0.0.7"))
+    with pytest.raises(probes.BenchViolation, match=r"192\.168\.1\.2"):
+        probes.require_loopback(state("127.0.0.1", nats_url="nats://192.168.1.2:4222"))
 
 
 class _Metrics(http.server.BaseHTTPRequestHandler):
@@ -158,10 +159,10 @@ def test_scrape_gauge_sums_a_metric_and_answers_none_when_absent_or_unreachable(
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_port}/metrics"
-        assert soak.scrape_gauge(url, soak.LIVE_TABLES) == 5.0
-        assert soak.scrape_gauge(url, "duel_table_nothing_count") is None
+        assert probes.scrape_gauge(url, probes.LIVE_TABLES) == 5.0
+        assert probes.scrape_gauge(url, "duel_table_nothing_count") is None
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
-    assert soak.scrape_gauge(url, soak.LIVE_TABLES) is None  # nobody listens there any more
+    assert probes.scrape_gauge(url, probes.LIVE_TABLES) is None  # nobody listens there any more

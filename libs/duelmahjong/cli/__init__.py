@@ -12,6 +12,10 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+# The platform first: it turns gRPC's fork support off before a subcommand imports grpc
+# (duelmahjong/platform/__init__.py says why; demo and bench start processes).
+import duelmahjong.platform  # noqa: F401
+
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {}
 

@@ -16,7 +16,8 @@ from types import ModuleType
 
 import duelmahjong
 
-_NOT_AREAS = {"__init__", "common"}
+# Modules of bench/ that areas share (the harness, the rules corpus): not areas themselves.
+_NOT_AREAS = {"__init__", "common", "rules_corpus", "stack_probes"}
 
 
 def bench_dir() -> Path:

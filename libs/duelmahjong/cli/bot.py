@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no table: {err}", file=sys.stderr)
         return 1
     except grpc.RpcError as err:
-        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)  # type: ignore[attr-defined]
+        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
         return 1
 
 

@@ -27,7 +27,7 @@ import asyncpg
 
 from duelmahjong.cli.status import check_health
 from duelmahjong.client.narrate import Narrator, hand_summary
-from duelmahjong.client.play import MatchPlan, PlayOutcome
+from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import eventloop
@@ -149,7 +149,7 @@ async def _match(
     names = {seat: bot.display_name for seat, bot in seats.items()}
     say(f"[demo] table {readies[0].table_id} at {readies[0].address}: {names[0]} (first) vs {names[1]}")
     plan = MatchPlan(hands=args.hands)
-    outcomes: list[PlayOutcome] = await asyncio.gather(
+    outcomes = await asyncio.gather(
         bots[0].play(readies[0], BaselineBot(), plan, watch=Narrator(names, say)),
         bots[1].play(readies[1], BaselineBot(), plan),
     )

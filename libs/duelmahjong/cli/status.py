@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # no py.typed marker
 
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, service_addresses
 
@@ -41,7 +41,8 @@ def check_health(address: str, timeout: float) -> str:
                 if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
                 else (f"ERROR ({code.name if code else err})")
             )
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    status: str = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    return status
 
 
 def run(args: argparse.Namespace) -> int:

@@ -95,6 +95,8 @@ class Narrator:
             return
         event = response.event
         which = event.WhichOneof("kind")
+        if which is None:
+            return
         handler = getattr(self, f"_{which}", None)
         if handler is not None:
             handler(getattr(event, which))

@@ -119,7 +119,8 @@ class _Seat:
         self.outcome.messages += 1
         kind = response.WhichOneof("kind")
         if kind == "event":
-            return self._event(response.event)
+            self._event(response.event)
+            return None
         if kind == "view":
             self.view = response.view
             self.last_seen = max(self.last_seen, response.view.table.sequence)
@@ -224,7 +225,7 @@ async def play_table(
 
 
 async def _stream(
-    stub: table_pb2_grpc.TableServiceStub,
+    stub: table_pb2_grpc.TableServiceAsyncStub,
     seat: _Seat,
     metadata: tuple[tuple[str, str], ...],
     watch: Watcher | None,
@@ -235,7 +236,7 @@ async def _stream(
         await call.write(seat.request())  # the ticket and the last sequence seen (resume)
         while True:
             response = await call.read()
-            if response is grpc.aio.EOF:
+            if not isinstance(response, table_pb2.PlayResponse):  # grpc.aio.EOF: the server ended the stream
                 return
             if watch is not None:
                 watch(response)

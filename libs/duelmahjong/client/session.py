@@ -80,7 +80,9 @@ class DuelClient:
             wallet_pb2.GetBalanceRequest(player_id=self.player_id), metadata=self.metadata
         )
 
-    async def rooms(self, profile: int = rules_pb2.PROFILE_UNSPECIFIED) -> list[mm.Room]:
+    async def rooms(
+        self, profile: rules_pb2.Profile.ValueType = rules_pb2.PROFILE_UNSPECIFIED
+    ) -> list[mm.Room]:
         reply = await self.matchmaking.ListRooms(mm.ListRoomsRequest(profile=profile), metadata=self.metadata)
         return list(reply.rooms)
 

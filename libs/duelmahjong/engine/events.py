@@ -13,6 +13,7 @@ like mahjong. ``canonical()`` is the byte-exact serialisation used to check dete
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +34,11 @@ NO_SEAT = -1
 # sort_keys=True, separators=(",", ":"), ensure_ascii=False), whose C encoder is made once here instead
 # of per call (a table server serialises every event it sends). No circular check: events are trees.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# The C encoder's factory (None without the C accelerator); typeshed does not declare it.
+_make_encoder: Callable[..., Callable[[Any, int], Iterable[str]]] | None = json.encoder.c_make_encoder  # type: ignore[attr-defined]
 _canonical_chunks = (
-    json.encoder.c_make_encoder(
-        None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, True
-    )
-    if json.encoder.c_make_encoder is not None
+    _make_encoder(None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    if _make_encoder is not None
     else None
 )
 

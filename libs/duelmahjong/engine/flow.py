@@ -100,8 +100,8 @@ def _exchange(table: Seats, action: Action) -> None:
         # ready since before the dealer's first discard could make the dealer ready.
         other = 1 - state.dealer
         ready_from_deal = state.duel and is_ready(state, other)
-        server = {"tenpai": tuple(seat == other for seat in (0, 1))} if ready_from_deal else None
-        table.emit(Event("play_started", state.dealer, server=server))
+        tenpai = {"tenpai": tuple(seat == other for seat in (0, 1))} if ready_from_deal else None
+        table.emit(Event("play_started", state.dealer, server=tenpai))
 
 
 def _discard(table: Seats, action: Action) -> None:

@@ -13,8 +13,8 @@ import json
 
 from duelmahjong.engine.result import meld_tiles
 from duelmahjong.engine.state import DOUBLING, IDLE, TURN, TableState
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.tables import suit_keys
 from duelmahjong.rules.tiles import format_tiles, tiles_of
 
 
@@ -67,8 +67,10 @@ def check_state(state: TableState, *, at_rest: bool = True) -> None:
 
 def check_view(state: TableState, view: dict[str, object]) -> None:
     """Hidden information stays hidden: no opponent hand, no wall, no pool tiles, no seed."""
-    viewer = int(view["seat"])  # type: ignore[call-overload]
-    opponent = view["seats"][1 - viewer]  # type: ignore[index]
+    viewer, seats = view["seat"], view["seats"]
+    if not isinstance(viewer, int) or not isinstance(seats, list):
+        raise InvariantViolation(f"a view names its seat and lists both seats, got {sorted(view)}")
+    opponent = seats[1 - viewer]
     if "hand" in opponent:
         raise InvariantViolation("the view shows the opponent's concealed hand")
     text = json.dumps(view, ensure_ascii=False)

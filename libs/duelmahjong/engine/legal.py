@@ -12,6 +12,7 @@ from itertools import compress
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
+from duelmahjong.engine.hand_state import PLACE_OF, SUIT_OF
 from duelmahjong.engine.result import describe_win, evaluate_json, meets_minimum
 from duelmahjong.engine.state import (
     CLAIM,
@@ -21,15 +22,13 @@ from duelmahjong.engine.state import (
     GUESS,
     HAND_PHASES,
     OVER,
-    PLACE_OF,
     ROB_KONG,
-    SUIT_OF,
     TURN,
     TableState,
 )
 from duelmahjong.engine.swaps import unseen_triplet_kinds
 from duelmahjong.rules.analysis import shanten_keys, waits, waits_keys, win_keys
-from duelmahjong.rules.tables import suit_keys
+from duelmahjong.rules.keys import suit_keys
 
 _KINDS = range(34)
 # The discard actions of each seat, by kind: the most listed actions, built once.

@@ -31,6 +31,8 @@ def unseen_triplet_kinds(state: TableState) -> list[int]:
 def give_for_unseen(table: Sink, action: Action) -> None:
     state = table.state
     kind = action.kind
+    given: tuple[int, ...]
+    received: tuple[int, ...]
     if kind == A.TAKE_TRIPLET:
         given, received = action.tiles, (state.offer_tile,) * 3
     elif kind == A.RUB:

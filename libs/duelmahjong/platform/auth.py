@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextvars
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -138,9 +139,9 @@ def bearer_metadata(token: str) -> tuple[tuple[str, str]]:
     return ((METADATA_KEY, BEARER + token),)
 
 
-def token_from_metadata(metadata: object) -> str:
+def token_from_metadata(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
     """The bearer token in a call's invocation metadata; raises :class:`InvalidToken` if absent."""
-    for key, value in metadata or ():  # type: ignore[attr-defined]
+    for key, value in metadata or ():
         if key == METADATA_KEY:
             text = value.decode() if isinstance(value, bytes) else str(value)
             if not text.startswith(BEARER):

@@ -192,10 +192,11 @@ class Bus:
                 await client.connect(
                     servers=[part.strip() for part in url.split(",") if part.strip()],
                     name=name,
-                    connect_timeout=connect_timeout,
+                    # nats-py annotates these seconds as int; it takes (and we mean) fractions.
+                    connect_timeout=connect_timeout,  # type: ignore[arg-type]
                     allow_reconnect=True,
                     max_reconnect_attempts=-1,  # once connected, never give up: NATS comes back
-                    reconnect_time_wait=0.5,
+                    reconnect_time_wait=0.5,  # type: ignore[arg-type]
                     disconnected_cb=on_disconnect,
                     reconnected_cb=on_reconnect,
                     error_cb=on_error,

@@ -122,6 +122,26 @@ class ServiceConfig:
             )
         return problems
 
+    def at_least_one(self, *names: str) -> list[str]:
+        """A problem for each of the named settings (field names) below 1: ``NAME=0 must be at least 1``."""
+        return [
+            f"{self._env(name)}={getattr(self, name)} must be at least 1"
+            for name in names
+            if getattr(self, name) < 1
+        ]
+
+    def positive(self, *names: str) -> list[str]:
+        """A problem for each of the named settings (field names) not above 0: ``NAME=0 must be positive``."""
+        return [
+            f"{self._env(name)}={getattr(self, name)} must be positive"
+            for name in names
+            if getattr(self, name) <= 0
+        ]
+
+    @classmethod
+    def _env(cls, name: str) -> str:
+        return next(env_name(spec) for spec in dataclasses.fields(cls) if spec.name == name)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Self:
         """Build and validate the config from ``environ`` (default: the process environment)."""

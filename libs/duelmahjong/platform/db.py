@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -30,6 +31,9 @@ _FILE_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 MIGRATION_LOCK_KEY = int.from_bytes(hashlib.sha256(b"duelmahjong.migrations").digest()[:8], "big") >> 1
 
 _log = get_logger("db")
+
+# A connection of its own or one lent by a pool (``async with pool.acquire()``): both run queries.
+Connection = asyncpg.Connection | PoolConnectionProxy
 
 
 class MigrationError(RuntimeError):
@@ -167,7 +171,7 @@ async def apply_migrations(
     return await _apply(conn, migrations, service)
 
 
-async def _apply(conn: asyncpg.Connection, migrations: list[Migration], service: str) -> list[Migration]:
+async def _apply(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
     async with conn.transaction():
         # Taken before touching schema_migrations, so even its creation is never raced.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)

@@ -88,12 +88,6 @@ class NotFound(DomainError):
     status = "NOT_FOUND"
 
 
-class AlreadyExists(DomainError):
-    """The thing the request would create exists already."""
-
-    status = "ALREADY_EXISTS"
-
-
 class ResourceExhausted(DomainError):
     """A quota or capacity is used up (queue full, no table capacity, rate limit)."""
 
@@ -112,22 +106,7 @@ class RateLimited(ResourceExhausted):
         self.retry_after = retry_after
 
 
-class Aborted(DomainError):
-    """A concurrent change won; the caller may retry the whole operation."""
-
-    status = "ABORTED"
-
-
 class Unavailable(DomainError):
     """A dependency is down or the service is draining; retrying later may work."""
 
     status = "UNAVAILABLE"
-
-
-class NotYetImplemented(DomainError):
-    """An RPC of the contract whose logic has not landed yet: says so honestly, naming where it comes."""
-
-    status = "UNIMPLEMENTED"
-
-    def __init__(self, rpc: str, arrives_with: str) -> None:
-        super().__init__(f"{rpc} is not implemented yet; it arrives with {arrives_with}")

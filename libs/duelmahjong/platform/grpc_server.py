@@ -21,8 +21,8 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
 
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.interceptors import ServiceInterceptor
@@ -46,14 +46,12 @@ class ServiceServer:
         metrics: ServiceMetrics,
         *,
         public_methods: Collection[str] = (),
-        pending_note: str = "a later issue",
     ) -> None:
         self.config = config
         self.interceptor = ServiceInterceptor(
             metrics=metrics,
             token_secret=config.token_secret,
             public_methods=public_methods,
-            pending_note=pending_note,
         )
         self._server = grpc.aio.server(
             interceptors=[self.interceptor],
@@ -78,10 +76,6 @@ class ServiceServer:
             raise RuntimeError("add every service before the server starts")
         register(servicer, self._server)
         self._service_names.append(full_name)
-
-    @property
-    def service_names(self) -> tuple[str, ...]:
-        return tuple(self._service_names)
 
     @property
     def port(self) -> int:

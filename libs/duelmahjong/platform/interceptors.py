@@ -15,8 +15,9 @@ For each RPC, in this order:
    reaches the client as sent (see :class:`_Incoming`);
 4. map what the handler raises: a :class:`~duelmahjong.platform.errors.DomainError` becomes its status
    with its message (a :class:`~duelmahjong.platform.errors.RateLimited` also sends its wait as the
-   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` becomes
-   ``UNIMPLEMENTED`` naming where the logic comes from; anything else is logged with its traceback
+   ``grpc-retry-pushback-ms`` trailer); the generated base class's ``NotImplementedError`` (a method
+   the servicer does not override) becomes ``UNIMPLEMENTED``, as gRPC answers a method it does not
+   know; anything else is logged with its traceback
    and the client gets ``INTERNAL`` with a generic message — never ``UNKNOWN``, never a traceback;
 5. count the call and time it: ``duel_<service>_grpc_requests_total{method,code}``,
    ``duel_<service>_grpc_request_duration_seconds{method}``, ``duel_<service>_grpc_requests_in_flight``.
@@ -151,11 +152,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         metrics: ServiceMetrics,
         token_secret: str,
         public_methods: Collection[str] = (),
-        pending_note: str = "a later issue",
     ) -> None:
         self._secret = token_secret
         self._public = frozenset(public_methods)
-        self._pending_note = pending_note
         self._requests = metrics.counter("grpc_requests", "total", "RPCs handled", ["method", "code"])
         self._latency = metrics.histogram(
             "grpc_request_duration", "seconds", "time to handle an RPC (to the end of its stream)", ["method"]
@@ -167,9 +166,9 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
 
     async def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler | None]],
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return None  # unknown method: gRPC answers UNIMPLEMENTED itself
@@ -188,6 +187,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             return grpc.unary_stream_rpc_method_handler(
                 self._wrap_stream(method, handler.unary_stream, stream_in=False), deserializer, serializer
             )
+        assert handler.stream_stream is not None  # a handler is one of the four kinds
         return grpc.stream_stream_rpc_method_handler(
             self._wrap_stream(method, handler.stream_stream, stream_in=True), deserializer, serializer
         )
@@ -195,7 +195,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_unary(
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
-        async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             incoming = _Incoming(request, method) if stream_in else None
             async with self._rpc(method, context, incoming):
                 result = behavior(incoming or _check_parsed(request, method), context)
@@ -206,7 +206,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
     def _wrap_stream(
         self, method: str, behavior: Callable[..., Any], *, stream_in: bool
     ) -> Callable[..., Any]:
-        async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        async def handle(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[Any]:
             incoming = _Incoming(request, method) if stream_in else None
             async with self._rpc(method, context, incoming):
                 result = behavior(incoming or _check_parsed(request, method), context)
@@ -220,7 +220,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
 
     @asynccontextmanager
     async def _rpc(
-        self, method: str, context: grpc.aio.ServicerContext, incoming: _Incoming | None
+        self, method: str, context: grpc.aio.ServicerContext[Any, Any], incoming: _Incoming | None
     ) -> AsyncIterator[None]:
         """Everything around one handler call: ids, auth, error mapping, metrics."""
         outcome = _Outcome(method, time.perf_counter())
@@ -249,13 +249,13 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self._latency.labels(method=outcome.method).observe(time.perf_counter() - outcome.started)
         self._requests.labels(method=outcome.method, code=outcome.code.name).inc()
 
-    def _authenticate(self, method: str, context: grpc.aio.ServicerContext) -> None:
+    def _authenticate(self, method: str, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         if self.is_public(method):
             return
         token = auth.token_from_metadata(context.invocation_metadata())
         auth.bind_principal(auth.verify_token(self._secret, token))
 
-    def _call_scope(self, context: grpc.aio.ServicerContext) -> Any:
+    def _call_scope(self, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         request_id = None
         for key, value in context.invocation_metadata() or ():
             if key == REQUEST_ID_KEY:
@@ -266,7 +266,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self,
         err: BaseException,
         method: str,
-        context: grpc.aio.ServicerContext,
+        context: grpc.aio.ServicerContext[Any, Any],
         outcome: _Outcome,
         request_id: str,
     ) -> None:
@@ -284,7 +284,7 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
             _log.info("rpc failed", extra={"fields": {"method": method, "code": code.name, "error": message}})
         elif isinstance(err, NotImplementedError):
             code = grpc.StatusCode.UNIMPLEMENTED
-            message = f"{method} is not implemented yet; it arrives with {self._pending_note}"
+            message = f"{method} is not implemented by this service"
         else:
             code, message = grpc.StatusCode.INTERNAL, INTERNAL_MESSAGE.format(request_id=request_id)
             _log.error("rpc raised", exc_info=err, extra={"fields": {"method": method}})

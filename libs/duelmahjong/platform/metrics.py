@@ -37,7 +37,7 @@ class Children(Generic[M]):
     """
 
     def __init__(self, metric: M) -> None:
-        self._metric = metric
+        self._metric: M = metric
         self._children: dict[tuple[str, ...], M] = {}
 
     def __call__(self, *values: str) -> M:

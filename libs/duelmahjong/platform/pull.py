@@ -149,7 +149,7 @@ class PullFeed:
         if int(number_text) not in self._open:
             return
         if status not in _ROUTINE_ENDS:
-            description = message.headers.get(api.Header.DESCRIPTION)
+            description = (message.headers or {}).get(api.Header.DESCRIPTION)
             fields = {"status": status, "description": description}
             _log.warning("pull request ended by the server", extra={"fields": fields})
         self._ended(int(number_text), status)

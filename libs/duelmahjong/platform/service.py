@@ -1,24 +1,28 @@
 """The life of a service process, shared by all four: start, serve, stop on SIGTERM.
 
 A service's ``main.py`` is its composition root. It declares a :class:`ServiceSpec` — a ``wire``
-coroutine that builds the service's objects, registers its servicer and starts its consumers — and
-calls :func:`run`::
+coroutine that builds the service's objects, registers its servicer, starts its consumers and says
+what to close at the end — and calls :func:`run`::
 
-    async def wire(runtime: ServiceRuntime[ScoringConfig]) -> None:
-        core = ScoringCore(...)
-        runtime.server.add_service(SERVICE_NAME, add_ScoringServiceServicer_to_server, ScoringApi(core))
-        runtime.spawn(runtime.bus.consume(HAND_ENDED_CONSUMER, core.on_hand_ended), name="hand-ended")
+    async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
+        matchmaker = Matchmaker(...)
+        runtime.server.add_service(
+            SERVICE_NAME, add_MatchmakingServiceServicer_to_server, MatchmakingApi(matchmaker)
+        )
+        runtime.spawn(matchmaker.run(runtime.config.matchmaking_tick_seconds), name="matchmaker")
+        runtime.on_close(matchmaker.close)
 
-    SPEC = ServiceSpec(wire=wire, migrations=Path(__file__).parent / "migrations")
+    SPEC = ServiceSpec(wire=wire)  # migrations=..., public_methods=..., drain=... where a service has them
+
     def main() -> int:
-        return run(ScoringConfig, SPEC)
+        return run(MatchmakingConfig, SPEC)
 
 :func:`run` reads the config (exit 2 with a readable message when it is wrong), sets up JSON logs,
 serves ``/metrics``, connects to NATS (when ``NATS_URL`` is set) and Postgres (when ``DATABASE_URL``
 is set; migrations applied under the advisory lock), calls ``wire``, starts gRPC (health SERVING) and
 waits for SIGTERM/SIGINT. Stopping: health NOT_SERVING, in-flight RPCs get the grace period,
-background tasks are cancelled, NATS is drained, the pool closed. A background task that crashes
-stops the service (exit 1) rather than leaving it half alive.
+background tasks are cancelled, the ``on_close`` callbacks awaited, NATS is drained, the pool
+closed. A background task that crashes stops the service (exit 1) rather than leaving it half alive.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class ServiceRuntime(Generic[ConfigT]):
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
     failed: bool = False
     _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
         """Run ``work`` in the background until the service stops; if it crashes, the service stops."""
@@ -79,6 +84,22 @@ class ServiceRuntime(Generic[ConfigT]):
         )
         self.failed = True
         self.stopping.set()
+
+    def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Await ``close`` when the service stops: after its background tasks are cancelled (nothing
+        uses what it closes any more), before NATS and the database pool close. The last registered
+        runs first, so what ``wire`` opened later is closed before what it depends on."""
+        self._closers.append(close)
+
+    async def run_closers(self, *, within: float = 10.0) -> None:
+        """Every ``on_close`` callback, each given at most ``within`` seconds; one that fails or takes
+        longer is logged and the next one still runs."""
+        while self._closers:
+            close = self._closers.pop()
+            try:
+                await asyncio.wait_for(close(), timeout=within)
+            except Exception:
+                _log.exception("closing a part of the service failed")
 
     def require_bus(self) -> Bus:
         if self.bus is None:
@@ -111,8 +132,6 @@ class ServiceSpec:
     wire: Wire
     migrations: Path | None = None
     public_methods: Collection[str] = ()
-    # Where the RPCs not implemented yet come from, for their honest UNIMPLEMENTED message.
-    pending_note: str = "a later issue"
     # Called once the stop signal arrives and before gRPC stops (still serving): a service that must
     # finish work first (the table server's live hands) waits here. Skipped after a crash.
     drain: Callable[[ServiceRuntime[Any]], Awaitable[None]] | None = None
@@ -136,9 +155,7 @@ async def serve(
     runtime: ServiceRuntime[ServiceConfig] = ServiceRuntime(
         config=config,
         metrics=metrics,
-        server=ServiceServer(
-            config, metrics, public_methods=spec.public_methods, pending_note=spec.pending_note
-        ),
+        server=ServiceServer(config, metrics, public_methods=spec.public_methods),
         metrics_port=metrics.serve_http(config.grpc_host, config.metrics_port),
     )
     if stop is not None:
@@ -172,6 +189,7 @@ async def serve(
         if started:
             await runtime.server.stop()
         await runtime.cancel_background(within=max(1.0, config.shutdown_grace_seconds))
+        await runtime.run_closers(within=max(1.0, config.shutdown_grace_seconds))
         if runtime.bus is not None:
             await runtime.bus.close()
         if runtime.db is not None:

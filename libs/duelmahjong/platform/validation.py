@@ -69,7 +69,7 @@ def _each_text(value: Any, path: str, *, repeated: bool) -> str | None:
 
 
 def _each_message(field: FieldDescriptor, value: Any, path: str) -> str | None:
-    if field.message_type.GetOptions().map_entry:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
         for key, each in value.items():
             where = f"{path}[{key!r}]"
             problem = _text_problem(key, f"{path} key") if isinstance(key, str) else None

@@ -9,7 +9,7 @@ erren has no 筒/条), and duel's 绿一色 free form (every tile of the hand, m
 {2s 3s 4s 6s 8s 6z}, any arrangement).
 
 The ``*_keys`` functions are the hot paths: they take the four suit keys that
-:class:`duelmahjong.rules.hand.Hand` keeps (see :mod:`duelmahjong.rules.tables`) and validate nothing.
+:class:`duelmahjong.rules.hand.Hand` keeps (see :mod:`duelmahjong.rules.keys`) and validate nothing.
 ``green_melds`` there is the number of melded tiles if every one of them is a 绿一色 tile, else -1.
 
 >>> from duelmahjong.rules.tiles import counts_of, parse_tiles, format_tiles

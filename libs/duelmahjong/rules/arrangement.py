@@ -33,8 +33,9 @@ from duelmahjong.rules.facts import (
     HandFacts,
     facts_of,
 )
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.setups import get_setup
-from duelmahjong.rules.tables import OnFirstUse, suit_keys
+from duelmahjong.rules.tables import OnFirstUse
 from duelmahjong.rules.tiles import format_tiles
 
 _SELF_DRAWN_FACT = FACTS["self_drawn"]
@@ -60,7 +61,7 @@ _HIDDEN_PUNG = tuple(WinSet("pung", tile, True) for tile in range(34))
 _OPEN_PUNG = tuple(WinSet("pung", tile, False) for tile in range(34))  # D13: completed by a discard
 
 
-# Per-suit readings of the precomputed tables (tables.py) turned into absolute chow/pung tiles.
+# Per-suit readings of the precomputed tables (duelmahjong.rules.table_build) as absolute chow/pung tiles.
 _Shape = tuple[int, tuple[int, ...], tuple[int, ...]]
 _SUIT_READINGS = OnFirstUse("suit_readings", globals())
 _HONOR_READINGS = OnFirstUse("honor_readings", globals())
@@ -185,11 +186,6 @@ class Arrangement:
     def all_tiles(self) -> list[int]:
         """Every tile of the hand as sorted kinds, kongs counting 4."""
         return [kind for kind, count in enumerate(self.counts) for _ in range(count)]
-
-    @property
-    def closed_counts(self) -> list[int]:
-        """34 counts of the concealed tiles plus the winning tile (declared melds left out)."""
-        return self._hand.closed
 
     @property
     def hand_waits(self) -> list[int]:

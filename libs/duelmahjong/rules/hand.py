@@ -21,11 +21,11 @@ its concealed count vector and suit keys, so its analysis methods go straight to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal, get_args
+from typing import Final, Literal, TypeGuard, get_args
 
 from duelmahjong.rules import analysis
 from duelmahjong.rules.errors import InvalidHandError, NotationError
-from duelmahjong.rules.tables import suit_keys
+from duelmahjong.rules.keys import suit_keys
 from duelmahjong.rules.tiles import (
     COPIES,
     GREEN_TILES,
@@ -40,6 +40,12 @@ from duelmahjong.rules.tiles import (
 MeldKind = Literal["chi", "pong", "exposed_kong", "concealed_kong", "added_kong"]
 MELD_KINDS: Final[tuple[MeldKind, ...]] = get_args(MeldKind)
 _MELD_SIZE: Final = {"chi": 3, "pong": 3, "exposed_kong": 4, "concealed_kong": 4, "added_kong": 4}
+
+
+def _is_meld_kind(kind: str) -> TypeGuard[MeldKind]:
+    return kind in _MELD_SIZE
+
+
 _KINDS_TEXT: Final = ", ".join(MELD_KINDS)
 
 
@@ -86,11 +92,11 @@ class Meld:
         kind, colon, tiles = text.partition(":")
         if not colon:
             raise NotationError(f"a meld is written kind:tiles (e.g. pong:555z), got {text!r}")
-        if kind not in _MELD_SIZE:
+        if not _is_meld_kind(kind):
             raise NotationError(
                 f"unknown meld kind {kind!r} in {text!r} (expected one of {', '.join(MELD_KINDS)})"
             )
-        return cls(kind, tuple(parse_tiles(tiles)))  # type: ignore[arg-type]  # checked just above
+        return cls(kind, tuple(parse_tiles(tiles)))
 
     @property
     def tile(self) -> int:
@@ -220,9 +226,7 @@ class Hand:
         if self.tile_count != 13:
             raise InvalidHandError(f"can only draw into a 13-tile hand, this one has {self.tile_count}")
         if is_flower(kind):
-            raise InvalidHandError(
-                f"flower {tile_name(kind)} is set aside: use with_flower(), then draw again"
-            )
+            raise InvalidHandError(f"flower {tile_name(kind)} is set aside, never held in a hand: draw again")
         return Hand((*self.concealed, kind), self.melds, self.flowers, self.profile)
 
     def discard(self, kind: int) -> Hand:
@@ -234,10 +238,6 @@ class Hand:
         concealed = list(self.concealed)
         concealed.remove(kind)
         return Hand(tuple(concealed), self.melds, self.flowers, self.profile)
-
-    def with_flower(self, kind: int) -> Hand:
-        """The hand with a flower set aside (erren 补花)."""
-        return Hand(self.concealed, self.melds, (*self.flowers, kind), self.profile)
 
     # --- analysis (table lookups) -------------------------------------------------------------------
     def is_winning(self) -> bool:

@@ -11,7 +11,7 @@ order (highest value first), and, per set of arrangement facts, the patterns wor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -211,7 +211,7 @@ class Catalogue:
     def __contains__(self, pattern_id: object) -> bool:
         return pattern_id in self._by_id
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Pattern]:
         return iter(self.patterns)
 
     def __len__(self) -> int:

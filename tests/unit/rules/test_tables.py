@@ -9,24 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from duelmahjong.rules import tables
+from duelmahjong.rules import keys, tables
 from duelmahjong.rules.tiles import counts_of, parse_tiles
 
 
 def key(text: str) -> int:
     """The suit key of one suit's tiles, e.g. ``key("1123m")``."""
-    return tables.suit_keys(counts_of(parse_tiles(text)))[0]
+    return keys.suit_keys(counts_of(parse_tiles(text)))[0]
 
 
 def test_suit_keys_read_counts_as_base_5_digits_rank_1_first() -> None:
-    assert tables.suit_keys(counts_of(parse_tiles("1123m9p5s7z"))) == (
+    assert keys.suit_keys(counts_of(parse_tiles("1123m9p5s7z"))) == (
         int("211000000", 5),
         int("000000001", 5),
         int("000010000", 5),
         int("0000001", 5),
     )
     with pytest.raises(ValueError):
-        tables.suit_keys([5] + [0] * 33)
+        keys.suit_keys([5] + [0] * 33)
 
 
 def test_entries_by_hand() -> None:

@@ -1,0 +1,117 @@
+"""Table allocation: a pairing agreed on its terms gets a table on the least-loaded table server with
+room (none: it waits, nothing is lost), and its table is closed when the table server says so — or,
+when that server restarted or fell silent for ``server_lost_seconds``, by matchmaking on its behalf.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from duelmahjong.platform.logging import get_logger
+from services.matchmaking import updates
+from services.matchmaking.directory import TableServer
+from services.matchmaking.pairing import ALLOCATING, ENDED, PLAYING, LostTables, Pairing, TableUnavailable
+from services.matchmaking.state import MatchmakerState
+
+LOST_RETRY_SECONDS = 5.0  # closing a lost table failed (NATS away): tried again after this
+TABLE_LOST_REASON = "the table server was lost"
+_log = get_logger("matchmaking")
+
+
+class TableAllocation(MatchmakerState):
+    """Pairings to tables, and the tables closed again (by their server or, lost, by us)."""
+
+    def _allocate(self, pairing: Pairing) -> None:
+        if pairing.table_id:  # an OpenTable call is in flight
+            return
+        server = self.directory.roomiest()
+        if server is None:
+            return  # no server with room: the pairing waits for the next announcement (not lost)
+        pairing.table_id = f"t-{uuid.uuid4().hex[:16]}"
+        self.directory.took_one(server.server_id)
+        self._spawn(self._open(pairing, server))
+
+    async def _open(self, pairing: Pairing, server: TableServer) -> None:
+        try:
+            opened = await self._tables.open(server, pairing)
+        except TableUnavailable as err:
+            _log.warning(
+                "table server refused", extra={"fields": {"server": server.server_id, "error": str(err)}}
+            )
+            self.directory.unusable(server.server_id)
+            pairing.table_id = ""  # retried on the next tick, maybe elsewhere
+            return
+        if pairing.state != ALLOCATING:
+            return
+        pairing.state = PLAYING
+        pairing.server_id = server.server_id
+        # The server's own word on which process opened it beats the announcement allocation read: the
+        # server may have restarted since (then the new process opened it, and that one is not lost).
+        pairing.incarnation = opened.incarnation or server.incarnation
+        pairing.opened_at = self._clock()
+        self._by_table[pairing.table_id] = pairing
+        self.counts["table_opened", pairing.room.room_id] += 1
+        for seat, entry in enumerate(pairing.seats):
+            entry.send(
+                updates.TableReady(
+                    pairing.pairing_id, pairing.table_id, opened.address, opened.tickets[seat], seat
+                )
+            )
+            entry.done = True
+            entry.send(updates.END)
+            self._entries.pop(entry.ticket_id, None)
+
+    def table_closed(self, table_id: str) -> bool:
+        """TableClosed: the pairing is over (the wallet releases its holds); the players may queue again.
+        False if the table was not (or no longer) open: a second TableClosed of a table is a no-op."""
+        pairing = self._by_table.pop(table_id, None)
+        if pairing is None:
+            return False
+        pairing.state = ENDED
+        self._pairings.pop(pairing.pairing_id, None)
+        for entry in pairing.seats:
+            if self._player_ticket.get(entry.player_id) == entry.ticket_id:
+                del self._player_ticket[entry.player_id]
+        return True
+
+    # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
+    # pairings would stay PLAYING and their holds held until matchmaking restarts.
+    def _close_lost_tables(self, now: float) -> None:
+        closer = self._lost_tables
+        if closer is None:
+            return
+        for pairing in list(self._by_table.values()):
+            if pairing.closing_lost or now < pairing.lost_retry_at:
+                continue
+            why = self.directory.lost(
+                pairing.server_id,
+                pairing.incarnation,
+                opened_at=pairing.opened_at,
+                silent_seconds=self._server_lost_seconds,
+            )
+            if why:
+                pairing.closing_lost = True
+                self._spawn(self._close_lost(closer, pairing, why))
+
+    async def _close_lost(self, closer: LostTables, pairing: Pairing, why: str) -> None:
+        """Publish TableClosed for the table (the wallet releases both holds: the hand in progress is
+        void, nothing was scored), then end the pairing here. If the server's own TableClosed comes
+        too, it is one more close of the same table: a duplicate the stream, wallet and we drop."""
+        fields = {
+            "table_id": pairing.table_id,
+            "server_id": pairing.server_id,
+            "pairing_id": pairing.pairing_id,
+            "why": why,
+        }
+        try:
+            await closer.close(pairing, TABLE_LOST_REASON)
+        except Exception:
+            _log.exception("closing a lost table failed; retrying", extra={"fields": fields})
+            pairing.closing_lost = False
+            pairing.lost_retry_at = self._clock() + LOST_RETRY_SECONDS
+            return
+        # Our own TableClosed may come back through the table-events consumer before this resumes
+        # and end the pairing first: the table was lost and closed by us either way, count it once.
+        self.table_closed(pairing.table_id)
+        self.counts["table_lost", pairing.room.room_id] += 1
+        _log.warning("table server lost: its table is closed, the holds released", extra={"fields": fields})
