@@ -54,7 +54,7 @@ class ConnectionLender:
                 await self._pool.release(conn)
 
 
-def _usable(conn: asyncpg.Connection) -> bool:
+def _usable(conn: PoolConnectionProxy) -> bool:
     """False once the connection is closed. When the server goes away asyncpg closes the connection
     and takes it back into the pool itself, detaching the proxy we hold: every call on it then raises
     InterfaceError, so the proxy is dropped and a fresh connection acquired."""
