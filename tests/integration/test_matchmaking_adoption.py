@@ -26,7 +26,8 @@ from services.table.main import TableServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
-ROOM = {"room_id": "erren-move", "profile": "erren", "fan_rate": 1, "fee": 1, "carry_min": 100}
+ROOM_ID = "erren-move"
+ROOM = {"room_id": ROOM_ID, "profile": "erren", "fan_rate": 1, "fee": 1, "carry_min": 100}
 GRACE = 2.0
 
 
@@ -47,7 +48,7 @@ async def _players(matchmaking: ServiceRuntime[Any], wallet: ServiceRuntime[Any]
 
 
 async def _seated(clients: list[DuelClient]) -> list[mm.TableReady]:
-    return list(await asyncio.gather(*(c.find_table(ROOM["room_id"], 200) for c in clients)))
+    return list(await asyncio.gather(*(c.find_table(ROOM_ID, 200) for c in clients)))
 
 
 async def _locate(client: DuelClient, table_id: str) -> mm.LocateTableResponse:
@@ -207,12 +208,12 @@ async def test_a_lost_table_closes_after_the_grace_unless_adopted_within_it(
 
         await _until(orphan_closed, within=GRACE + 5)
         assert time.monotonic() - lost_at >= GRACE
-        assert _metric(matchmaking, "table_lost", f'room="{ROOM["room_id"]}"') == 1  # closed as lost
+        assert _metric(matchmaking, "table_lost", f'room="{ROOM_ID}"') == 1  # closed as lost
 
         await asyncio.sleep(GRACE)  # well past the grace: the adopted table is still open
         located = await _locate(clients[0], kept[0].table_id)
         assert located.open and located.server_id == server_id
-        assert _metric(matchmaking, "table_lost", f'room="{ROOM["room_id"]}"') == 1
+        assert _metric(matchmaking, "table_lost", f'room="{ROOM_ID}"') == 1
         assert _metric(matchmaking, "table_adopted", 'kind="handed_over"') == 1
     finally:
         if restarted is not None:
