@@ -1,17 +1,28 @@
 """Table allocation: a pairing agreed on its terms gets a table on the least-loaded table server with
 room (none: it waits, nothing is lost), and its table is closed when the table server says so — or,
-when that server restarted or fell silent for ``server_lost_seconds``, by matchmaking on its behalf.
+when that server restarted or fell silent for ``server_lost_seconds`` and no other server adopted the
+table within ``adoption_grace_seconds`` (``TableAdopted``), by matchmaking on its behalf. Where each
+table is served — after its opening or its last adoption — is what ``LocateTable`` answers.
 """
 
 from __future__ import annotations
 
 import uuid
 
+from duelmahjong.platform.errors import InvalidArgument, NotFound, PermissionDenied
 from duelmahjong.platform.logging import get_logger
 from services.matchmaking import updates
 from services.matchmaking.directory import TableServer
-from services.matchmaking.pairing import ALLOCATING, ENDED, PLAYING, LostTables, Pairing, TableUnavailable
-from services.matchmaking.state import MatchmakerState
+from services.matchmaking.pairing import (
+    ALLOCATING,
+    ENDED,
+    PLAYING,
+    LostTables,
+    Pairing,
+    TableLocation,
+    TableUnavailable,
+)
+from services.matchmaking.state import CLOSED_TABLES_KEPT, MatchmakerState
 
 LOST_RETRY_SECONDS = 5.0  # closing a lost table failed (NATS away): tried again after this
 TABLE_LOST_REASON = "the table server was lost"
@@ -48,6 +59,7 @@ class TableAllocation(MatchmakerState):
         # The server's own word on which process opened it beats the announcement allocation read: the
         # server may have restarted since (then the new process opened it, and that one is not lost).
         pairing.incarnation = opened.incarnation or server.incarnation
+        pairing.address = opened.address
         pairing.opened_at = self._clock()
         self._by_table[pairing.table_id] = pairing
         self.counts["table_opened", pairing.room.room_id] += 1
@@ -67,6 +79,9 @@ class TableAllocation(MatchmakerState):
         pairing = self._by_table.pop(table_id, None)
         if pairing is None:
             return False
+        self._closed_tables[table_id] = pairing.location(open_=False)
+        while len(self._closed_tables) > CLOSED_TABLES_KEPT:
+            self._closed_tables.popitem(last=False)
         pairing.state = ENDED
         self._pairings.pop(pairing.pairing_id, None)
         for entry in pairing.seats:
@@ -74,8 +89,48 @@ class TableAllocation(MatchmakerState):
                 del self._player_ticket[entry.player_id]
         return True
 
+    def table_adopted(
+        self, table_id: str, *, server_id: str, address: str, incarnation: str, kind: str
+    ) -> bool:
+        """TableAdopted: process ``incarnation`` of ``server_id`` serves the open table from now on, at
+        ``address``; its players are told so by LocateTable, and it is no longer lost. False if the
+        table is not open here (closed already, or opened before this process started) or the event
+        says nothing new (a redelivery)."""
+        pairing = self._by_table.get(table_id)
+        if pairing is None:
+            return False
+        if (pairing.server_id, pairing.incarnation, pairing.address) == (server_id, incarnation, address):
+            return False
+        fields = {"table_id": table_id, "from": pairing.server_id, "to": server_id, "kind": kind}
+        if pairing.closing_lost:  # the close is being published already: too late for this adoption
+            _log.warning("a table was adopted while it was being closed as lost", extra={"fields": fields})
+        pairing.server_id, pairing.incarnation, pairing.address = server_id, incarnation, address
+        pairing.opened_at = self._clock()  # the adopter's silence counts from now, as an opener's
+        pairing.lost_since = 0.0
+        self.adoptions[kind] += 1
+        _log.info("table adopted", extra={"fields": fields})
+        return True
+
+    def locate(self, player_id: str, table_id: str) -> TableLocation:
+        """Where table ``table_id`` is served now (or was, if closed), for one of its two players."""
+        if not table_id:
+            raise InvalidArgument("table_id is required: the id TableReady gave the table")
+        pairing = self._by_table.get(table_id)
+        location = pairing.location() if pairing is not None else self._closed_tables.get(table_id)
+        if location is None:
+            raise NotFound(
+                f"no table {table_id!r} is known to matchmaking: it was never opened here, or closed "
+                "long ago (queue again)"
+            )
+        if player_id not in location.players:
+            raise PermissionDenied(
+                f"you are not a player at table {table_id}: only its two players may locate it"
+            )
+        return location
+
     # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
-    # pairings would stay PLAYING and their holds held until matchmaking restarts.
+    # pairings would stay PLAYING and their holds held until matchmaking restarts. Closing is the last
+    # resort: another server may adopt the table (TableAdopted) within the grace, and play goes on.
     def _close_lost_tables(self, now: float) -> None:
         closer = self._lost_tables
         if closer is None:
@@ -89,7 +144,17 @@ class TableAllocation(MatchmakerState):
                 opened_at=pairing.opened_at,
                 silent_seconds=self._server_lost_seconds,
             )
-            if why:
+            if not why:
+                pairing.lost_since = 0.0
+                continue
+            if not pairing.lost_since:
+                pairing.lost_since = now
+                if self._adoption_grace_seconds > 0:
+                    _log.info(
+                        "table server lost: waiting for another server to adopt its table",
+                        extra={"fields": {"table_id": pairing.table_id, "why": why}},
+                    )
+            if now - pairing.lost_since >= self._adoption_grace_seconds:
                 pairing.closing_lost = True
                 self._spawn(self._close_lost(closer, pairing, why))
 

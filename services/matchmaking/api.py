@@ -174,3 +174,14 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.LeavePairingResponse:
         self._matchmaker.leave_pairing(current_principal().player_id, request.pairing_id)
         return matchmaking_pb2.LeavePairingResponse()
+
+    async def LocateTable(
+        self, request: matchmaking_pb2.LocateTableRequest, context: Context
+    ) -> matchmaking_pb2.LocateTableResponse:
+        location = self._matchmaker.locate(current_principal().player_id, request.table_id)
+        return matchmaking_pb2.LocateTableResponse(
+            table_id=location.table_id,
+            address=location.address,
+            server_id=location.server_id,
+            open=location.open,
+        )

@@ -25,6 +25,11 @@ class MatchmakingConfig(ServiceConfig):
         help="a table server silent this long is lost: its tables are closed on its behalf (holds "
         "released, players free to queue); must exceed MATCHMAKING_SERVER_TTL_SECONDS",
     )
+    matchmaking_adoption_grace_seconds: float = setting(
+        20.0,
+        help="a table whose server restarted or was lost is closed only if no other server adopted it "
+        "(TableAdopted) within this many seconds after",
+    )
     matchmaking_bot_pool: int = setting(
         16, help="house bot players (bot-1 … bot-N) that bot fill takes turns with; all busy = the fill waits"
     )
@@ -37,6 +42,8 @@ class MatchmakingConfig(ServiceConfig):
             # A server merely slow to announce is first skipped for new tables, and only declared lost
             # (its live tables closed) well after that.
             problems.append("MATCHMAKING_SERVER_LOST_SECONDS must exceed MATCHMAKING_SERVER_TTL_SECONDS")
+        if self.matchmaking_adoption_grace_seconds < 0:
+            problems.append("MATCHMAKING_ADOPTION_GRACE_SECONDS must not be negative")
         try:
             self.rooms()
         except RoomConfigError as err:

@@ -5,6 +5,8 @@
   the next one. The directory keeps the highest ``announce_number`` per server.
 - ``TableClosed`` from a durable pull consumer: the pairing is over and its players may queue again
   (the wallet releases the holds on the same event).
+- ``TableAdopted`` from a durable pull consumer, as ``TableClosed``: another server process serves the
+  table now (``LocateTable`` sends its players there), and it is no longer lost.
 
 It publishes one event, and only on a table's behalf: the ``TableClosed`` of a table whose server was
 lost (restarted or silent; see :meth:`Matchmaker.tick`), with the id the table server would have used,
@@ -34,12 +36,24 @@ TABLE_CLOSED = ConsumerSpec(
     filter_subject=subjects.TABLE_CLOSED,
 )
 
+TABLE_ADOPTED = ConsumerSpec(
+    stream=subjects.TABLE_STREAM.name,
+    durable="matchmaking-table-adopted",
+    filter_subject=subjects.TABLE_ADOPTED,
+)
+# TableAdopted.how as the metrics' kind label.
+ADOPTION_KINDS = {
+    events_pb2.ADOPTION_KIND_ORPHAN: "orphan",
+    events_pb2.ADOPTION_KIND_HANDED_OVER: "handed_over",
+}
+
 
 async def declare(bus: Bus) -> None:
     """Declare what matchmaking reads from (idempotent). The stream is the table service's; declaring
     it here too lets either service start first."""
     await bus.declare_stream(subjects.TABLE_STREAM)
     await bus.declare_consumer(TABLE_CLOSED)
+    await bus.declare_consumer(TABLE_ADOPTED)
 
 
 def server_of(event: events_pb2.TableServerAnnounced) -> TableServer:
@@ -65,6 +79,20 @@ async def follow_announcements(bus: Bus, matchmaker: Matchmaker) -> Subscription
 def table_closed_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[None]]:
     async def handle(msg: Msg) -> None:
         matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
+
+    return handle
+
+
+def table_adopted_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[None]]:
+    async def handle(msg: Msg) -> None:
+        event = events_pb2.TableAdopted.FromString(msg.data)
+        matchmaker.table_adopted(
+            event.table_id,
+            server_id=event.server_id,
+            address=event.address,
+            incarnation=event.incarnation,
+            kind=ADOPTION_KINDS.get(event.how, "unspecified"),
+        )
 
     return handle
 

@@ -28,6 +28,7 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         directory,
         lost_tables=events.LostTableCloser(bus),
         server_lost_seconds=config.matchmaking_server_lost_seconds,
+        adoption_grace_seconds=config.matchmaking_adoption_grace_seconds,
     )
     metrics.register(runtime.metrics, matchmaker)
     bots = None
@@ -43,6 +44,9 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     await events.follow_announcements(bus, matchmaker)
     runtime.spawn(
         bus.consume(events.TABLE_CLOSED, events.table_closed_handler(matchmaker)), name="table-closed"
+    )
+    runtime.spawn(
+        bus.consume(events.TABLE_ADOPTED, events.table_adopted_handler(matchmaker)), name="table-adopted"
     )
     runtime.spawn(matchmaker.run(config.matchmaking_tick_seconds), name="matchmaker")
 

@@ -2,7 +2,8 @@
 Prometheus): ``duel_matchmaking_queue_waiting_players{room}``,
 ``duel_matchmaking_awaiting_table_pairings`` and ``duel_matchmaking_<outcome>_total{room}`` for the
 outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``,
-``table_lost``; plus
+``table_lost``; ``duel_matchmaking_table_adopted_total{kind}`` (``orphan``, ``handed_over``) for the
+tables another server took over; plus
 the histogram ``duel_matchmaking_queue_wait_seconds{room}``, observed as humans are paired."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.matchmaking.core import Matchmaker
+from services.matchmaking.events import ADOPTION_KINDS
 
 OUTCOMES = {
     "paired": "pairings made",
@@ -49,6 +51,14 @@ class MatchmakingCollector(Collector):
             for room_id in self._matchmaker.rooms:
                 family.add_metric([room_id], self._matchmaker.counts[outcome, room_id])
             yield family
+        adopted = CounterMetricFamily(
+            name("table_adopted", "total").removesuffix("_total"),
+            "tables another table server adopted (TableAdopted), by how: orphan, handed_over",
+            labels=["kind"],
+        )
+        for kind in ADOPTION_KINDS.values():
+            adopted.add_metric([kind], self._matchmaker.adoptions[kind])
+        yield adopted
 
 
 # Queue wait buckets: a pairing takes from a second (a full room) to minutes (rating windows widen).

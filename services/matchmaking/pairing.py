@@ -89,6 +89,17 @@ class QueueEntry:
         self.updates.put_nowait(update)
 
 
+@dataclass(frozen=True)
+class TableLocation:
+    """Where a pairing's table is served (or was, once closed), and who may ask."""
+
+    table_id: str
+    address: str
+    server_id: str
+    players: tuple[str, str]
+    open: bool
+
+
 # Pairing states
 HOLDING, NEGOTIATING, ALLOCATING, PLAYING, ENDED = "holding", "negotiating", "allocating", "playing", "ended"
 
@@ -102,12 +113,20 @@ class Pairing:
     multiplier: int = 0
     negotiation_deadline: float = 0.0
     table_id: str = ""
-    # Once PLAYING: the server process hosting the table, and when it opened it (for loss detection).
+    # Once PLAYING: the server process hosting the table, where clients reach it, and when that
+    # process took it (opened or adopted it; for loss detection).
     server_id: str = ""
     incarnation: str = ""
+    address: str = ""
     opened_at: float = 0.0
+    lost_since: float = 0.0  # when its server was first seen lost (0: not lost); adoption may follow
     closing_lost: bool = False  # a TableClosed on the lost table's behalf is being published
     lost_retry_at: float = 0.0  # after that publish failed: not before this
+
+    def location(self, *, open_: bool = True) -> TableLocation:
+        """Where its table is served, as LocateTable tells its players."""
+        players = (self.seats[0].player_id, self.seats[1].player_id)
+        return TableLocation(self.table_id, self.address, self.server_id, players, open_)
 
     def seat_of(self, player_id: str) -> int:
         for seat, entry in enumerate(self.seats):

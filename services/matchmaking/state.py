@@ -24,12 +24,14 @@ from services.matchmaking.pairing import (
     LostTables,
     Pairing,
     QueueEntry,
+    TableLocation,
     Tables,
     Wallet,
 )
 from services.matchmaking.rooms import Room
 
 _log = get_logger("matchmaking")
+CLOSED_TABLES_KEPT = 4096
 
 Clock = Callable[[], float]
 
@@ -47,6 +49,7 @@ class MatchmakerState:
         bots: BotFill | None = None,
         lost_tables: LostTables | None = None,
         server_lost_seconds: float = 60.0,
+        adoption_grace_seconds: float = 0.0,
         clock: Clock = time.time,
     ) -> None:
         self.rooms = rooms
@@ -56,16 +59,24 @@ class MatchmakerState:
         self._bots = bots
         self._lost_tables = lost_tables  # None: tables are never declared lost (nothing could close them)
         self._server_lost_seconds = server_lost_seconds
+        # A lost table is closed only this long after it was found lost, if no server adopted it by
+        # then (0: closed at once).
+        self._adoption_grace_seconds = adoption_grace_seconds
         self._clock = clock
         self._entries: dict[str, QueueEntry] = {}  # by ticket id
         self._player_ticket: dict[str, str] = {}  # one queue (or pairing) per player
         self._pairings: dict[str, Pairing] = {}
         self._by_table: dict[str, Pairing] = {}
+        # The last CLOSED_TABLES_KEPT closed tables, oldest first: LocateTable tells their players
+        # they closed (a seat whose stream broke as its table ended must not wait for it).
+        self._closed_tables: collections.OrderedDict[str, TableLocation] = collections.OrderedDict()
         self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
         self._tasks: set[asyncio.Task[None]] = set()
         # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
         # hold_refused, bot_fill, table_opened, table_lost.
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        # TableAdopted events that moved a table, by how ("orphan", "handed_over"), read by the metrics.
+        self.adoptions: collections.Counter[str] = collections.Counter()
         # Called with (room id, seconds a player queued) for each human paired; the metrics set it.
         self.observe_wait: Callable[[str, float], None] = lambda _room_id, _seconds: None
 

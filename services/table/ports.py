@@ -55,6 +55,18 @@ class TableEvents(Protocol):
 
     async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None: ...
 
+    async def table_adopted(
+        self,
+        request: OpenRequest,
+        how: events_pb2.AdoptionKind.ValueType,
+        *,
+        server_id: str,
+        address: str,
+        incarnation: str,
+    ) -> None:
+        """This server process (``incarnation`` of ``server_id``, reached at ``address``) serves the
+        table from now on, rebuilt from its log; ``how``: its server died, or a draining one gave it."""
+
 
 class Settlements(Protocol):
     """The wallet's answers about the hands this server finished."""

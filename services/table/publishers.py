@@ -1,5 +1,6 @@
 """The table's events for the other services (``events.proto``), published on NATS: the hand's end
-for scoring, the hand's charges for the wallet, the table's opening and closing for both."""
+for scoring, the hand's charges for the wallet, the table's opening and closing for both, and its
+adoption by another server process for matchmaking."""
 
 from __future__ import annotations
 
@@ -73,3 +74,23 @@ class NatsTableEvents:
             hands_played=hands_played,
         )
         await self.bus.publish_event(subjects.TABLE_CLOSED, event)
+
+    async def table_adopted(
+        self,
+        request: OpenRequest,
+        how: events_pb2.AdoptionKind.ValueType,
+        *,
+        server_id: str,
+        address: str,
+        incarnation: str,
+    ) -> None:
+        event = events_pb2.TableAdopted(
+            envelope=self.producer.envelope(subjects.table_adopted_id(request.table_id, incarnation)),
+            table_id=request.table_id,
+            pairing_id=request.pairing_id,
+            server_id=server_id,
+            address=address,
+            incarnation=incarnation,
+            how=how,
+        )
+        await self.bus.publish_event(subjects.TABLE_ADOPTED, event)

@@ -1,8 +1,9 @@
 """A table server that dies mid-hand (SIGKILL: no drain, no TableClosed) strands nobody: the whole stack
 (``make run``'s four service processes, embedded NATS and Postgres) with a short announce interval,
-directory TTL and lost threshold; once matchmaking declares the table lost it closes it on the server's
-behalf, the wallet releases both holds (the void hand moved nothing), both players may queue again,
-and a late TableClosed of the same table changes nothing."""
+directory TTL, lost threshold and adoption grace; once matchmaking declares the table lost and the
+grace has passed with no server adopting it (no TableAdopted: there is no other table server), it
+closes the table on the server's behalf, the wallet releases both holds (the void hand moved nothing),
+both players may queue again, and a late TableClosed of the same table changes nothing."""
 
 from __future__ import annotations
 
@@ -33,16 +34,19 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 ROOM = {"room_id": "lost-erren", "profile": "erren", "fan_rate": 1, "fee": 3, "carry_min": 100}
 CARRY = 300
 LOST_SECONDS = 3.0
+GRACE_SECONDS = 1.0  # how long a lost table waits for an adoption before it is closed
 
 
 @pytest.fixture(scope="module")
 def stack(stack_with: Any) -> Iterator[StackState]:
-    """The whole stack, its table server announcing often and declared lost after LOST_SECONDS."""
+    """The whole stack, its table server announcing often, declared lost after LOST_SECONDS and its
+    tables closed GRACE_SECONDS after that."""
     settings = {
         "MATCHMAKING_ROOMS": json.dumps([ROOM]),
         "ANNOUNCE_SECONDS": "0.3",
         "MATCHMAKING_SERVER_TTL_SECONDS": "1",
         "MATCHMAKING_SERVER_LOST_SECONDS": str(LOST_SECONDS),
+        "MATCHMAKING_ADOPTION_GRACE_SECONDS": str(GRACE_SECONDS),
     }
     with stack_with("lost", settings) as state:
         yield state
@@ -109,9 +113,13 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         ]
         await asyncio.wait_for(dealt.wait(), 30)
         os.kill(stack.services["table"].pid, signal.SIGKILL)  # mid-hand; no drain, no TableClosed
+        killed_at = asyncio.get_running_loop().time()
 
-        # Declared lost after LOST_SECONDS of silence (plus a tick and the wallet's consumer).
-        await _held_becomes_zero(clients, within=LOST_SECONDS + 15)
+        # Declared lost after LOST_SECONDS of silence, closed GRACE_SECONDS later when nobody adopted
+        # it (plus a tick and the wallet's consumer).
+        await _held_becomes_zero(clients, within=LOST_SECONDS + GRACE_SECONDS + 15)
+        # Silence counts from the last heartbeat, up to one announce interval before the kill.
+        assert asyncio.get_running_loop().time() - killed_at >= LOST_SECONDS + GRACE_SECONDS - 0.5
         assert [(await c.balance()).balance for c in clients] == before  # the void hand moved nothing
         closed_events = [
             events_pb2.TableClosed.FromString(payload)

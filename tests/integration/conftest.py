@@ -9,7 +9,8 @@
   :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test.
 - ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
 - ``start_matchmaking`` — ``await start_matchmaking(rooms)`` runs a wallet (fresh database, private event
-  namespace) and matchmaking with those rooms in front of it; returns both runtimes.
+  namespace) and matchmaking with those rooms in front of it; returns both runtimes. A second argument
+  adds settings to matchmaking's environment.
 """
 
 from __future__ import annotations
@@ -81,8 +82,10 @@ async def start_matchmaking(
     service_env: dict[str, str],
     database_url: str,
     unique_name: Callable[[str], str],
-) -> Callable[[list[dict[str, Any]]], Awaitable[tuple[ServiceRuntime[Any], ServiceRuntime[Any]]]]:
-    async def start(rooms: list[dict[str, Any]]) -> tuple[ServiceRuntime[Any], ServiceRuntime[Any]]:
+) -> Callable[..., Awaitable[tuple[ServiceRuntime[Any], ServiceRuntime[Any]]]]:
+    async def start(
+        rooms: list[dict[str, Any]], settings: dict[str, str] | None = None
+    ) -> tuple[ServiceRuntime[Any], ServiceRuntime[Any]]:
         wallet_env = {
             **service_env,
             "DATABASE_URL": database_url,
@@ -94,6 +97,7 @@ async def start_matchmaking(
             "WALLET_ADDRESS": wallet.server.address,
             "MATCHMAKING_ROOMS": json.dumps(rooms),
             "MATCHMAKING_TICK_SECONDS": "0.05",
+            **(settings or {}),
         }
         return wallet, await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
 

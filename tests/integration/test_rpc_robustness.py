@@ -745,6 +745,7 @@ def matchmaking_cases(others_ticket: str) -> list[Case]:
             ("RespondMultiplier", M.RespondMultiplierRequest(pairing_id=text, accept=True)),
             ("ContinuePairing", M.ContinuePairingRequest(pairing_id=text)),
             ("LeavePairing", M.LeavePairingRequest(pairing_id=text)),
+            ("LocateTable", M.LocateTableRequest(table_id=text)),
         ]:
             cases.append(case(f"pairing {text[:8]!r}", rpc, request, "me", INVALID, MISSING))
             if not text:

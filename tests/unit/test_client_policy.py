@@ -82,6 +82,35 @@ def test_a_seat_answers_each_decision_once_and_leaves_after_its_hands() -> None:
     assert continue_action() is not None
 
 
+def test_after_a_reconnect_an_unacknowledged_answer_is_sent_again_unchanged_and_an_applied_one_not() -> None:
+    ready = matchmaking_pb2.TableReady(table_id="t-1", table_ticket="ticket", seat=rules_pb2.SEAT_FIRST)
+    seat = _Seat(ready, BaselineBot(), MatchPlan(hands=1))
+    view = _view("123456789m1127z", drawn="2z")
+    view.legal_actions.CopyFrom(_legal((play_pb2.ACTION_KIND_DISCARD, ["7z", "2z"]), sequence=9))
+    sent = seat.take(table_pb2.PlayResponse(view=view))
+    assert sent is not None and sent.client_action_id == 1
+
+    seat.reconnected()  # the stream broke; the resumed view offers the same decision: never applied
+    again = seat.take(table_pb2.PlayResponse(view=view))
+    assert again is not None and again.SerializeToString() == sent.SerializeToString()
+    assert (seat.outcome.reconnects, seat.outcome.resent_actions) == (1, 1)
+
+    seat.reconnected()  # broke again; this time the discard was applied: the next decision is offered
+    seat.take(
+        table_pb2.PlayResponse(event=play_pb2.SeatEvent(sequence=10, tile_discarded=play_pb2.TileDiscarded()))
+    )
+    later = _view("123456789m1127z", drawn="3z")
+    later.legal_actions.CopyFrom(_legal((play_pb2.ACTION_KIND_DISCARD, ["7z", "3z"]), sequence=11))
+    answer = seat.take(table_pb2.PlayResponse(view=later))
+    assert answer is not None and answer.client_action_id == 2 and answer.last_seen_sequence == 11
+    assert seat.outcome.resent_actions == 1
+
+    # A refused answer is never sent again: its decision, offered anew, gets a fresh one.
+    stale = table_pb2.ActionRejected(code=table_pb2.REJECTION_CODE_STALE, client_action_id=2, view=later)
+    retry = seat.take(table_pb2.PlayResponse(rejected=stale))
+    assert retry is not None and retry.client_action_id == 3 and seat.outcome.resent_actions == 1
+
+
 def test_the_bot_uses_swap_sun_for_sky_only_when_it_lowers_shanten_t6() -> None:
     # Ready on 1z/2z with 3z drawn: turning the 3z into a 1z wins (111z + 22z); into 4z changes nothing.
     view = _view("123456789m1122z", drawn="3z")

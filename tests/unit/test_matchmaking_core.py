@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from duelmahjong.platform.config import ConfigError
-from duelmahjong.platform.errors import FailedPrecondition
+from duelmahjong.platform.errors import FailedPrecondition, NotFound, PermissionDenied
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.matchmaking import metrics, updates
 from services.matchmaking.allocation import LOST_RETRY_SECONDS
@@ -26,6 +26,7 @@ from services.matchmaking.pairing import (
     OpenedTable,
     Pairing,
     QueueEntry,
+    TableLocation,
     TableUnavailable,
 )
 from services.matchmaking.rooms import Room
@@ -336,9 +337,10 @@ class ReportingTables(Tables):
 
 
 async def _seated(
-    tables: Tables | None = None,
+    tables: Tables | None = None, grace: float = 0.0
 ) -> tuple[Matchmaker, TableServerDirectory, LostTables, Clock, Pairing]:
-    """Players "a" and "b" at a table that server "s" (incarnation "one") opened."""
+    """Players "a" and "b" at a table that server "s" (incarnation "one") opened; a lost table is
+    closed ``grace`` seconds after it was found lost unless adopted by then."""
     clock = Clock()
     directory = TableServerDirectory(clock=clock, ttl_seconds=15)
     closer = LostTables()
@@ -349,6 +351,7 @@ async def _seated(
         directory,
         lost_tables=closer,
         server_lost_seconds=LOST_AFTER,
+        adoption_grace_seconds=grace,
         clock=clock,
     )
     directory.observe(TableServer("s", "h:1", 10, 1, incarnation="one"))
@@ -465,6 +468,74 @@ async def test_a_lost_table_whose_close_cannot_be_published_keeps_its_players_un
     clock.now += LOST_RETRY_SECONDS
     await _tick(mm)
     assert len(closer.closed) == 1 and pairing.state == ENDED
+
+
+# --- adoption: another server takes the table over ------------------------------------------------
+GRACE = 20.0
+
+
+async def test_a_lost_table_is_closed_only_after_the_adoption_grace() -> None:
+    mm, directory, closer, clock, pairing = await _seated(grace=GRACE)
+    clock.now += 2
+    directory.observe(TableServer("s", "h:1", 10, 2, incarnation="two"))  # restarted: lost
+    await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING  # waiting for an adoption
+    clock.now += GRACE - 0.5
+    await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING
+    clock.now += 0.5
+    await _tick(mm)
+    assert [c[0] for c in closer.closed] == [pairing.table_id] and pairing.state == ENDED
+    assert mm.locate("a", pairing.table_id).open is False
+
+
+async def test_an_adopted_table_moves_and_is_no_longer_lost() -> None:
+    mm, directory, closer, clock, pairing = await _seated(grace=GRACE)
+    service_metrics = ServiceMetrics("matchmaking")
+    metrics.register(service_metrics, mm)
+    assert mm.locate("b", pairing.table_id) == TableLocation(pairing.table_id, "h:1", "s", ("a", "b"), True)
+    clock.now += LOST_AFTER + 1  # "s" silent: lost, the grace runs
+    await _tick(mm)
+    assert closer.closed == []
+    clock.now += GRACE / 2
+    moved = {"server_id": "s2", "address": "h:2", "incarnation": "x", "kind": "orphan"}
+    assert mm.table_adopted(pairing.table_id, **moved) is True
+    assert mm.table_adopted(pairing.table_id, **moved) is False  # redelivered: nothing new
+    assert mm.table_adopted("t-unknown", **moved) is False
+    assert mm.locate("a", pairing.table_id) == TableLocation(pairing.table_id, "h:2", "s2", ("a", "b"), True)
+    sample = service_metrics.registry.get_sample_value
+    assert sample("duel_matchmaking_table_adopted_total", {"kind": "orphan"}) == 1
+    assert sample("duel_matchmaking_table_adopted_total", {"kind": "handed_over"}) == 0
+    for _ in range(4):  # past the old grace; the adopter announces, so nothing is lost
+        clock.now += GRACE / 2
+        directory.observe(TableServer("s2", "h:2", 10, int(clock.now), incarnation="x"))
+        await _tick(mm)
+    assert closer.closed == [] and pairing.state == PLAYING
+    # The adopter dies in turn, and no one adopts the table: closed after the grace, as lost.
+    clock.now += LOST_AFTER + 1
+    await _tick(mm)
+    clock.now += GRACE
+    await _tick(mm)
+    assert [c[:2] for c in closer.closed] == [(pairing.table_id, "s2")] and pairing.state == ENDED
+
+
+async def test_only_the_table_s_players_may_locate_it() -> None:
+    mm, _directory, _closer, _clock, pairing = await _seated()
+    with pytest.raises(PermissionDenied, match="not a player at table"):
+        mm.locate("c", pairing.table_id)
+    with pytest.raises(NotFound, match="no table 't-nope' is known"):
+        mm.locate("a", "t-nope")
+    mm.table_closed(pairing.table_id)
+    assert mm.locate("a", pairing.table_id).open is False  # closed: known, not open
+    with pytest.raises(PermissionDenied):
+        mm.locate("c", pairing.table_id)
+
+
+async def test_the_adoption_grace_is_a_setting_of_20_seconds() -> None:
+    env = {"NATS_URL": "nats://127.0.0.1:1", "TOKEN_SECRET": "x" * 32}
+    assert MatchmakingConfig.from_env(env).matchmaking_adoption_grace_seconds == 20.0
+    with pytest.raises(ConfigError, match="MATCHMAKING_ADOPTION_GRACE_SECONDS must not be negative"):
+        MatchmakingConfig.from_env({**env, "MATCHMAKING_ADOPTION_GRACE_SECONDS": "-1"})
 
 
 async def test_the_lost_threshold_must_exceed_the_directory_ttl() -> None:

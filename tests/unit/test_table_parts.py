@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from typing import Any, cast
 
 import pytest
 
@@ -11,10 +13,13 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
+from duelmahjong.platform import subjects
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from services.table import codec, results, seat_events, views
+from services.table.ports import OpenRequest
+from services.table.publishers import NatsTableEvents, Producer
 from services.table.seats import SeatState
 from services.table.tickets import InvalidTicket, TicketBook
 
@@ -260,3 +265,33 @@ def test_a_refusal_speaks_the_contract_not_the_engine_notation() -> None:
     assert codec.refusal(play_pb2.Action(pong=play_pb2.PongAction()), legal, "x").startswith(
         "you cannot pong now"
     )
+
+
+def test_a_table_adoption_is_published_under_its_table_and_adopting_process() -> None:
+    class Bus:
+        def __init__(self) -> None:
+            self.published: list[tuple[str, Any]] = []
+
+        async def publish_event(self, subject: str, event: Any) -> None:
+            self.published.append((subject, event))
+
+    bus = Bus()
+    players = (rules_pb2.SeatPlayer(player_id="a"), rules_pb2.SeatPlayer(player_id="b"))
+    request = OpenRequest("t-1", "p-1", "r", rules_pb2.RoomRules(), players, 1)
+    events = NatsTableEvents(cast(Any, bus), Producer("table/s-2"))
+    asyncio.run(
+        events.table_adopted(
+            request, events_pb2.ADOPTION_KIND_ORPHAN, server_id="s-2", address="h:2", incarnation="i2"
+        )
+    )
+    ((subject, event),) = bus.published
+    assert subject == subjects.TABLE_ADOPTED == subjects.SUBJECT_OF_EVENT["TableAdopted"]
+    assert event.envelope.event_id == "adopted:t-1:i2" and event.envelope.producer == "table/s-2"
+    assert (event.table_id, event.pairing_id, event.server_id, event.address, event.incarnation) == (
+        "t-1",
+        "p-1",
+        "s-2",
+        "h:2",
+        "i2",
+    )
+    assert event.how == events_pb2.ADOPTION_KIND_ORPHAN

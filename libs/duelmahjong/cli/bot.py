@@ -3,7 +3,8 @@
 Logs in as a guest at the wallet, queues in the room at matchmaking (negotiating T7 with
 ``--multiplier``), plays the table with the baseline bot policy for ``--hands`` hands and leaves.
 Addresses: ``--wallet`` / ``--matchmaking``, else ``WALLET_ADDRESS`` / ``MATCHMAKING_ADDRESS``, else
-the state file of ``make run``. ``--verbose`` prints the play as it happens.
+the state file of ``make run``. ``--verbose`` prints the play as it happens. A table that moves to
+another table server is followed by the client library (``DuelClient.play``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import grpc
 
 from duelmahjong.client.narrate import Narrator
-from duelmahjong.client.play import MatchPlan
+from duelmahjong.client.play import MatchPlan, TableLost
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
 from duelmahjong.platform import eventloop
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     except QueueEnded as err:
         print(f"no table: {err}", file=sys.stderr)
         return 1
+    except TableLost as err:
+        print(f"the table was lost: {err}", file=sys.stderr)
+        return 1
     except grpc.RpcError as err:
         print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
         return 1
@@ -73,7 +77,9 @@ async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
         watch = Narrator({0: "first", 1: "second"}) if args.verbose else None
         outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=args.hands), watch=watch)
         balance = (await client.balance()).balance
+        moved = f"; reconnected {outcome.reconnects} time(s)" if outcome.reconnects else ""
         print(
-            f"played {outcome.hands_settled} hand(s); table ended: {outcome.ended_reason}; balance {balance}"
+            f"played {outcome.hands_settled} hand(s); table ended: {outcome.ended_reason}{moved}; "
+            f"balance {balance}"
         )
         return 0

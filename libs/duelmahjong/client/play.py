@@ -7,12 +7,20 @@ the decision's default action. Between hands the :class:`MatchPlan` decides: con
 played ``hands`` hands, then leave (T7 / T10); ``escape_in_hand`` leaves in the middle of that hand
 instead (escape, H3). Every message received goes to ``watch`` (the demo prints them; tests check
 them for hidden information).
+
+A stream that breaks before the table ended (the connection drops, the server goes away or ends the
+stream early, or the table is not — or not yet — on that server) is followed (docs/protocol.md "When a
+table moves"): the client asks ``locate`` (matchmaking's ``LocateTable``) where the table is now,
+reconnects there with its ticket and the last sequence it saw, and plays on; it keeps trying, with
+backoff, for ``follow_seconds`` after the last stream that brought anything. An action whose decision
+is offered again after the reconnect was never applied: it is sent again as it was, under the same
+``client_action_id``; one whose decision is gone was applied (or timed out) and is not sent again.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import grpc
@@ -23,6 +31,8 @@ from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, table_pb2, table_pb2_grpc
 
 Watcher = Callable[[table_pb2.PlayResponse], None]
+# Where a table is served now, by its id (matchmaking's LocateTable).
+Locator = Callable[[str], Awaitable[mm.LocateTableResponse]]
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,12 @@ class PlayOutcome:
     # The won event (SeatEvent.won) of each won hand, by hand number.
     wins: dict[int, play_pb2.HandWon] = field(default_factory=dict)
     messages: int = 0
+    # New Play streams opened after the first: deliberate drops and breaks followed.
     reconnects: int = 0
+    # Reconnects to another address than the previous stream's (the table moved).
+    relocations: int = 0
+    # Actions sent again, unchanged, after a reconnect offered their decision again.
+    resent_actions: int = 0
 
 
 def win_detail(event: play_pb2.SeatEvent) -> play_pb2.HandWon | None:
@@ -100,6 +115,15 @@ class _Seat:
         self.actions_this_hand = 0
         self.actions_total = 0
         self.pending_default: play_pb2.Action | None = None
+        # The last answer sent and its decision, until the decision is seen gone: after a reconnect
+        # that offers the same decision again, this request (same client action id) is sent again.
+        self.unacked: tuple[tuple[int, bytes], table_pb2.PlayRequest] | None = None
+        self.ended = False  # table_ended seen: the stream's end is the table's
+
+    def reconnected(self) -> None:
+        """A new stream: a decision pending at the break is asked again, and answered again."""
+        self.outcome.reconnects += 1
+        self.answered.clear()
 
     def request(
         self, action: play_pb2.Action | None = None, sequence: int | None = None
@@ -133,6 +157,8 @@ class _Seat:
         if kind == "rejected":
             rejected = response.rejected
             self.outcome.rejections.append(rejected)
+            if self.unacked is not None and self.unacked[1].client_action_id == rejected.client_action_id:
+                self.unacked = None  # answered: refused, never to be sent again
             if rejected.HasField("view"):
                 self.view = rejected.view
             if rejected.code == table_pb2.REJECTION_CODE_ILLEGAL and self.pending_default is not None:
@@ -161,13 +187,25 @@ class _Seat:
             self.outcome.settlements.append(event.hand_settled)
         elif which == "table_ended":
             self.outcome.ended_reason = event.table_ended.reason
+            self.ended = True
         return None
 
     def _decide(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest | None:
         key = _decision_key(legal)
-        if key in self.answered or self.view is None or not legal.actions:
+        view = self.view
+        if key in self.answered or view is None or not legal.actions:
             return None
         self.answered.add(key)
+        if self.unacked is not None:
+            if self.unacked[0] == key:  # offered again after a reconnect: it never reached the table
+                self.outcome.resent_actions += 1
+                return self.unacked[1]
+            self.unacked = None  # another decision: the one answered is behind us
+        request = self._answer(view, legal)
+        self.unacked = (key, request)
+        return request
+
+    def _answer(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest:
         kinds = {entry.kind for entry in legal.actions}
         if ACTION_KIND_CONTINUE in kinds or (play_pb2.ACTION_KIND_LEAVE in kinds and len(kinds) == 1):
             return self._between_hands(legal)
@@ -181,7 +219,7 @@ class _Seat:
         if plan.drop_after_actions and self.actions_total == plan.drop_after_actions:
             raise _Dropped
         self.pending_default = legal.default_action if legal.HasField("default_action") else None
-        return self.request(self.policy.decide(self.view, legal), legal.sequence)
+        return self.request(self.policy.decide(view, legal), legal.sequence)
 
     def _between_hands(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest:
         carry_on = continue_action()
@@ -191,7 +229,23 @@ class _Seat:
         return self.request(play_pb2.Action(leave=play_pb2.LeaveAction()), legal.sequence)
 
 
-RECONNECTS = 5
+# Backoff between attempts to find and rejoin a table whose stream broke: doubling up to the cap.
+FOLLOW_FIRST_WAIT, FOLLOW_MAX_WAIT = 0.2, 2.0
+# Status codes of a stream that broke without the table ending: the server went away (UNAVAILABLE,
+# CANCELLED), or the table is not on it, or not yet (NOT_FOUND: moved, or being adopted).
+RESUMABLE = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.ABORTED,
+    }
+)
+CLOSED_AWAY = "the table closed while this seat was away"
+
+
+class TableLost(Exception):
+    """The table's stream broke and the table could not be rejoined within ``follow_seconds``."""
 
 
 async def play_table(
@@ -202,26 +256,61 @@ async def play_table(
     *,
     watch: Watcher | None = None,
     stream_seconds: float = 600.0,
+    locate: Locator | None = None,
+    follow_seconds: float = 30.0,
 ) -> PlayOutcome:
-    """Connect to the table of ``ready`` and play until the server ends the stream. A stream lost to
-    ``UNAVAILABLE`` (or the plan's deliberate drop) is reopened with the ticket and the last sequence
-    seen: the table resends what the seat missed (T10) and play goes on."""
+    """Connect to the table of ``ready`` and play until the table ends. A stream that breaks first
+    (or the plan's deliberate drop) is reopened with the ticket and the last sequence seen — where
+    ``locate`` says the table is now, else at the same address: the table resends what the seat
+    missed (T10) and play goes on. :class:`TableLost` once ``follow_seconds`` pass without a stream
+    that brings anything; a refusal that no reconnect can mend (a bad ticket or token) is raised."""
     seat = _Seat(ready, policy, plan)
-    async with grpc.aio.insecure_channel(ready.address) as channel:
-        stub = table_pb2_grpc.TableServiceStub(channel)
-        for attempt in range(RECONNECTS + 1):
+    channels: dict[str, grpc.aio.Channel] = {}
+    address = ready.address
+    loop = asyncio.get_running_loop()
+    give_up_at = loop.time() + follow_seconds
+    wait = FOLLOW_FIRST_WAIT
+    try:
+        while True:
+            if address not in channels:
+                channels[address] = grpc.aio.insecure_channel(address)
+            stub = table_pb2_grpc.TableServiceStub(channels[address])
+            seen = seat.outcome.messages
+            broke: Exception | None = None
             try:
                 await _stream(stub, seat, metadata, watch, stream_seconds)
-                return seat.outcome
+                if seat.ended:
+                    return seat.outcome
             except _Dropped:
-                pass
+                seat.reconnected()
+                continue
             except grpc.aio.AioRpcError as err:
-                if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == RECONNECTS:
+                if err.code() not in RESUMABLE:
                     raise
-                await asyncio.sleep(0.2 * (attempt + 1))
-            seat.outcome.reconnects += 1
-            seat.answered.clear()  # a decision pending at the drop is asked again: answer it again
-    return seat.outcome
+                broke = err
+            if seat.outcome.messages > seen:  # that stream worked: a new break gets the whole time
+                give_up_at, wait = loop.time() + follow_seconds, FOLLOW_FIRST_WAIT
+            if loop.time() >= give_up_at:
+                raise TableLost(
+                    f"table {ready.table_id} could not be rejoined: {broke or 'its stream ended'}"
+                )
+            await asyncio.sleep(wait)
+            wait = min(FOLLOW_MAX_WAIT, wait * 2)
+            if locate is not None:
+                try:
+                    where = await locate(ready.table_id)
+                except grpc.aio.AioRpcError:
+                    where = None  # matchmaking unreachable: try the last address again
+                if where is not None and not where.open:
+                    seat.outcome.ended_reason = seat.outcome.ended_reason or CLOSED_AWAY
+                    return seat.outcome
+                if where is not None and where.address and where.address != address:
+                    address = where.address
+                    seat.outcome.relocations += 1
+            seat.reconnected()
+    finally:
+        for channel in channels.values():
+            await channel.close()
 
 
 async def _stream(

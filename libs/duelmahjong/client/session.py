@@ -7,6 +7,7 @@
         ready = await client.find_table("duel-novice", carry=500, multiplier=2)
         outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=3))
 
+``play`` follows a table that moves to another table server (``locate_table``) by itself.
 ``find_table`` follows the ``Enqueue`` stream and negotiates T7 by itself (the first seated proposes
 ``multiplier``, the second accepts — or declines when told to); it returns the ``TableReady`` or
 raises :class:`QueueEnded` with the server's reason.
@@ -135,5 +136,15 @@ class DuelClient:
         *,
         watch: Watcher | None = None,
     ) -> PlayOutcome:
-        """Play at the table of ``ready`` until the table ends (see :func:`play_table`)."""
-        return await play_table(ready, self.metadata, policy, plan or MatchPlan(), watch=watch)
+        """Play at the table of ``ready`` until the table ends (see :func:`play_table`), following it
+        to wherever matchmaking says it is served should its stream break."""
+        return await play_table(
+            ready, self.metadata, policy, plan or MatchPlan(), watch=watch, locate=self.locate_table
+        )
+
+    async def locate_table(self, table_id: str) -> mm.LocateTableResponse:
+        """Where matchmaking says table ``table_id`` is served now (``LocateTable``; this player's
+        tables only), and whether it is still open."""
+        return await self.matchmaking.LocateTable(
+            mm.LocateTableRequest(table_id=table_id), metadata=self.metadata
+        )

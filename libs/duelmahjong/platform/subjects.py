@@ -12,6 +12,8 @@ contract's transport half: the message is in ``events.proto``, the address is he
 'duel.scoring.hand_scored'
 >>> table_closed_id("t-42")
 'closed:t-42'
+>>> table_adopted_id("t-42", "9f0c")
+'adopted:t-42:9f0c'
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ GUESS_RESOLVED = "duel.table.guess_resolved"
 TABLE_SERVER_ANNOUNCED = "duel.table.server_announced"
 TABLE_OPENED = "duel.table.opened"
 TABLE_CLOSED = "duel.table.closed"
+TABLE_ADOPTED = "duel.table.adopted"
 # scoring → wallet, table
 HAND_SCORED = "duel.scoring.hand_scored"
 ESCAPE_PENALTY = "duel.scoring.escape_penalty"
@@ -56,6 +59,7 @@ SUBJECT_OF_EVENT: dict[str, str] = {
     "TableServerAnnounced": TABLE_SERVER_ANNOUNCED,
     "TableOpened": TABLE_OPENED,
     "TableClosed": TABLE_CLOSED,
+    "TableAdopted": TABLE_ADOPTED,
     "HandScored": HAND_SCORED,
     "EscapePenalty": ESCAPE_PENALTY,
     "ReplayRejected": REPLAY_REJECTED,
@@ -74,3 +78,9 @@ def table_closed_id(table_id: str) -> str:
     """The event id (JetStream message id) of a table's ``TableClosed``, whoever publishes it: its table
     server, or matchmaking when that server was lost. One id, so two closes of a table are one."""
     return f"closed:{table_id}"
+
+
+def table_adopted_id(table_id: str, incarnation: str) -> str:
+    """The event id of a table's ``TableAdopted`` by the process ``incarnation``: one adoption of a
+    table by one process is one event, however often it is published."""
+    return f"adopted:{table_id}:{incarnation}"
