@@ -25,7 +25,7 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import table_pb2
-from services.table import codec, items, seat_events, views
+from services.table import codec, items, records, seat_events, views
 from services.table.broadcast import Broadcast
 from services.table.hands import HandCycle
 from services.table.live_state import LiveState
@@ -53,8 +53,12 @@ class _Item:
 class LiveTable:
     """One live table: the owner of its state, its inbox and the task that alone reads them."""
 
-    def __init__(self, request: OpenRequest, host: TableOwner, ports: BusPorts) -> None:
-        self.state = LiveState.opened(request)
+    def __init__(
+        self, request: OpenRequest, host: TableOwner, ports: BusPorts, state: LiveState | None = None
+    ) -> None:
+        # A table is opened from its request, or adopted with the state its log rebuilt.
+        self._adopted = state is not None
+        self.state = state if state is not None else LiveState.opened(request)
         self._host = host
         self._ports = ports
         self._out = Broadcast(self.state, ports.wal, host.now)
@@ -63,6 +67,12 @@ class LiveTable:
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def adopted(cls, state: LiveState, host: TableOwner, ports: BusPorts) -> LiveTable:
+        """The live table of ``state`` rebuilt from its log (:func:`services.table.rebuild.rebuild`):
+        started, it goes on where the log stops and writes on after the log's last record."""
+        return cls(state.request, host, ports, state)
 
     # --- outside: Play streams and the host ------------------------------------------------------------
     def start(self) -> None:
@@ -107,9 +117,13 @@ class LiveTable:
 
     async def _run(self) -> None:
         try:
-            self.state.opened_at = self._host.now()
-            await self._out.publish([], self.state.engine.events[:1])  # table_opened: sequence 1
-            await self._ports.events.table_opened(self.state.request)
+            if self._adopted:
+                await self._hands.resume()
+            else:
+                self.state.opened_at = self._host.now()
+                opening = records.table_opening(self.state.request)
+                await self._out.publish([opening], self.state.engine.events[:1])  # table_opened: sequence 1
+                await self._ports.events.table_opened(self.state.request)
             while self.state.engine.phase != CLOSED and self.state.status != table_pb2.TABLE_STATUS_CLOSED:
                 await self._next()
         except asyncio.CancelledError:
