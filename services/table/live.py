@@ -259,7 +259,8 @@ class LiveTable:
     async def _close(self, reason: str) -> None:
         self.state.status = table_pb2.TABLE_STATUS_CLOSED
         try:  # the last event of both streams (the engine's pairing_ended is not shown: this says it)
-            await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
+            if not self.state.ended():  # an adopted table may have shown it already
+                await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
         except Exception:  # the log itself failed: the streams end all the same
             _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.state.table_id}})
         for state in self.state.seats:

@@ -18,7 +18,7 @@ import dataclasses
 import random
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from duelmahjong.engine import actions as A
@@ -163,12 +163,24 @@ def _time_left(state: LiveState, now: float) -> list[int]:
 class Match:
     """One table played by a random policy through the live table's own inbox."""
 
-    def __init__(self, profile: str, seed: int) -> None:
+    def __init__(
+        self,
+        profile: str,
+        seed: int,
+        adopted: list[events_pb2.TableEventAppended] | None = None,
+    ) -> None:
+        """A new table, or (``adopted``: a log's first messages) the table rebuilt from them."""
         self.rng = random.Random(seed)
         self.host = Host(now_value=1000.0, rng=random.Random(seed + 1))
         self.log = RecordingLog()
         quiet = Quiet()
-        self.table = LiveTable(_request(profile), self.host, BusPorts(self.log, quiet, quiet))
+        ports = BusPorts(self.log, quiet, quiet)
+        if adopted is None:
+            self.table = LiveTable(_request(profile), self.host, ports)
+        else:
+            self.log.messages.extend(adopted)
+            state = rebuild(adopted, now=self.host.now_value)
+            self.table = LiveTable.adopted(state, self.host, ports)
         self.sessions = [SeatSession(0, grand_shift=True), SeatSession(1)]
         self.rest: dict[int, tuple[dict[str, Any], list[int], float]] = {}  # messages → what was seen
 
@@ -279,3 +291,49 @@ def test_a_table_rebuilt_at_any_message_of_its_log_is_the_live_table(
     assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
     assert _check(match) == len(match.log.messages)
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profile=st.sampled_from(["duel", "erren"]), seed=st.integers(0, 2**32), cut=st.floats(0, 1))
+@example(profile="duel", seed=3, cut=1.0)  # the whole log: the table had closed
+@example(profile="erren", seed=3, cut=0.0)  # opened, nobody came yet
+def test_a_table_adopted_from_any_part_of_its_log_resumes_both_seats_and_plays_on(
+    profile: str, seed: int, cut: float
+) -> None:
+    first = Match(profile, seed)
+    asyncio.run(first.play(3))
+    count = 1 + int(cut * (len(first.log.messages) - 1))
+    prefix = first.log.messages[:count]
+    last = rebuild(prefix).last_event_sequence()
+
+    async def resumed() -> Match:
+        match = Match(profile, seed + 7, adopted=prefix)
+        match.table.start()
+        await match.settle()
+        if match.table.state.status == table_pb2.TABLE_STATUS_CLOSED:
+            if rebuild(prefix).ended():  # the whole log: nothing more is written
+                assert len(match.log.messages) == count
+            return match
+        seen = [first.rng.randrange(last + 1) for _ in (0, 1)]
+        for seat, session in enumerate(match.sessions):
+            match.table.attach(session, seen[seat])
+            await match.settle()
+            sent = [r.event for r in await session.take() if r is not None and r.HasField("event")]
+            facts = dataclasses.replace(first.table.state.facts(), connected=(False, False))
+            missed = [e for e in first.table.state.log.events if seen[seat] < e.sequence <= last]
+            resent = [e for e in sent if e.sequence <= last]
+            assert [e.sequence for e in resent] == [e.sequence for e in missed]
+            for event, shown in zip(resent, missed, strict=True):
+                assert event == Broadcast.response(shown, seat, facts).event
+        for _ in range(2000):
+            if match.table.state.status == table_pb2.TABLE_STATUS_CLOSED:
+                break
+            await match._step(match.table.state, 3)
+            await match.settle()
+        await match.table.stop()
+        return match
+
+    match = asyncio.run(resumed())
+    assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
+    assert match.log.messages[:count] == prefix
+    assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED  # numbered on, no gap
