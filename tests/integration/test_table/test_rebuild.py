@@ -13,15 +13,13 @@ import pytest
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
-from duelmahjong.v1 import events_pb2, play_pb2
+from duelmahjong.v1 import events_pb2
 from services.table import main as table_main
 from services.table.config import TableConfig
 from services.table.rebuild import rebuild
 from services.table.wal import read_table_log
 
 pytestmark = pytest.mark.asyncio
-
-KEEP = play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=""))
 
 
 async def test_read_table_log_returns_the_log_and_its_last_stream_sequence(
@@ -50,14 +48,7 @@ async def test_a_table_rebuilt_from_its_log_on_a_fresh_server_resumes_both_seats
     table_server.host.clock = kit.FakeClock(asyncio.get_running_loop().time())  # no timeout meanwhile
     table_id, first, second = await open_table()
     table = kit.live(table_server, table_id)
-    await first.connect()
-    await second.connect()
-    for client in (first, second):
-        await client.decision()
-        await client.send(KEEP)
-    await kit.eventually(lambda: table.state.engine.to_move >= 0)
-    mover = (first, second)[table.state.engine.to_move]
-    view = await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
+    mover, _, view = await kit.first_turn(table, first, second)
 
     # The process "dies": its table writes nothing more from here on (the discard below is lost).
     wal = table_server.host.ports.wal
