@@ -18,12 +18,15 @@ import dataclasses
 import random
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from services.scoring import codec as scoring_codec
+from services.scoring.replay import verify_hand
 from services.table import codec, views, wal
 from services.table.broadcast import Broadcast
 from services.table.live import LiveTable
@@ -51,13 +54,17 @@ class RecordingLog:
 
 
 class Quiet:
-    """The other services: nobody listens; the wallet never answers (an empty settlement is shown)."""
+    """The other services: nobody listens but to hand results; the wallet never answers (an empty
+    settlement is shown)."""
+
+    def __init__(self) -> None:
+        self.results: list[rules_pb2.HandResult] = []
 
     async def publish(self, subject: str, event: Any, event_id: str) -> None:
         return None
 
     async def hand_ended(self, result: rules_pb2.HandResult) -> None:
-        return None
+        self.results.append(result)
 
     async def table_opened(self, request: OpenRequest) -> None:
         return None
@@ -173,8 +180,8 @@ class Match:
         self.rng = random.Random(seed)
         self.host = Host(now_value=1000.0, rng=random.Random(seed + 1))
         self.log = RecordingLog()
-        quiet = Quiet()
-        ports = BusPorts(self.log, quiet, quiet)
+        self.quiet = Quiet()
+        ports = BusPorts(self.log, self.quiet, self.quiet)
         if adopted is None:
             self.table = LiveTable(_request(profile), self.host, ports)
         else:
@@ -291,6 +298,19 @@ def test_a_table_rebuilt_at_any_message_of_its_log_is_the_live_table(
     assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
     assert _check(match) == len(match.log.messages)
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED
+
+
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_scoring_replays_every_hand_of_a_log_with_the_record_kinds_it_does_not_read(profile: str) -> None:
+    match = Match(profile, 12)  # a match whose log has every record kind
+    asyncio.run(match.play(3))
+    kinds = {r.WhichOneof("kind") for m in match.log.messages for r in (m.record, *m.following)}
+    assert kinds == {f.name for f in server_state_pb2.TableLogRecord.DESCRIPTOR.oneofs_by_name["kind"].fields}
+    records = [r for message in match.log.messages for r in scoring_codec.log_records(message)]
+    assert match.quiet.results and {r.sequence for r in records} == set(range(1, len(records) + 1))
+    for result in match.quiet.results:
+        claim = scoring_codec.hand_claim(result)
+        assert verify_hand(records, claim).result["outcome"] == claim.outcome
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -19,8 +19,6 @@ from services.table.live import LiveTable
 
 pytestmark = pytest.mark.asyncio
 
-KEEP = play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=""))
-
 
 async def _at_first_turn(
     kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], decision_millis: int
