@@ -285,18 +285,18 @@ class HandCycle:
     ) -> None:
         """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
         if which == "continue_playing":
-            if request is not None and request.action.continue_playing.use_grand_shift:
-                if self._state.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
-                    session = self._state.seats[seat].session
-                    if session is not None:
-                        why = (
-                            "you have no 乾坤大挪移 left (T6)"
-                            if items.items_allowed(self._state.request.rules)
-                            else "items are not played in this room (T6)"
-                        )
-                        self._out.reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
-                    return
             use_grand_shift = request is not None and request.action.continue_playing.use_grand_shift
+            if use_grand_shift and self._state.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
+                session = self._state.seats[seat].session
+                if session is not None and request is not None:
+                    why = (
+                        "you have no 乾坤大挪移 left (T6)"
+                        if items.items_allowed(self._state.request.rules)
+                        else "items are not played in this room (T6)"
+                    )
+                    self._out.reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
+                return
+            # Written before it counts: a table rebuilt from its log knows who plays on.
             await self._out.write([records.seat_continued(seat, use_grand_shift)])
             if use_grand_shift:
                 self._state.seats[seat].grand_shift = True

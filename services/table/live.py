@@ -9,7 +9,9 @@ happen inside this one task, so their order is the log's order.
 :class:`LiveTable` owns the table: its state (:class:`~services.table.live_state.LiveState`, declared
 there), its inbox and its task. It checks what the seats send and hands the rest to two collaborators
 it builds on that state: :class:`~services.table.broadcast.Broadcast` (what the seats are shown) and
-:class:`~services.table.hands.HandCycle` (what moves the hands on).
+:class:`~services.table.hands.HandCycle` (what moves the hands on). A table is opened from its checked
+OpenTable request, or adopted with the state its write-ahead log rebuilt
+(:mod:`services.table.rebuild`) when the process that served it is gone.
 """
 
 from __future__ import annotations
