@@ -14,9 +14,10 @@ Who owns what (each message family is built in one module, from engine values or
   rules, actions and legal actions, refusal texts, timestamps;
 - ``views``: ``SeatView`` and ``LegalActions`` (and the tile, task and meld pieces seat messages share);
   ``seat_events``: ``SeatEvent`` (engine events as a seat sees them, the table's own events);
-- ``records``: the write-ahead log's ``TableLogRecord``; ``results``: ``HandResult``,
+- ``records``: the write-ahead log's ``TableLogRecord``; ``rebuild``: a live table's state rebuilt
+  from its log (pure); ``results``: ``HandResult``,
   ``ExchangeCharged``, ``GuessResolved``; ``items``: ``ItemCount``, ``ItemUsed`` (T6);
-- on NATS: ``wal`` (``TableEventAppended``), ``publishers`` (envelopes, ``HandEnded``, ``TableOpened``,
-  ``TableClosed``, the events above), ``settlements`` (the wallet's ``SettlementApplied``),
-  ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics.
+- on NATS: ``wal`` (``TableEventAppended``, and a table's log read back), ``publishers`` (envelopes,
+  ``HandEnded``, ``TableOpened``, ``TableClosed``, the events above), ``settlements`` (the wallet's
+  ``SettlementApplied``), ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics.
 """

@@ -43,17 +43,20 @@ class Broadcast:
                 sequence = number = sequence + 1
                 note = self._state.narrator.note(event, number, self._state.engine.state)
                 shown.append(Shown(number, event, note=note, at=at))
-            written.append(records.engine_event(event, number))
+            written.append(records.engine_event(event, number, at))
         await self.write(written)
         self._state.log.events.extend(shown)
         self.send(shown)
         return [(item.sequence, item.event) for item in shown if item.event is not None]
 
-    async def announce(self, build: Callable[[int], play_pb2.SeatEvent]) -> None:
-        """One event of the table's own (settlement, connection), numbered next, written ahead, sent."""
+    async def announce(
+        self, build: Callable[[int], play_pb2.SeatEvent], leading: Sequence[records.Record] = ()
+    ) -> None:
+        """One event of the table's own (settlement, connection), numbered next, written ahead (after
+        ``leading``, in the same step), sent."""
         sequence = self._state.last_event_sequence() + 1
         event = build(sequence)
-        await self.write([records.shown(event)])
+        await self.write([*leading, records.shown(event)])
         shown = Shown(sequence, made=event)
         self._state.log.events.append(shown)
         self.send([shown])

@@ -75,6 +75,11 @@ def seat_enum(seat: int) -> rules_pb2.Seat.ValueType:
     return SEATS[seat] if seat in (0, 1) else rules_pb2.SEAT_UNSPECIFIED
 
 
+def seat_index(seat: rules_pb2.Seat.ValueType) -> int:
+    """The engine's seat (0, 1) of a contract seat; -1 for none."""
+    return SEATS.index(seat) if seat in SEATS else -1
+
+
 def _compact(kinds: Sequence[int]) -> str:
     return format_tiles(kinds) if kinds else ""
 

@@ -17,6 +17,7 @@ from duelmahjong.platform import ids
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from duelmahjong.v1 import rules_pb2
 from services.table.live import LiveTable
+from services.table.live_state import LiveState
 from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, Clock, OpenRequest, Seeds
 from services.table.tickets import TicketBook
@@ -114,14 +115,22 @@ class TableHost:
 
     def open(self, request: OpenRequest) -> LiveTable:
         """The live table of ``request`` (an existing one for a repeated table id), started if new."""
-        existing = self.live_tables.get(request.table_id)
+        return self._serve(request.table_id, lambda ports: LiveTable(request, self, ports))
+
+    def adopt(self, state: LiveState) -> LiveTable:
+        """Serve a table rebuilt from its log (:mod:`services.table.rebuild`), started; an existing live
+        table of the same id is kept."""
+        return self._serve(state.table_id, lambda ports: LiveTable.adopted(state, self, ports))
+
+    def _serve(self, table_id: str, make: Callable[[BusPorts], LiveTable]) -> LiveTable:
+        existing = self.live_tables.get(table_id)
         if existing is not None:
             return existing
         self.check_capacity()
         if self.ports is None or self.tickets is None:
             raise Unavailable("this table server is not wired to a bus")
-        table = LiveTable(request, self, self.ports)
-        self.live_tables[request.table_id] = table
+        table = make(self.ports)
+        self.live_tables[table_id] = table
         self._emptied.clear()
         self._count()
         table.start()

@@ -41,11 +41,19 @@ class HandCycle:
         self._events = events
         self._settlements = settlements
 
-    async def apply(self, action: Action, origin: str) -> None:
-        """Apply one legal action: write its records ahead, then show its events, then what follows."""
-        self._state.seats[action.seat].spend(self._host.now(), self._state.settings.decision_seconds)
+    async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
+        """Apply one legal action: write its records ahead, then show its events, then what follows.
+        ``out_of_time``: the seat's deadline passed, its time bank is spent (T11)."""
+        seat = self._state.seats[action.seat]
+        bank = seat.bank
+        if out_of_time:
+            seat.bank = 0.0
+        seat.spend(self._host.now(), self._state.settings.decision_seconds)
         events = self._state.engine.apply(action)
-        sent = await self._out.publish([records.action_applied(action, origin)], events)
+        leading = [records.action_applied(action, origin)]
+        if seat.bank != bank:
+            leading.insert(0, records.time_bank(action.seat, seat.bank))
+        sent = await self._out.publish(leading, events)
         await self._charges(sent)
         if self._host.metrics is not None:
             self._host.metrics.action_applied(action.kind, origin)
@@ -132,14 +140,16 @@ class HandCycle:
             elif not state.connected:
                 # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
                 # and every later one at once until the seat comes back.
+                spent = [records.time_bank(seat, 0.0)] if state.bank else []
                 state.bank, state.auto_play = 0.0, True
-                await self._out.announce(functools.partial(seat_events.seat_connection, seat, False, True))
+                await self._out.announce(
+                    functools.partial(seat_events.seat_connection, seat, False, True), spent
+                )
                 await self.autoplay()
             else:
                 default = self._state.engine.default_action(seat)
                 if default is not None:
-                    state.bank = 0.0
-                    await self.apply(default, "timeout")
+                    await self.apply(default, "timeout", out_of_time=True)
 
     async def deal(self) -> None:
         number = self._state.engine.state.hand_number + 1
@@ -170,9 +180,22 @@ class HandCycle:
 
     async def hand_over(self, result: dict[str, object]) -> None:
         self._state.hands_played += 1
-        outcome = str(result["outcome"])
         if self._host.metrics is not None:
-            self._host.metrics.hands.labels(outcome=outcome).inc()
+            self._host.metrics.hands.labels(outcome=str(result["outcome"])).inc()
+        await self._settle(result)
+
+    async def resume(self) -> None:
+        """A table rebuilt from its log (:mod:`services.table.rebuild`) goes on where the log stops: a
+        hand that ended without its settlement shown is claimed again (the claim's id is the hand's, so
+        scoring and the wallet take it once) and settled; 托管 seats are played."""
+        if self._state.status == table_pb2.TABLE_STATUS_BETWEEN_HANDS and not self._state.between:
+            ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
+            await self._settle((ended.public or {})["result"])
+        elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
+            await self.autoplay()
+
+    async def _settle(self, result: dict[str, object]) -> None:
+        """The hand's result goes to scoring; the wallet's settlement is shown; then between hands."""
         hand_result = results.hand_result(
             result,
             table_id=self._state.table_id,
@@ -262,17 +285,20 @@ class HandCycle:
     ) -> None:
         """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
         if which == "continue_playing":
-            if request is not None and request.action.continue_playing.use_grand_shift:
-                if self._state.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
-                    session = self._state.seats[seat].session
-                    if session is not None:
-                        why = (
-                            "you have no 乾坤大挪移 left (T6)"
-                            if items.items_allowed(self._state.request.rules)
-                            else "items are not played in this room (T6)"
-                        )
-                        self._out.reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
-                    return
+            use_grand_shift = request is not None and request.action.continue_playing.use_grand_shift
+            if use_grand_shift and self._state.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
+                session = self._state.seats[seat].session
+                if session is not None and request is not None:
+                    why = (
+                        "you have no 乾坤大挪移 left (T6)"
+                        if items.items_allowed(self._state.request.rules)
+                        else "items are not played in this room (T6)"
+                    )
+                    self._out.reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
+                return
+            # Written before it counts: a table rebuilt from its log knows who plays on.
+            await self._out.write([records.seat_continued(seat, use_grand_shift)])
+            if use_grand_shift:
                 self._state.seats[seat].grand_shift = True
             self._state.seats[seat].continuing = True
             if all(s.continuing for s in self._state.seats):

@@ -9,7 +9,9 @@ happen inside this one task, so their order is the log's order.
 :class:`LiveTable` owns the table: its state (:class:`~services.table.live_state.LiveState`, declared
 there), its inbox and its task. It checks what the seats send and hands the rest to two collaborators
 it builds on that state: :class:`~services.table.broadcast.Broadcast` (what the seats are shown) and
-:class:`~services.table.hands.HandCycle` (what moves the hands on).
+:class:`~services.table.hands.HandCycle` (what moves the hands on). A table is opened from its checked
+OpenTable request, or adopted with the state its write-ahead log rebuilt
+(:mod:`services.table.rebuild`) when the process that served it is gone.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import table_pb2
-from services.table import codec, items, seat_events, views
+from services.table import codec, items, records, seat_events, views
 from services.table.broadcast import Broadcast
 from services.table.hands import HandCycle
 from services.table.live_state import LiveState
@@ -53,8 +55,12 @@ class _Item:
 class LiveTable:
     """One live table: the owner of its state, its inbox and the task that alone reads them."""
 
-    def __init__(self, request: OpenRequest, host: TableOwner, ports: BusPorts) -> None:
-        self.state = LiveState.opened(request)
+    def __init__(
+        self, request: OpenRequest, host: TableOwner, ports: BusPorts, state: LiveState | None = None
+    ) -> None:
+        # A table is opened from its request, or adopted with the state its log rebuilt.
+        self._adopted = state is not None
+        self.state = state if state is not None else LiveState.opened(request)
         self._host = host
         self._ports = ports
         self._out = Broadcast(self.state, ports.wal, host.now)
@@ -63,6 +69,12 @@ class LiveTable:
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def adopted(cls, state: LiveState, host: TableOwner, ports: BusPorts) -> LiveTable:
+        """The live table of ``state`` rebuilt from its log (:func:`services.table.rebuild.rebuild`):
+        started, it goes on where the log stops and writes on after the log's last record."""
+        return cls(state.request, host, ports, state)
 
     # --- outside: Play streams and the host ------------------------------------------------------------
     def start(self) -> None:
@@ -107,9 +119,13 @@ class LiveTable:
 
     async def _run(self) -> None:
         try:
-            self.state.opened_at = self._host.now()
-            await self._out.publish([], self.state.engine.events[:1])  # table_opened: sequence 1
-            await self._ports.events.table_opened(self.state.request)
+            if self._adopted:
+                await self._hands.resume()
+            else:
+                self.state.opened_at = self._host.now()
+                opening = records.table_opening(self.state.request)
+                await self._out.publish([opening], self.state.engine.events[:1])  # table_opened: sequence 1
+                await self._ports.events.table_opened(self.state.request)
             while self.state.engine.phase != CLOSED and self.state.status != table_pb2.TABLE_STATUS_CLOSED:
                 await self._next()
         except asyncio.CancelledError:
@@ -245,7 +261,8 @@ class LiveTable:
     async def _close(self, reason: str) -> None:
         self.state.status = table_pb2.TABLE_STATUS_CLOSED
         try:  # the last event of both streams (the engine's pairing_ended is not shown: this says it)
-            await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
+            if not self.state.ended():  # an adopted table may have shown it already
+                await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
         except Exception:  # the log itself failed: the streams end all the same
             _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.state.table_id}})
         for state in self.state.seats:

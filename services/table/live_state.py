@@ -102,6 +102,11 @@ class LiveState:
         """The table closes once its task is done with the current step."""
         self.status, self.close_reason = table_pb2.TABLE_STATUS_CLOSED, reason
 
+    def ended(self) -> bool:
+        """Both seats were shown the table's end (its last event)."""
+        last = self.log.events[-1].made if self.log.events else None
+        return last is not None and last.HasField("table_ended")
+
     def facts(self) -> TableFacts:
         return TableFacts(
             table_id=self.table_id,

@@ -33,6 +33,11 @@ class OpenRequest:
     negotiated: int
 
 
+class Fenced(Exception):
+    """The table's log has moved on without this server (another server adopted the table): it must
+    stop serving the table at once and send its seats nothing more."""
+
+
 class WriteAheadLog(Protocol):
     """A table's log: what a seat is shown is stored (acked) first."""
 

@@ -6,6 +6,11 @@ engine's text form, which replay applies) followed by one ``EngineEventRecord`` 
 (the engine's canonical JSON, server part included, and the seat sequence it was shown under). Scoring
 replays exactly these. The table's own events (``HandSettled``, ``SeatConnection``, ``TableEnded``)
 are ``shown`` records holding the ``SeatEvent`` both seats got, so the log holds all a seat was sent.
+
+What the table decides beside the engine is logged too, so the log alone rebuilds a live table
+(:mod:`services.table.rebuild`): ``TableOpening`` first (what the table was opened with), a
+``TimeBankLeft`` with each step that changes a seat's time bank, a ``SeatContinued`` when a seat plays
+on between hands.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from duelmahjong.engine.table import Table
 from duelmahjong.rules.tiles import tile_name
 from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2
 from services.table import codec
+from services.table.ports import OpenRequest
 
 Record = server_state_pb2.TableLogRecord
 ORIGINS = {
@@ -36,15 +42,57 @@ def action_applied(action: Action, origin: str) -> Record:
     return record
 
 
-def engine_event(event: Event, seat_sequence: int = 0) -> Record:
-    """An engine event, with the sequence both seats were shown it under (0: shown to nobody)."""
+def engine_event(event: Event, seat_sequence: int = 0, shown_at: int = 0) -> Record:
+    """An engine event, with the sequence both seats were shown it under (0: shown to nobody) and when
+    (nanoseconds since the epoch)."""
     record = Record()
     logged = record.engine_event
     logged.kind = event.kind
     logged.seat = codec.seat_enum(event.seat)
     logged.canonical_json = event.canonical()
     logged.seat_sequence = seat_sequence
+    if seat_sequence:
+        logged.shown_at_unix_nanos = shown_at
     return record
+
+
+def table_opening(request: OpenRequest) -> Record:
+    """The table's first record: the checked OpenTable request."""
+    return Record(
+        table_opening=server_state_pb2.TableOpening(
+            table_id=request.table_id,
+            pairing_id=request.pairing_id,
+            room_id=request.room_id,
+            rules=request.rules,
+            players=list(request.players),
+            negotiated_multiplier=request.negotiated,
+        )
+    )
+
+
+def opening_request(opening: server_state_pb2.TableOpening) -> OpenRequest:
+    """The request a ``TableOpening`` record holds."""
+    first, second = opening.players
+    return OpenRequest(
+        opening.table_id,
+        opening.pairing_id,
+        opening.room_id,
+        opening.rules,
+        (first, second),
+        opening.negotiated_multiplier,
+    )
+
+
+def time_bank(seat: int, seconds: float) -> Record:
+    """What is left of ``seat``'s time bank after a change (T11)."""
+    return Record(time_bank=server_state_pb2.TimeBankLeft(seat=codec.seat_enum(seat), seconds=seconds))
+
+
+def seat_continued(seat: int, grand_shift: bool) -> Record:
+    """Between hands ``seat`` plays on (T7), with 乾坤大挪移 in the next deal or not (T6)."""
+    return Record(
+        seat_continued=server_state_pb2.SeatContinued(seat=codec.seat_enum(seat), grand_shift=grand_shift)
+    )
 
 
 def shown(event: play_pb2.SeatEvent) -> Record:

@@ -329,6 +329,21 @@ async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppend
     ]
 
 
+async def _first_turn(
+    table: LiveTable, first: SeatClient, second: SeatClient
+) -> tuple[SeatClient, SeatClient, play_pb2.SeatView]:
+    """Both seats join and keep their hands (T4): (the seat to discard first, the other, its first
+    decision of play)."""
+    await first.connect()
+    await second.connect()
+    for client in (first, second):
+        await client.decision()
+        await client.send(play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles="")))
+    await eventually(lambda: table.state.engine.to_move >= 0)
+    mover, other = (first, second) if table.state.engine.to_move == 0 else (second, first)
+    return mover, other, await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
+
+
 async def _next_rejection(client: SeatClient) -> table_pb2.ActionRejected:
     while True:
         response = await client.next_view()
@@ -351,6 +366,7 @@ def kit() -> SimpleNamespace:
         read_log=_read_log,
         log_messages=_log_messages,
         next_rejection=_next_rejection,
+        first_turn=_first_turn,
         FakeClock=FakeClock,
         eventually=eventually,
     )

@@ -19,8 +19,6 @@ from services.table.live import LiveTable
 
 pytestmark = pytest.mark.asyncio
 
-KEEP = play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=""))
-
 
 async def _at_first_turn(
     kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], decision_millis: int
@@ -31,14 +29,7 @@ async def _at_first_turn(
     clock = host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     table_id, first, second = await open_table(kit.rules(decision_millis=decision_millis, time_bank_millis=0))
     table = kit.live(table_server, table_id)
-    await first.connect()
-    await second.connect()
-    for client in (first, second):
-        await client.decision()
-        await client.send(KEEP)
-    await kit.eventually(lambda: table.state.engine.to_move >= 0)
-    mover, other = (first, second) if table.state.engine.to_move == 0 else (second, first)
-    await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
+    mover, other, _ = await kit.first_turn(table, first, second)
     return table, clock, mover, other
 
 

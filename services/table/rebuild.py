@@ -1,0 +1,161 @@
+"""A live table rebuilt from its write-ahead log alone: :func:`rebuild`, a pure function.
+
+The log (:mod:`services.table.records`) is one ``TableEventAppended`` per step of the table, in order:
+``TableOpening`` and the engine's ``table_opened`` first, then each hand's ``HandBegun``, each action
+with the engine events it caused, the time banks it changed, the seats that chose to play on, and the
+events of the table's own that both seats were shown. Folding those steps in order gives the
+:class:`~services.table.live_state.LiveState` the table had after its last logged step: the engine
+(the fold of its events), the events both seats were shown with their sequences and notes (a seat
+that resumes with ``last_seen_sequence`` is sent exactly what it missed), the journal's last sequence
+(the next record is written after it), status, hand id, hands played, item counts, time banks, 托管,
+each seat's open decision and the sequence it was offered at, and who chose to continue between hands.
+
+What a rebuilt table does NOT restore, and why:
+
+- Connections. The seats' streams ended with the process that served them: no seat is connected. A
+  seat of a table past its first deal is held as if it had just gone away (its T10 grace starts at
+  ``now``), so its reattaching is shown to the other seat like any return.
+- Clocks. Times are a process's monotonic clock and the time a server was dead is no seat's fault:
+  every open decision starts again at ``now`` with its full per-decision time (plus the bank the log
+  says), between hands the continue-or-leave decision too, and a table still waiting for its seats
+  waits its whole join time again. No seat is timed out or auto-played for the time the server was
+  dead; a seat already in 托管 stays in it.
+- What a seat asked for at its first attach, before the first deal (乾坤大挪移 for the first hand): a
+  table waiting for its seats has written nothing about them, and each seat says it again when it
+  attaches to the rebuilt table.
+- Draining: a table that settled its hand while its old server drained would have closed; the log
+  does not say its server drained, so the rebuilt table offers the next hand.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.state import CLOSED
+from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
+from services.table import codec, items, records
+from services.table.live_state import LiveState, Shown
+
+
+class RebuildError(Exception):
+    """The log is not one table's log from its first record on, without gaps."""
+
+
+def rebuild(log: Sequence[events_pb2.TableEventAppended], now: float = 0.0) -> LiveState:
+    """The state of the live table whose write-ahead log is ``log`` (its messages, in order), with every
+    clock started at ``now`` (the adopting host's clock); see the module doc for what is not restored."""
+    if not log or not log[0].record.HasField("table_opening"):
+        raise RebuildError("a table's log starts with its TableOpening record")
+    state = LiveState.opened(records.opening_request(log[0].record.table_opening))
+    state.opened_at = now
+    for step in log:
+        if step.table_id != state.table_id:
+            raise RebuildError(f"record {step.sequence} belongs to table {step.table_id}")
+        if step.sequence != state.log.sequence + 1:
+            raise RebuildError(f"the log skips or repeats sequence {state.log.sequence + 1}")
+        _fold(state, [step.record, *step.following], now)
+        state.log.sequence += 1 + len(step.following)
+    if state.status != table_pb2.TABLE_STATUS_WAITING:
+        for seat in state.seats:  # every seat is away: held for its grace from now (T10)
+            seat.ever_attached, seat.left_at = True, now
+    return state
+
+
+def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
+    """One step of the table, as its live task took it (:mod:`services.table.hands`)."""
+    engine = state.engine
+    acted = -1
+    dealt = False
+    shown: list[Shown] = []
+    for record in step:
+        which = record.WhichOneof("kind")
+        if which == "engine_event":
+            logged = record.engine_event
+            event = Event.from_json(json.loads(logged.canonical_json))
+            if event.kind != "table_opened":
+                engine.emit(event)
+            elif event.canonical() != engine.events[0].canonical():  # opened with the TableOpening's rules
+                raise RebuildError("the engine's table_opened differs from the TableOpening's rules")
+            if logged.seat_sequence:
+                shown.append(Shown(logged.seat_sequence, event, at=logged.shown_at_unix_nanos))
+        elif which == "hand_begun":
+            dealt = True
+            state.hand_id = record.hand_begun.hidden.hand_id
+        elif which == "action_applied":
+            acted = codec.seat_index(record.action_applied.seat)
+            if state.between:  # T7 / T10: leaving between hands ends the pairing
+                state.between = False
+                state.ending("a player left between hands")
+        elif which == "time_bank":
+            state.seats[codec.seat_index(record.time_bank.seat)].bank = record.time_bank.seconds
+        elif which == "seat_continued":
+            seat = state.seats[codec.seat_index(record.seat_continued.seat)]
+            seat.continuing = True
+            seat.grand_shift = seat.grand_shift or record.seat_continued.grand_shift
+        elif which == "shown":
+            _table_event(state, record.shown, now)
+            state.log.events.append(Shown(record.shown.sequence, made=record.shown))
+    # The notes are taken once the step's events are all folded, as the live table takes them.
+    for index, item in enumerate(shown):
+        assert item.event is not None
+        note = state.narrator.note(item.event, item.sequence, engine.state)
+        shown[index] = Shown(item.sequence, item.event, note=note, at=item.at)
+    state.log.events.extend(shown)
+    sent = [(item.sequence, item.event) for item in shown if item.event is not None]
+    if dealt:
+        _dealt(state, sent, now)
+    elif acted >= 0:
+        state.seats[acted].decision_since = None  # the seat decided
+        _spent(state, sent, frozenset())
+        if any(event.kind == "hand_ended" for _, event in sent):
+            state.hands_played += 1
+            state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
+        elif engine.phase != CLOSED:
+            _offer(state, now)
+
+
+def _dealt(state: LiveState, sent: list[tuple[int, Event]], now: float) -> None:
+    started = next(event for _, event in sent if event.kind == "hand_started")
+    grand_shift = frozenset(int(seat) for seat in (started.server or {}).get("qiankun", ()))
+    state.status, state.between = table_pb2.TABLE_STATUS_PLAYING, False
+    for seat in state.seats:
+        seat.new_hand(state.settings.time_bank_seconds)
+        seat.grand_shift = False
+    _spent(state, sent, grand_shift)
+    _offer(state, now)
+
+
+def _spent(state: LiveState, sent: list[tuple[int, Event]], grand_shift: frozenset[int]) -> None:
+    """T6: the items the step's events show used leave their seat's counts."""
+    for _, seat, name in items.used_items(sent, grand_shift):
+        counts = state.item_counts[seat]
+        counts[name] = counts.get(name, 0) - 1
+
+
+def _offer(state: LiveState, now: float) -> None:
+    """Each seat that decides now has its decision, offered at the last sequence shown unless it was
+    already deciding (it keeps that decision's sequence); its clock starts at ``now``."""
+    sequence = state.last_event_sequence()
+    for seat, seat_state in enumerate(state.seats):
+        if state.deciding(seat):
+            seat_state.offer(now, sequence)
+        else:
+            seat_state.no_decision()
+
+
+def _table_event(state: LiveState, event: play_pb2.SeatEvent, now: float) -> None:
+    which = event.WhichOneof("kind")
+    if which == "seat_connection":
+        connection = event.seat_connection
+        state.seats[codec.seat_index(connection.seat)].auto_play = connection.auto_play
+    elif which == "hand_settled":
+        if state.engine.phase == CLOSED:
+            state.ending("a player left during the hand")
+        else:
+            state.between, state.between_since = True, now
+            for seat in state.seats:
+                seat.continuing = False
+    elif which == "table_ended":
+        state.ending(event.table_ended.reason)
