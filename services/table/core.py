@@ -117,10 +117,16 @@ class TableHost:
         """The live table of ``request`` (an existing one for a repeated table id), started if new."""
         return self._serve(request.table_id, lambda ports: LiveTable(request, self, ports))
 
-    def adopt(self, state: LiveState) -> LiveTable:
+    def adopt(self, state: LiveState, log_end: int) -> LiveTable:
         """Serve a table rebuilt from its log (:mod:`services.table.rebuild`), started; an existing live
-        table of the same id is kept."""
-        return self._serve(state.table_id, lambda ports: LiveTable.adopted(state, self, ports))
+        table of the same id is kept. ``log_end`` is where the stored log ends (what
+        :func:`services.table.wal.read_table_log` returned): the next append must follow it."""
+
+        def adopted(ports: BusPorts) -> LiveTable:
+            ports.wal.continues(state.table_id, log_end)
+            return LiveTable.adopted(state, self, ports)
+
+        return self._serve(state.table_id, adopted)
 
     def _serve(self, table_id: str, make: Callable[[BusPorts], LiveTable]) -> LiveTable:
         existing = self.live_tables.get(table_id)
@@ -150,6 +156,8 @@ class TableHost:
 
     def closed(self, table_id: str) -> None:
         self.live_tables.pop(table_id, None)
+        if self.ports is not None:
+            self.ports.wal.forget(table_id)
         self._count()
         if not self.live_tables:
             self._emptied.set()

@@ -44,7 +44,15 @@ class WriteAheadLog(Protocol):
     async def append(
         self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
     ) -> None:
-        """Store one step's records, numbered consecutively, before anyone sees their effect."""
+        """Store one step's records, numbered consecutively, before anyone sees their effect; raises
+        :class:`Fenced` if another server has written the table's log since this one last did."""
+
+    def continues(self, table_id: str, log_end: int) -> None:
+        """This server takes over a table whose stored log ends at ``log_end`` (its position in the
+        store: for JetStream the stream sequence of the last message on the table's subject)."""
+
+    def forget(self, table_id: str) -> None:
+        """The table is no longer served here."""
 
 
 class TableEvents(Protocol):

@@ -32,9 +32,9 @@ class NatsWriteAheadLog:
         # expects (0: a new table's subject is empty). An adopted table's starts at what was read.
         self._last: dict[str, int] = {}
 
-    def continues(self, table_id: str, last_sequence: int) -> None:
-        """This server writes on an adopted table's log, which ends at stream ``last_sequence``."""
-        self._last[table_id] = last_sequence
+    def continues(self, table_id: str, log_end: int) -> None:
+        """This server writes on an adopted table's log, which ends at stream sequence ``log_end``."""
+        self._last[table_id] = log_end
 
     def forget(self, table_id: str) -> None:
         self._last.pop(table_id, None)

@@ -52,6 +52,12 @@ class RecordingLog:
         if records:
             self.messages.append(wal.step_message(table_id, hand_id, records, "test"))
 
+    def continues(self, table_id: str, log_end: int) -> None:
+        return None  # one table, one log: nothing to fence
+
+    def forget(self, table_id: str) -> None:
+        return None
+
 
 class Quiet:
     """The other services: nobody listens but to hand results; the wallet never answers (an empty

@@ -155,12 +155,16 @@ async def stack(
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()
 
-    def relay(subject: str, to: str, message_type: Any) -> Callable[[Any], Any]:
+    def relay(subject: str, to: str, message_type: Any, *, stored: bool = True) -> Callable[[Any], Any]:
         async def forward(message: Any) -> None:
             event = message_type.FromString(message.data)
             table_id = getattr(event, "table_id", "") or getattr(event, "hand_id", "").rsplit("-h", 1)[0]
-            if table_id in tables:
+            if table_id not in tables:
+                return
+            if stored:  # into the wallet's private streams, which its durable consumers read
                 await bus.publish(to, message.data, msg_id=event.envelope.event_id)
+            else:  # the table hears the wallet's answers on a plain subscription; no stream here
+                await bus.client.publish(to, message.data)
 
         return forward
 
@@ -179,7 +183,8 @@ async def stack(
     answers = namespace.subject(subjects.SETTLEMENT_APPLIED)
     subscriptions.append(
         await bus.client.subscribe(
-            answers, cb=relay(answers, subjects.SETTLEMENT_APPLIED, events_pb2.SettlementApplied)
+            answers,
+            cb=relay(answers, subjects.SETTLEMENT_APPLIED, events_pb2.SettlementApplied, stored=False),
         )
     )
     host = table_server.host

@@ -69,7 +69,7 @@ async def test_a_table_rebuilt_from_its_log_on_a_fresh_server_resumes_both_seats
     fresh = table_main.TableServer()
     env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "SERVER_ID": "t-fresh", "DRAIN_SECONDS": "1"}
     await start_service(fresh.spec, TableConfig.from_env(env))
-    adopted = fresh.host.adopt(rebuild(log, now=fresh.host.now()))
+    adopted = fresh.host.adopt(rebuild(log, now=fresh.host.now()), last)
     rebuilt = adopted.state.engine.events
     assert rebuilt == table.state.engine.events[: len(rebuilt)]
     assert len(rebuilt) < len(table.state.engine.events)  # the discard never reached the log
