@@ -63,7 +63,7 @@ class Adopter:
         *,
         serving: Callable[[str], bool],
         room: Callable[[], int],
-        serve: Callable[[str], Awaitable[None]],
+        serve: Callable[[str, str], Awaitable[None]],
         metrics: AdoptionMetrics | None = None,
         poll_seconds: float = POLL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
@@ -71,7 +71,7 @@ class Adopter:
         self.ownership = ownership
         self._serving = serving  # is this table live on this server?
         self._room = room  # tables this server may still take
-        self._serve = serve
+        self._serve = serve  # (table id, how: 'orphan' or 'handed_over')
         self.metrics = metrics
         self.poll_seconds = poll_seconds
         self._clock = clock
@@ -108,7 +108,7 @@ class Adopter:
 
     async def _take_over(self, table_id: str, how: str, since: float | None) -> None:
         try:
-            await self._serve(table_id)
+            await self._serve(table_id, how)
         except Exception:
             _log.exception(
                 "table taken but not served; tried again", extra={"fields": {"table_id": table_id}}

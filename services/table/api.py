@@ -8,7 +8,7 @@ message, whose player must be the token's player.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc.aio
 
@@ -43,9 +43,16 @@ def refusal(err: DomainError, session: SeatSession) -> table_pb2.ActionRejected:
 
 
 class TableApi(table_pb2_grpc.TableServiceServicer):
-    def __init__(self, host: TableHost, *, reply_limit: int = DEFAULT_REPLY_LIMIT) -> None:
+    def __init__(
+        self,
+        host: TableHost,
+        *,
+        reply_limit: int = DEFAULT_REPLY_LIMIT,
+        claim: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self._host = host
         self._reply_limit = reply_limit
+        self._claim = claim  # records a new table as this server's before it is served
 
     # The generated base types a stream RPC as a generator of responses; this one writes with
     # context.write instead (grpc.aio's other form), which the stubs do not describe.
@@ -158,6 +165,8 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             list(request.players),
             request.negotiated,
         )
+        if self._claim is not None:
+            await self._claim(checked.table_id)
         self._host.open(checked)
         tickets = self._host.tickets
         if tickets is None:

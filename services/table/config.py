@@ -31,14 +31,30 @@ class TableConfig(ServiceConfig):
     )
     join_seconds: float = setting(60.0, help="how long an opened table waits for both seats to connect")
     drain_seconds: float = setting(
-        600.0, help="on SIGTERM, how long live hands get to finish before their tables are closed"
+        600.0,
+        help="on SIGTERM, how long live hands get to finish before their tables are closed, when no "
+        "other table server has room to take them",
+    )
+    table_lease_seconds: float = setting(
+        5.0,
+        help="a table server whose lease is not renewed for this long has lost its tables: another "
+        "server adopts them (the same in every table server)",
+    )
+    table_owners_bucket: str = setting(
+        "DUEL_TABLE_OWNERS",
+        help="the JetStream key-value bucket of table servers' leases and tables' owners (one per "
+        "deployment: servers that share it adopt each other's tables)",
     )
 
     def validate(self) -> list[str]:
         problems = super().validate()
         problems += self.at_least_one("table_capacity", "table_queue_size", "seat_reply_limit")
         return problems + self.positive(
-            "announce_seconds", "settlement_wait_seconds", "join_seconds", "drain_seconds"
+            "announce_seconds",
+            "settlement_wait_seconds",
+            "join_seconds",
+            "drain_seconds",
+            "table_lease_seconds",
         )
 
     def server_name(self, port: int) -> str:

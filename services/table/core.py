@@ -96,6 +96,8 @@ class TableHost:
         self.incarnation = uuid.uuid4().hex
         # Where clients reach this server (host:port); the composition root points it at the bound port.
         self.locate: Callable[[], str] = lambda: ""
+        # Told when a table closes for good (its ownership record is then released).
+        self.on_closed: Callable[[str], None] | None = None
         self._emptied = asyncio.Event()
 
     @property
@@ -155,6 +157,14 @@ class TableHost:
         return table
 
     def closed(self, table_id: str) -> None:
+        self._gone(table_id)
+        if self.on_closed is not None:
+            self.on_closed(table_id)
+
+    def let_go(self, table_id: str) -> None:
+        self._gone(table_id)
+
+    def _gone(self, table_id: str) -> None:
         self.live_tables.pop(table_id, None)
         if self.ports is not None:
             self.ports.wal.forget(table_id)

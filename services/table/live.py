@@ -31,7 +31,7 @@ from services.table import codec, items, records, seat_events, views
 from services.table.broadcast import Broadcast
 from services.table.hands import HandCycle
 from services.table.live_state import LiveState
-from services.table.ports import BusPorts, OpenRequest, TableOwner
+from services.table.ports import BusPorts, Fenced, OpenRequest, TableOwner
 from services.table.seats import SeatSession
 
 _log = get_logger("table.live")
@@ -44,7 +44,7 @@ def _release(waiter: asyncio.Future[None]) -> None:
 
 @dataclass
 class _Item:
-    what: str  # "attach", "detach", "action", "drain", "status"
+    what: str  # "attach", "detach", "action", "drain", "status", "let_go"
     session: SeatSession | None
     request: table_pb2.PlayRequest | None = None
     received: float = 0.0
@@ -69,6 +69,8 @@ class LiveTable:
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
+        # Another server serves the table now (or is about to): this one stops without a word.
+        self._let_go = False
 
     @classmethod
     def adopted(cls, state: LiveState, host: TableOwner, ports: BusPorts) -> LiveTable:
@@ -85,6 +87,20 @@ class LiveTable:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+    async def hand_off(self) -> None:
+        """Stop serving the table after the step in hand, its last records acked — so its log is
+        whole for the server it goes to. The seats' streams end with no further event (their clients
+        find the table where it is served next); nothing is published."""
+        self._put(_Item("let_go", None))
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def taken(self) -> None:
+        """Another server has taken the table: stop now, mid-step if need be (whatever this server
+        would still write is refused by the log's fencing), tell the seats nothing, publish nothing."""
+        self._let_go = True
+        await self.stop()
 
     def attach(self, session: SeatSession, last_seen: int) -> None:
         self._put(_Item("attach", session, last_seen=last_seen))
@@ -126,17 +142,38 @@ class LiveTable:
                 opening = records.table_opening(self.state.request)
                 await self._out.publish([opening], self.state.engine.events[:1])  # table_opened: sequence 1
                 await self._ports.events.table_opened(self.state.request)
-            while self.state.engine.phase != CLOSED and self.state.status != table_pb2.TABLE_STATUS_CLOSED:
+            while (
+                self.state.engine.phase != CLOSED
+                and self.state.status != table_pb2.TABLE_STATUS_CLOSED
+                and not self._let_go
+            ):
                 await self._next()
         except asyncio.CancelledError:
             raise
+        except Fenced:
+            self._let_go = True
+            _log.warning(
+                "table written by another server; let go", extra={"fields": {"table_id": self.state.table_id}}
+            )
+            if self._host.metrics is not None:
+                self._host.metrics.fenced.inc()
         except Exception:
             self.state.close_reason = "the table stopped on a server error"
             _log.exception(
                 "table task failed; closing the table", extra={"fields": {"table_id": self.state.table_id}}
             )
         finally:
-            await self._close(self.state.close_reason)
+            if self._let_go:
+                self._end_streams()
+                self._host.let_go(self.state.table_id)
+            else:
+                await self._close(self.state.close_reason)
+
+    def _end_streams(self) -> None:
+        for state in self.state.seats:
+            if state.session is not None:
+                state.session.end()
+                state.session = None
 
     async def _next(self) -> None:
         if not self._inbox:
@@ -170,6 +207,9 @@ class LiveTable:
                 item.reply.set_result(
                     table_pb2.GetTableStatusResponse(status=self.state.status, state=view.table)
                 )
+            return
+        if item.what == "let_go":
+            self._let_go = True
             return
         if item.session is None:  # the server drains: a table with no hand in play closes now
             if self.state.status == table_pb2.TABLE_STATUS_WAITING or self.state.between:
@@ -265,10 +305,7 @@ class LiveTable:
                 await self._out.announce(lambda sequence: seat_events.table_ended(reason, sequence))
         except Exception:  # the log itself failed: the streams end all the same
             _log.exception("could not write TableEnded", extra={"fields": {"table_id": self.state.table_id}})
-        for state in self.state.seats:
-            if state.session is not None:
-                state.session.end()
-                state.session = None
+        self._end_streams()
         self._host.closed(self.state.table_id)
         try:
             await self._ports.events.table_closed(self.state.request, reason, self.state.hands_played)

@@ -14,10 +14,12 @@ from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
 from duelmahjong.v1 import table_pb2_grpc
 from services.table import publishers
+from services.table.adoption import AdoptionMetrics
 from services.table.announcer import Announcer
 from services.table.api import SERVICE_NAME, TableApi
 from services.table.config import TableConfig
 from services.table.core import TableHost
+from services.table.failover import Failover
 from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts
 from services.table.publishers import NatsTableEvents, Producer
@@ -34,6 +36,7 @@ class _Wired:
     host: TableHost
     producer: Producer
     announcer: Announcer
+    failover: Failover
     drained: bool = False
 
 
@@ -68,13 +71,10 @@ class TableServer:
         producer = Producer(f"table/{config.server_id or 'table'}")
         settlements = SettlementInbox(bus)
         await settlements.start()
+        events = NatsTableEvents(bus, producer)
         host = TableHost(
             config.table_capacity,
-            ports=BusPorts(
-                wal=NatsWriteAheadLog(bus, producer),
-                events=NatsTableEvents(bus, producer),
-                settlements=settlements,
-            ),
+            ports=BusPorts(wal=NatsWriteAheadLog(bus, producer), events=events, settlements=settlements),
             tickets=TicketBook(config.token_secret),
             metrics=TableMetrics.create(runtime.metrics),
             queue_size=config.table_queue_size,
@@ -82,12 +82,21 @@ class TableServer:
             join_seconds=config.join_seconds,
         )
         host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
-        wired = self._wired = _Wired(runtime, host, producer, Announcer(bus, producer, host))
+        failover = Failover(
+            bus,
+            host,
+            events,
+            lease_seconds=config.table_lease_seconds,
+            bucket=config.table_owners_bucket,
+            metrics=AdoptionMetrics.create(runtime.metrics),
+        )
+        wired = self._wired = _Wired(runtime, host, producer, Announcer(bus, producer, host), failover)
         runtime.server.add_service(
             SERVICE_NAME,
             table_pb2_grpc.add_TableServiceServicer_to_server,
-            TableApi(host, reply_limit=config.seat_reply_limit),
+            TableApi(host, reply_limit=config.seat_reply_limit, claim=failover.claim),
         )
+        runtime.on_close(lambda: failover.stop(release=True))
         runtime.spawn(self._announce(wired), name="announce")
 
     @staticmethod
@@ -101,6 +110,9 @@ class TableServer:
                 await asyncio.sleep(0.05)
         server_id = runtime.config.server_name(port)
         wired.producer.name = f"table/{server_id}"
+        # Owned before announced: matchmaking opens no table here before this server can claim it.
+        adopter = await wired.failover.start(server_id)
+        runtime.spawn(adopter.run_forever(), name="adoption")
         await wired.announcer.announce_forever(server_id, runtime.config.announce_seconds)
 
     async def _drain(self, runtime: ServiceRuntime[Any]) -> None:
@@ -119,6 +131,9 @@ class TableServer:
             await wired.announcer.announce(runtime.config.server_name(runtime.server.port))
         except Exception:
             _log.exception("could not announce the drain; the next heartbeat will")
+        kept = await wired.failover.hand_off()  # mid-hand, to the live servers with room
+        if kept:
+            _log.info("no room elsewhere: these tables finish here", extra={"fields": {"tables": kept}})
         await host.drain(runtime.config.drain_seconds)
 
 

@@ -22,6 +22,7 @@ class TableMetrics:
     escapes: Counter
     queue_full: Counter
     hands: Counter
+    fenced: Counter
     # actions' children by (kind, origin): labels() checks and locks on every call, once per action.
     _actions_by: dict[tuple[str, str], Counter] = field(default_factory=dict)
 
@@ -51,4 +52,7 @@ class TableMetrics:
                 "queue_full", "total", "actions refused BUSY: the table's queue was full"
             ),
             hands=metrics.counter("hands", "total", "hands finished, by outcome", ["outcome"]),
+            fenced=metrics.counter(
+                "fencing_refusals", "total", "write-ahead appends refused: another server writes the table"
+            ),
         )

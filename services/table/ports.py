@@ -124,3 +124,6 @@ class TableOwner(Protocol):
 
     def closed(self, table_id: str) -> None:
         """The table has closed: its capacity is free again."""
+
+    def let_go(self, table_id: str) -> None:
+        """The table is served by another server now: its capacity here is free again."""

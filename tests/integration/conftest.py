@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -65,6 +66,8 @@ def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
         "METRICS_PORT": "0",
         "SHUTDOWN_GRACE_SECONDS": "1",
         "LOG_LEVEL": "WARNING",
+        # Tests share one NATS: each test's table servers adopt each other's tables, no one else's.
+        "TABLE_OWNERS_BUCKET": f"OWNERS_{uuid.uuid4().hex[:12]}",
     }
 
 

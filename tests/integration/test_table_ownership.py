@@ -128,7 +128,7 @@ async def test_the_adopter_serves_orphans_and_tables_handed_to_it_within_its_roo
     await _until(lambda: len(b.owned()) == 0 and all(b.owner(t) for t in ("t1", "t2", "t3")))
     served: list[str] = []
 
-    async def serve(table_id: str) -> None:
+    async def serve(table_id: str, how: str) -> None:
         served.append(table_id)
 
     capacity = [2]
