@@ -187,7 +187,18 @@ class HandCycle:
     async def resume(self) -> None:
         """A table rebuilt from its log (:mod:`services.table.rebuild`) goes on where the log stops: a
         hand that ended without its settlement shown is claimed again (the claim's id is the hand's, so
-        scoring and the wallet take it once) and settled; 托管 seats are played."""
+        scoring and the wallet take it once) and settled; 托管 seats are played.
+
+        First of all it writes that neither seat is connected here (true: no stream has come yet).
+        Being this server's first record on the log, it fences the log at once: a former owner that
+        was only paused, and resumes with a timer due, finds its next append refused instead of
+        playing on a table it no longer owns."""
+        if not self._state.ended():
+            for seat in (0, 1):
+                auto_play = self._state.seats[seat].auto_play
+                await self._out.announce(
+                    functools.partial(seat_events.seat_connection, seat, False, auto_play)
+                )
         if self._state.status == table_pb2.TABLE_STATUS_BETWEEN_HANDS and not self._state.between:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
             await self._settle((ended.public or {})["result"])

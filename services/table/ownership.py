@@ -41,6 +41,7 @@ from duelmahjong.platform.tasks import cancel_and_wait
 
 BUCKET = "DUEL_TABLE_OWNERS"
 LEASE_SECONDS = 5.0
+_ECHO_MARGIN = 0.5  # seconds a renewal may take to come back through the watch on a busy server
 _SERVERS, _TABLES = "servers.", "tables."
 
 _log = get_logger("table.ownership")
@@ -199,8 +200,19 @@ class Ownership:
         lease is gone since; None if it never saw it."""
         return self._renewed_at.get(server_id)
 
+    def current(self) -> bool:
+        """Whether this server's view is up to date: it has seen its own latest renewals come back
+        through the watch. A server that was paused (SIGSTOP, a long GC, a stalled VM) has not: the
+        others' renewals made meanwhile are still queued for it, and until it has read them it must
+        not take their silence for death."""
+        seen = self._servers.get(self.lease.server_id)
+        return seen is not None and self._clock() - seen.at <= 2 * self.renew_seconds + _ECHO_MARGIN
+
     def orphans(self) -> list[str]:
-        """The tables whose owner holds no live lease (oldest key first)."""
+        """The tables whose owner holds no live lease (oldest key first); none while this server's
+        own view is not :meth:`current`."""
+        if not self.current():
+            return []
         alive = {(lease.server_id, lease.incarnation) for lease in self.live()}
         return [
             table_id
