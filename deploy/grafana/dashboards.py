@@ -419,7 +419,8 @@ TABLE_SERVERS = Dashboard(
     uid="duel-table-servers",
     title="Duel Mahjong / Table servers",
     description="Per table pod: live tables, actions and their latency, timeouts, auto-play, reconnects,"
-    " escapes, full queues, hands; connected seats, table RPCs, write-ahead appends to JetStream.",
+    " escapes, full queues, hands; failover (adoptions, orphans, fencing, lease renewals);"
+    " connected seats, table RPCs, write-ahead appends to JetStream.",
     rows=(
         Row(
             "Play",
@@ -470,6 +471,57 @@ TABLE_SERVERS = Dashboard(
                         (per_minute("outcome", "duel_table_hands_total"), "{{outcome}}"),
                         (per_minute("", "duel_table_queue_full_total"), "queue full"),
                     ),
+                ),
+            ),
+        ),
+        Row(
+            'Failover (docs/operations.md, "When a table server dies")',
+            (
+                Panel(
+                    "Tables adopted /min by how, and adoptions that failed",
+                    (
+                        (per_minute("how", "duel_table_tables_adopted_total"), "{{how}}"),
+                        (per_minute("", "duel_table_adoption_failures_total"), "taken but not served"),
+                    ),
+                    description="orphan: its server's lease died (crash, OOM kill, node lost, paused);"
+                    " handed_over: a draining server handed it here. Failures are tried again.",
+                ),
+                Panel(
+                    "Adoption latency p50 / p99 (owner's last renewal seen → served again)",
+                    (
+                        (
+                            "histogram_quantile(0.5, sum by (le)"
+                            " (rate(duel_table_adoption_latency_seconds_bucket[$__rate_interval])))",
+                            "p50",
+                        ),
+                        (
+                            "histogram_quantile(0.99, sum by (le)"
+                            " (rate(duel_table_adoption_latency_seconds_bucket[$__rate_interval])))",
+                            "p99",
+                        ),
+                    ),
+                    unit="s",
+                    description="At least TABLE_LEASE_SECONDS (5 s) for an orphan: its lease must expire"
+                    " first. Alert DuelTableAdoptionSlow above 15 s.",
+                ),
+                Panel(
+                    "Orphan tables (no live owner), as each pod sees them",
+                    (("max by (pod) (duel_table_orphan_tables_count)", "{{pod}}"),),
+                    description="Every server watches every owner, so all pods show the same number"
+                    " while it lasts. Alert DuelTablesUnowned when above 0 for a minute.",
+                ),
+                Panel(
+                    "Fencing refusals and lease renew failures /min per pod",
+                    (
+                        (per_minute("pod", "duel_table_fencing_refusals_total"), "fenced {{pod}}"),
+                        (
+                            per_minute("pod", "duel_table_lease_renew_failures_total"),
+                            "lease not renewed {{pod}}",
+                        ),
+                    ),
+                    description="Fenced: a server kept writing a table another server had taken (it"
+                    " lets go). Renew failures: the pod could not reach the owners bucket; its tables"
+                    " move once it fails for TABLE_LEASE_SECONDS.",
                 ),
             ),
         ),

@@ -36,6 +36,7 @@ class AdoptionMetrics:
     latency: Histogram
     failures: Counter
     orphans: Gauge
+    lease_renew_failures: Counter
 
     @classmethod
     def create(cls, metrics: ServiceMetrics) -> AdoptionMetrics:
@@ -51,6 +52,12 @@ class AdoptionMetrics:
             ),
             failures=metrics.counter("adoption_failures", "total", "tables taken but not served"),
             orphans=metrics.gauge("orphan_tables", "count", "tables whose owner holds no live lease"),
+            lease_renew_failures=metrics.counter(
+                "lease_renew_failures",
+                "total",
+                "renewals of this server's lease that failed (its tables are adopted elsewhere once "
+                "none succeeds for TABLE_LEASE_SECONDS)",
+            ),
         )
 
 

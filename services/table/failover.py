@@ -69,6 +69,7 @@ class Failover:
             bucket=self.bucket,
             on_taken=self._taken,
             room=lambda: (host.capacity, len(host.live_tables), host.draining),
+            on_renew_failed=None if self.metrics is None else self.metrics.lease_renew_failures.inc,
         )
         await self.ownership.start()
         host.on_closed = self._closed

@@ -53,6 +53,11 @@ class TableServer:
         return self._parts().host
 
     @property
+    def failover(self) -> Failover:
+        """The server's lease, ownership watch and hand-off (for tests reaching a running server's)."""
+        return self._parts().failover
+
+    @property
     def address(self) -> str:
         """Where the server's gRPC port is reached (host:port)."""
         return self._parts().runtime.server.address

@@ -94,6 +94,7 @@ class Ownership:
         bucket: str = BUCKET,
         on_taken: Callable[[str], None] | None = None,
         room: Callable[[], tuple[int, int, bool]] | None = None,
+        on_renew_failed: Callable[[], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.bus = bus
@@ -103,6 +104,7 @@ class Ownership:
         self.bucket = bucket
         self._on_taken = on_taken  # a table this server owned has another owner now
         self._room = room  # (capacity, load, draining) now, put in every renewal
+        self._on_renew_failed = on_renew_failed  # counted where operators see it (a metric)
         self._clock = clock
         self._kv: KeyValue | None = None
         self._servers: dict[str, _Seen] = {}
@@ -245,6 +247,8 @@ class Ownership:
                 await self._renew()
             except (nats.errors.Error, TimeoutError, OSError) as err:
                 self.renew_failures += 1
+                if self._on_renew_failed is not None:
+                    self._on_renew_failed()
                 _log.warning("lease not renewed", extra={"fields": {"error": repr(err)}})
 
     async def _watch(self) -> None:

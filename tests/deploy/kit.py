@@ -225,7 +225,7 @@ def make_run_command(service: str) -> list[str]:
 
     with tempfile.TemporaryDirectory() as scratch, mock.patch.object(stack.subprocess, "Popen", Capture):
         local = stack.Stack(Path(scratch), [service], {})
-        local._spawn(service, {}, 0, 0, Path(scratch) / "service.log")
+        local._spawn(service, service, {}, 0, 0, Path(scratch) / "service.log")
         for log in local._logs:
             log.close()
     (argv,) = captured

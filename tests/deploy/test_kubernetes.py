@@ -86,21 +86,30 @@ def test_readiness_is_grpc_health_and_liveness_is_a_separate_check(
         assert "grpc" not in container["livenessProbe"], workload["metadata"]["name"]
 
 
+# SIGTERM hands a table server's tables to pods with room (a step's ack and a compare-and-set each:
+# seconds); DRAIN_SECONDS is only the fallback for tables no pod has room for, which finish their
+# hand here or are closed with it void. A hand at human pace fits in two minutes; the T11 worst case
+# (~12 minutes) no longer sets the grace period, so rollouts and scale-downs do not wait on it.
+HAND_OFF_SECONDS = 10
+FALLBACK_HAND_SECONDS = 120
+LONGEST_GRACE_SECONDS = 300
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_table_servers_drain_within_a_grace_period_longer_than_a_hand(
+def test_table_servers_hand_off_within_a_short_grace_period(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     spec = kit.find(rendered[overlay], "StatefulSet", "table")["spec"]["template"]["spec"]
-    # T11: 15 s a decision, 30 s bank per seat; ~45 draws with a timed decision each.
-    worst_hand_s = 45 * 15 + 2 * 30
-    assert spec["terminationGracePeriodSeconds"] >= worst_hand_s
+    assert spec["terminationGracePeriodSeconds"] <= LONGEST_GRACE_SECONDS
     (container,) = spec["containers"]
     pause = container["lifecycle"]["preStop"]["exec"]["command"]
     assert pause[0] == "sleep", "the table server needs a preStop pause before its SIGTERM drain"
-    # After the pause: DRAIN_SECONDS for live hands, the last settlement wait, the gRPC grace.
+    # After the pause: the hand-off, DRAIN_SECONDS for the tables kept, the last settlement wait, the
+    # gRPC grace.
     drain = kit.drain_budget_seconds({e["name"]: e["value"] for e in container["env"] if "value" in e})
-    assert worst_hand_s <= drain["DRAIN_SECONDS"]
-    assert float(pause[1]) + sum(drain.values()) < spec["terminationGracePeriodSeconds"]
+    assert FALLBACK_HAND_SECONDS <= drain["DRAIN_SECONDS"]
+    budget = float(pause[1]) + HAND_OFF_SECONDS + sum(drain.values())
+    assert budget < spec["terminationGracePeriodSeconds"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
