@@ -27,6 +27,10 @@ from duelmahjong.platform.metrics import ServiceMetrics
 from services.table.ownership import Ownership
 
 POLL_SECONDS = 0.25
+# An orphan nobody had room for this long is given up (its owner record deleted), before matchmaking's
+# last-resort close (MATCHMAKING_ADOPTION_GRACE_SECONDS, 20 s, after it declares the server lost), so
+# no server can adopt a table matchmaking has closed.
+GIVE_UP_SECONDS = 15.0
 _log = get_logger("table.adoption")
 
 
@@ -73,6 +77,7 @@ class Adopter:
         serve: Callable[[str, str], Awaitable[None]],
         metrics: AdoptionMetrics | None = None,
         poll_seconds: float = POLL_SECONDS,
+        give_up_seconds: float = GIVE_UP_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ownership = ownership
@@ -81,6 +86,8 @@ class Adopter:
         self._serve = serve  # (table id, how: 'orphan' or 'handed_over')
         self.metrics = metrics
         self.poll_seconds = poll_seconds
+        self.give_up_seconds = give_up_seconds
+        self._orphaned_at: dict[str, float] = {}  # when this server first saw each orphan
         self._clock = clock
 
     async def run_forever(self) -> None:
@@ -98,6 +105,18 @@ class Adopter:
         orphans = self.ownership.orphans()
         if self.metrics is not None:
             self.metrics.orphans.set(len(orphans))
+        now = self._clock()
+        for table_id in list(self._orphaned_at):
+            if table_id not in orphans:
+                del self._orphaned_at[table_id]
+        for table_id in orphans:
+            first = self._orphaned_at.setdefault(table_id, now)
+            if now - first > self.give_up_seconds:  # matchmaking will close it: nobody may adopt it
+                if await self.ownership.abandon(table_id):
+                    _log.warning(
+                        "orphan given up: no server took it", extra={"fields": {"table_id": table_id}}
+                    )
+                del self._orphaned_at[table_id]
         if not orphans or self._room() <= 0:
             return
         await asyncio.sleep(self.poll_seconds * self._fullness())  # the emptiest servers go first

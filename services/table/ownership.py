@@ -176,6 +176,19 @@ class Ownership:
         self._tables[table_id] = Owner(target.server_id, target.incarnation, revision)
         return True
 
+    async def abandon(self, table_id: str) -> bool:
+        """Delete an orphan's record (compare-and-set on the revision read): nobody serves it any
+        more, and nobody will. False if someone changed it first (an adoption won)."""
+        owner = self._tables.get(table_id)
+        if owner is None:
+            return False
+        try:
+            await self.kv.delete(_TABLES + table_id, last=owner.revision)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            return False
+        self._tables.pop(table_id, None)
+        return True
+
     async def release(self, table_id: str) -> None:
         """The table closed: forget its owner (only if it is still this server)."""
         owner = self._tables.get(table_id)

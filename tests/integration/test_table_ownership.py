@@ -151,3 +151,28 @@ async def test_the_adopter_serves_orphans_and_tables_handed_to_it_within_its_roo
         await _until(lambda: left in served)
     finally:
         running.cancel()
+
+
+async def test_an_orphan_no_server_has_room_for_is_given_up_before_matchmaking_closes_it(
+    server: ServerFactory,
+) -> None:
+    a, b = await server("a"), await server("b")
+    await a.claim("t1")
+    await _until(lambda: b.owner("t1") is not None)
+    await a.stop(release=True)
+    served: list[str] = []
+
+    async def serve(table_id: str, how: str) -> None:
+        served.append(table_id)
+
+    full = Adopter(
+        b, serving=served.__contains__, room=lambda: 0, serve=serve, poll_seconds=0.05, give_up_seconds=0.5
+    )
+    running = asyncio.create_task(full.run_forever())
+    try:
+        await _until(lambda: b.owner("t1") is None)  # the record is gone: nobody adopts it later
+        c = await server("c")
+        await asyncio.sleep(LEASE)
+        assert c.orphans() == [] and c.owner("t1") is None and served == []
+    finally:
+        running.cancel()
