@@ -12,7 +12,7 @@ TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 NODE_CLIENT := tests/node/node_modules/.installed
 
-.PHONY: install gen run test lint buf bench soak demo clean deploy-tools deploy-check node-client
+.PHONY: install gen run test lint buf bench soak chaos demo clean deploy-tools deploy-check node-client
 
 install: $(STAMP) $(GEN_STAMP) $(RULE_TABLES)
 
@@ -91,6 +91,10 @@ bench: install
 
 soak: install
 	$(VENV)/bin/duel bench soak
+
+# Ten minutes of bots playing while table servers are killed and drained (bench/chaos.py).
+chaos: install
+	$(VENV)/bin/duel bench chaos
 
 demo: install
 	$(VENV)/bin/duel demo

@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
 import grpc
 import grpc.aio
 
@@ -35,15 +33,16 @@ from bench.stack_probes import (
     consumer_lag,
     ledger_state,
     percentile,
+    report_checks,
+    run_bench,
     sample_services,
     scrape_gauge,
     settle,
     stack_state,
 )
-from duelmahjong.client.play import MatchPlan
+from duelmahjong.client.play import MatchPlan, PlayOutcome
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
-from duelmahjong.platform import eventloop
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, StackState
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2, table_pb2
@@ -86,6 +85,8 @@ class Tally:
     hands: int = 0
     escapes: int = 0
     reconnects: int = 0
+    relocations: int = 0  # reconnects that followed the table to another server
+    resent_actions: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # the first message of each kind of error
     time_to_table: list[float] = field(default_factory=list)
@@ -102,7 +103,10 @@ class Tally:
 
 
 class Pair:
-    """Two bots that queue together in one room, play, leave and queue again until the deadline."""
+    """Two bots that queue together in one room, play, leave and queue again until the deadline
+    (``duel bench chaos`` plays its own way: :meth:`play`)."""
+
+    label = "soak"
 
     def __init__(
         self, number: int, state: StackState, rooms: list[mm.Room], args: argparse.Namespace
@@ -126,7 +130,7 @@ class Pair:
             wallet=self.state.services["wallet"].grpc, matchmaking=self.state.services["matchmaking"].grpc
         )
         self.logins += 1
-        await client.login(f"soak bot {self.number}.{self.logins}")
+        await client.login(f"{self.label} bot {self.number}.{self.logins}")
         granted = (await client.balance()).available
         if seat < len(self.clients):
             await self.clients[seat].close()
@@ -158,16 +162,21 @@ class Pair:
             raise
         tally.time_to_table.append(time.monotonic() - queued)
         async with asyncio.timeout(PLAY_SECONDS):
-            outcome = await client.play(ready, BaselineBot(), self.plan())
+            outcome = await self.play(client, ready)
         tally.tables.add(outcome.table_id)
         if ready.seat == rules_pb2.SEAT_FIRST:  # each hand once, by the first seat's count
             tally.hands += outcome.hands_settled
         tally.escapes += outcome.escaped
         tally.reconnects += outcome.reconnects
+        tally.relocations += outcome.relocations
+        tally.resent_actions += outcome.resent_actions
         for rejected in outcome.rejections:
             tally.errors[
                 "rejected." + table_pb2.RejectionCode.Name(rejected.code).removeprefix("REJECTION_CODE_")
             ] += 1
+
+    async def play(self, client: DuelClient, ready: mm.TableReady) -> PlayOutcome:
+        return await client.play(ready, BaselineBot(), self.plan())
 
     async def run(self, deadline: float, tally: Tally) -> None:
         try:
@@ -260,12 +269,7 @@ def verdicts(
             )
     for kind, example in sorted(tally.examples.items()):
         print(f"soak error {kind} x{tally.errors[kind]}, first: {example}", flush=True)
-    violations = []
-    for ok, line in checks:
-        print(f"soak check {'ok  ' if ok else 'FAIL'} {line}", flush=True)
-        if not ok:
-            violations.append(line)
-    return violations
+    return report_checks("soak", checks)
 
 
 async def soak(args: argparse.Namespace) -> int:
@@ -297,17 +301,8 @@ async def soak(args: argparse.Namespace) -> int:
         violations = verdicts(
             args, (total_before, started), baseline, sample_services(state), ledger, settled, tally
         )
-    print(f"soak {'FAILED: ' + str(len(violations)) + ' violation(s)' if violations else 'OK'}", flush=True)
     return 1 if violations else 0
 
 
 def main(argv: Sequence[str]) -> int:
-    args = parse_args(argv)
-    try:
-        return eventloop.run(soak(args))
-    except BenchViolation as err:
-        print(f"soak FAILED: {err}", file=sys.stderr)
-        return 1
-    except (OSError, asyncpg.PostgresError, grpc.aio.AioRpcError) as err:  # a service or database gone
-        print(f"soak FAILED: the stack could not be reached or checked: {err!r}", file=sys.stderr)
-        return 1
+    return run_bench("soak", soak(parse_args(argv)))

@@ -9,21 +9,25 @@ import contextlib
 import ipaddress
 import os
 import shutil
+import sys
 import tempfile
 import urllib.request
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import grpc.aio
 import nats
 from prometheus_client.parser import text_string_to_metric_families
 
 from duelmahjong.cli.demo import ledger_balances
 from duelmahjong.cli.status import check_health
+from duelmahjong.platform import eventloop
 from duelmahjong.platform.db import with_database
-from duelmahjong.platform.stack import Stack, available_services
+from duelmahjong.platform.stack import Stack, StackError, available_services
 from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
 
 
@@ -45,6 +49,30 @@ LIVE_TABLES = "duel_table_live_tables_count"  # a table server's gauge of the ta
 
 class BenchViolation(Exception):
     """The run broke an invariant (or cannot check one): the bench exits 1."""
+
+
+def report_checks(label: str, checks: Sequence[tuple[bool, str]]) -> list[str]:
+    """Print each end-of-run check as ``<label> check ok|FAIL <line>``, then the verdict line; the
+    lines that failed."""
+    for ok, line in checks:
+        print(f"{label} check {'ok  ' if ok else 'FAIL'} {line}", flush=True)
+    violations = [line for ok, line in checks if not ok]
+    print(
+        f"{label} {'FAILED: ' + str(len(violations)) + ' violation(s)' if violations else 'OK'}", flush=True
+    )
+    return violations
+
+
+def run_bench(label: str, bench: Coroutine[Any, Any, int]) -> int:
+    """Run a stack bench to its exit code: 1 on a violation, or when the stack cannot be reached."""
+    try:
+        return eventloop.run(bench)
+    except BenchViolation as err:
+        print(f"{label} FAILED: {err}", file=sys.stderr)
+        return 1
+    except (OSError, StackError, asyncpg.PostgresError, grpc.aio.AioRpcError) as err:  # a service gone
+        print(f"{label} FAILED: the stack could not be reached or checked: {err!r}", file=sys.stderr)
+        return 1
 
 
 @dataclass(frozen=True)
@@ -83,18 +111,27 @@ def scrape_gauge(metrics_url: str, name: str) -> float | None:
 
 
 async def consumer_lag(nats_url: str) -> int | None:
-    """Messages pending or awaiting an ack over every durable consumer of every stream."""
+    """Messages pending or awaiting an ack over every durable consumer of every stream: the services'
+    work not done yet (ephemeral consumers are watchers, see :func:`consumer_lags`)."""
+    lags = await consumer_lags(nats_url)
+    return None if lags is None else sum(lag for lag, durable in lags.values() if durable)
+
+
+async def consumer_lags(nats_url: str) -> dict[str, tuple[int, bool]] | None:
+    """Each consumer's messages pending or awaiting an ack, and whether it is durable, by
+    ``<stream>/<consumer>``."""
     try:
         client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=0)
     except Exception:  # lag is informative: the soak goes on without it
         return None
     try:
         jsm = client.jsm()
-        lag = 0
+        lags = {}
         for stream in await jsm.streams_info():
             for consumer in await jsm.consumers_info(stream.config.name):
-                lag += (consumer.num_pending or 0) + (consumer.num_ack_pending or 0)
-        return lag
+                lag = (consumer.num_pending or 0) + (consumer.num_ack_pending or 0)
+                lags[f"{stream.config.name}/{consumer.name}"] = (lag, bool(consumer.config.durable_name))
+        return lags
     finally:
         await client.close()
 
@@ -116,20 +153,23 @@ def require_loopback(state: StackState) -> None:
 
 
 @contextlib.asynccontextmanager
-async def stack_state(state_file: Path) -> AsyncIterator[tuple[StackState, Stack | None]]:
-    """The running stack's state if all of it is SERVING, else a stack started for the soak."""
-    running = StackState.read(state_file)
+async def stack_state(
+    state_file: Path | None, *, settings: dict[str, str] | None = None, label: str = "soak"
+) -> AsyncIterator[tuple[StackState, Stack | None]]:
+    """The running stack's state if all of it is SERVING (``state_file``; None: never), else a stack
+    started for the bench with ``settings`` over the environment, stopped at the end."""
+    running = None if state_file is None else StackState.read(state_file)
     if running is not None and set(running.services) == set(SERVICE_NAMES):
         if all(check_health(e.grpc, 3.0) == "SERVING" for e in running.services.values()):
             require_loopback(running)
-            print(f"[soak] using the running stack of {state_file}", flush=True)
+            print(f"[{label}] using the running stack of {state_file}", flush=True)
             yield running, None
             return
-    data_dir = Path(tempfile.mkdtemp(prefix="duel-soak-"))
+    data_dir = Path(tempfile.mkdtemp(prefix=f"duel-{label}-"))
     environ = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}
-    stack = Stack(data_dir, available_services(SERVICE_NAMES), environ)
+    stack = Stack(data_dir, available_services(SERVICE_NAMES), {**environ, **(settings or {})})
     try:
-        print("[soak] no running stack: starting one", flush=True)
+        print(f"[{label}] {'no running stack: ' if state_file else ''}starting one", flush=True)
         yield await stack.up(), stack
     finally:
         stack.down()

@@ -124,7 +124,7 @@ class Adopter:
             if self._room() <= 0:
                 return
             owner = self.ownership.owner(table_id)
-            since = None if owner is None else self.ownership.last_renewed(owner.server_id)
+            since = None if owner is None else self.ownership.last_renewed(owner.server_id, owner.incarnation)
             if await self.ownership.take(table_id):
                 await self._take_over(table_id, "orphan", since=since)
 

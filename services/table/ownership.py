@@ -108,7 +108,9 @@ class Ownership:
         self._clock = clock
         self._kv: KeyValue | None = None
         self._servers: dict[str, _Seen] = {}
-        self._renewed_at: dict[str, float] = {}  # kept after a lease is deleted, for adoption latency
+        # By (server id, incarnation): kept after a lease is deleted or replaced by the server's next
+        # incarnation, so an adoption's latency runs from the renewal of the owner that died.
+        self._renewed_at: dict[tuple[str, str], float] = {}
         self._tables: dict[str, Owner] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._caught_up = asyncio.Event()
@@ -210,10 +212,10 @@ class Ownership:
         now = self._clock()
         return [seen.lease for seen in self._servers.values() if now - seen.at <= self.lease_seconds]
 
-    def last_renewed(self, server_id: str) -> float | None:
-        """When this server last saw ``server_id``'s lease renewed (its monotonic clock), even if the
-        lease is gone since; None if it never saw it."""
-        return self._renewed_at.get(server_id)
+    def last_renewed(self, server_id: str, incarnation: str) -> float | None:
+        """When this server last saw that incarnation of ``server_id`` renew its lease (its monotonic
+        clock), even if the lease is gone or a later incarnation holds it since; None if never seen."""
+        return self._renewed_at.get((server_id, incarnation))
 
     def current(self) -> bool:
         """Whether this server's view is up to date: it has seen its own latest renewals come back
@@ -286,8 +288,8 @@ class Ownership:
             if deleted or not value:
                 self._servers.pop(server_id, None)
             else:
-                self._servers[server_id] = _Seen(Lease(**json.loads(value)), self._clock())
-                self._renewed_at[server_id] = self._servers[server_id].at
+                seen = self._servers[server_id] = _Seen(Lease(**json.loads(value)), self._clock())
+                self._renewed_at[(server_id, seen.lease.incarnation)] = seen.at
         elif key.startswith(_TABLES):
             table_id = key.removeprefix(_TABLES)
             before = self._tables.get(table_id)

@@ -104,6 +104,22 @@ async def test_a_clean_exit_or_a_new_incarnation_orphans_the_tables_at_once(serv
     await _until(lambda: again.orphans() == ["t1", "t2"] or sorted(again.orphans()) == ["t1", "t2"])
 
 
+async def test_an_orphans_latency_runs_from_the_renewal_of_the_incarnation_that_died(
+    server: ServerFactory,
+) -> None:
+    watcher = await server("c")
+    first = await server("b", incarnation="i1")
+    await _until(lambda: watcher.last_renewed("b", "i1") is not None)
+    await first.stop(release=False)  # killed: its lease is neither renewed nor deleted
+    await asyncio.sleep(0.2)
+    died = watcher.last_renewed("b", "i1")
+    await asyncio.sleep(LEASE)
+    await server("b", incarnation="i2")  # b restarted with the same server id: its key is replaced
+    await _until(lambda: watcher.last_renewed("b", "i2") is not None)
+    assert watcher.last_renewed("b", "i1") == died  # the dead one's stays, the new one's is apart
+    assert (watcher.last_renewed("b", "i2") or 0) - (died or 0) >= LEASE
+
+
 async def test_a_fenced_append_refuses_a_writer_that_lost_the_subject(bus: Bus) -> None:
     stream = f"FENCE_{uuid.uuid4().hex[:8]}"
     await bus.declare_stream(StreamSpec(stream, (f"{stream.lower()}.>",)))
