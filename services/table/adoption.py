@@ -74,7 +74,7 @@ class Adopter:
         *,
         serving: Callable[[str], bool],
         room: Callable[[], int],
-        serve: Callable[[str, str], Awaitable[None]],
+        serve: Callable[[str, str], Awaitable[bool]],
         metrics: AdoptionMetrics | None = None,
         poll_seconds: float = POLL_SECONDS,
         give_up_seconds: float = GIVE_UP_SECONDS,
@@ -134,13 +134,15 @@ class Adopter:
 
     async def _take_over(self, table_id: str, how: str, since: float | None) -> None:
         try:
-            await self._serve(table_id, how)
+            served = await self._serve(table_id, how)
         except Exception:
             _log.exception(
                 "table taken but not served; tried again", extra={"fields": {"table_id": table_id}}
             )
             if self.metrics is not None:
                 self.metrics.failures.inc()
+            return
+        if not served:
             return
         latency = None if since is None else self._clock() - since
         _log.info(

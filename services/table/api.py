@@ -23,6 +23,7 @@ from duelmahjong.platform.errors import (
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.core import TableHost, check_open_request
 from services.table.live import LiveTable
+from services.table.ports import OpenRequest
 from services.table.seats import DEFAULT_REPLY_LIMIT, SeatSession
 
 SERVICE_NAME = table_pb2.DESCRIPTOR.services_by_name["TableService"].full_name
@@ -48,11 +49,12 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         host: TableHost,
         *,
         reply_limit: int = DEFAULT_REPLY_LIMIT,
-        claim: Callable[[str], Awaitable[None]] | None = None,
+        opener: Callable[[OpenRequest], Awaitable[None]] | None = None,
     ) -> None:
         self._host = host
         self._reply_limit = reply_limit
-        self._claim = claim  # records a new table as this server's before it is served
+        # Opens a checked table: the host's own, or one that records the table as this server's first.
+        self._open = opener
 
     # The generated base types a stream RPC as a generator of responses; this one writes with
     # context.write instead (grpc.aio's other form), which the stubs do not describe.
@@ -165,9 +167,10 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             list(request.players),
             request.negotiated,
         )
-        if self._claim is not None:
-            await self._claim(checked.table_id)
-        self._host.open(checked)
+        if self._open is not None:
+            await self._open(checked)
+        else:
+            self._host.open(checked)
         tickets = self._host.tickets
         if tickets is None:
             raise PermissionDenied("this table server cannot issue tickets")

@@ -21,16 +21,18 @@ from collections.abc import Coroutine
 from typing import Any
 
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.errors import FailedPrecondition, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2
 from services.table.adoption import Adopter, AdoptionMetrics
 from services.table.core import TableHost
 from services.table.ownership import Lease, Ownership, TableTaken
-from services.table.ports import TableEvents
+from services.table.ports import OpenRequest, TableEvents
 from services.table.rebuild import rebuild
 from services.table.wal import read_table_log
 
 _log = get_logger("table.failover")
+STARTING_SECONDS = 10.0
 HOW = {
     "orphan": events_pb2.ADOPTION_KIND_ORPHAN,
     "handed_over": events_pb2.ADOPTION_KIND_HANDED_OVER,
@@ -58,6 +60,7 @@ class Failover:
         self.metrics = metrics
         self.ownership: Ownership | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._started = asyncio.Event()
 
     async def start(self, server_id: str) -> Adopter:
         """Put this server's lease and read the owners; the adopter to run (the caller spawns it)."""
@@ -72,6 +75,7 @@ class Failover:
             on_renew_failed=None if self.metrics is None else self.metrics.lease_renew_failures.inc,
         )
         await self.ownership.start()
+        self._started.set()
         host.on_closed = self._closed
         return Adopter(
             self.ownership,
@@ -87,22 +91,41 @@ class Failover:
         if self.ownership is not None:
             await self.ownership.stop(release=release)
 
-    async def claim(self, table_id: str) -> None:
-        """Record a table this server opens as its own; refused if another server holds it."""
-        if self.ownership is None or table_id in self.host.live_tables:
-            return  # not wired to ownership (tests), or a repeated OpenTable of a table served here
+    async def open(self, request: OpenRequest) -> None:
+        """Open a table here, recorded as this server's first (a repeated OpenTable of a table served
+        here is the host's idempotent answer). Refused if the server's lease is not put within
+        STARTING_SECONDS (it starts), and if another server holds the table; a table the host then
+        refuses (full, draining) gives its record up again."""
+        table_id = request.table_id
+        if table_id in self.host.live_tables:
+            self.host.open(request)
+            return
+        self.host.check_capacity()
+        try:  # the lease is put right after the gRPC port is bound: a fresh server waits a moment
+            await asyncio.wait_for(self._started.wait(), STARTING_SECONDS)
+        except TimeoutError:
+            raise Unavailable("this table server is starting: it cannot own a table yet") from None
+        ownership = self.ownership
+        assert ownership is not None
         try:
-            await self.ownership.claim(table_id)
+            await ownership.claim(table_id)
         except TableTaken:
-            owner = self.ownership.owner(table_id)
-            if owner is None or owner.server_id != self.ownership.lease.server_id:
-                raise
+            raise FailedPrecondition(f"table {table_id} is already served by another table server") from None
+        try:
+            self.host.open(request)
+        except BaseException:
+            await ownership.release(table_id)
+            raise
 
-    async def serve(self, table_id: str, how: str) -> None:
-        """Serve a table this server now owns: rebuilt from its log, announced where it is."""
+    async def serve(self, table_id: str, how: str) -> bool:
+        """Serve a table this server now owns: rebuilt from its log, announced where it is. False
+        if there was nothing to serve."""
         log, log_end = await read_table_log(self.bus, table_id)
-        if not log:
-            raise RuntimeError(f"table {table_id} has no log to rebuild it from")
+        if not log:  # claimed, then its server died before it wrote a record: nothing to serve
+            assert self.ownership is not None
+            await self.ownership.release(table_id)
+            _log.warning("owned table with no log given up", extra={"fields": {"table_id": table_id}})
+            return False
         table = self.host.adopt(rebuild(log, now=self.host.now()), log_end)
         assert self.ownership is not None
         await self.events.table_adopted(
@@ -112,6 +135,7 @@ class Failover:
             address=self.host.address,
             incarnation=self.host.incarnation,
         )
+        return True
 
     def _taken(self, table_id: str) -> None:
         table = self.host.live_tables.get(table_id)

@@ -99,7 +99,7 @@ class TableServer:
         runtime.server.add_service(
             SERVICE_NAME,
             table_pb2_grpc.add_TableServiceServicer_to_server,
-            TableApi(host, reply_limit=config.seat_reply_limit, claim=failover.claim),
+            TableApi(host, reply_limit=config.seat_reply_limit, opener=failover.open),
         )
         runtime.on_close(lambda: failover.stop(release=True))
         runtime.spawn(self._announce(wired), name="announce")

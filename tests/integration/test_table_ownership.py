@@ -144,8 +144,9 @@ async def test_the_adopter_serves_orphans_and_tables_handed_to_it_within_its_roo
     await _until(lambda: len(b.owned()) == 0 and all(b.owner(t) for t in ("t1", "t2", "t3")))
     served: list[str] = []
 
-    async def serve(table_id: str, how: str) -> None:
+    async def serve(table_id: str, how: str) -> bool:
         served.append(table_id)
+        return True
 
     capacity = [2]
     adopter = Adopter(
@@ -178,8 +179,9 @@ async def test_an_orphan_no_server_has_room_for_is_given_up_before_matchmaking_c
     await a.stop(release=True)
     served: list[str] = []
 
-    async def serve(table_id: str, how: str) -> None:
+    async def serve(table_id: str, how: str) -> bool:
         served.append(table_id)
+        return True
 
     full = Adopter(
         b, serving=served.__contains__, room=lambda: 0, serve=serve, poll_seconds=0.05, give_up_seconds=0.5
