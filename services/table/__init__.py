@@ -19,5 +19,8 @@ Who owns what (each message family is built in one module, from engine values or
   ``ExchangeCharged``, ``GuessResolved``; ``items``: ``ItemCount``, ``ItemUsed`` (T6);
 - on NATS: ``wal`` (``TableEventAppended``, and a table's log read back), ``publishers`` (envelopes,
   ``HandEnded``, ``TableOpened``, ``TableClosed``, the events above), ``settlements`` (the wallet's
-  ``SettlementApplied``), ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics.
+  ``SettlementApplied``), ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics;
+- keeping tables past their server: ``ownership`` (leases and owner records in a JetStream key-value
+  bucket), ``adoption`` (the loop that serves orphans and hand-offs), ``failover`` (claims on open,
+  adoption from the log, letting a taken table go, drain as hand-off).
 """
