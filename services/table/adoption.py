@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import nats.errors
 from prometheus_client import Counter, Gauge, Histogram
 
 from duelmahjong.platform.logging import get_logger
@@ -94,7 +95,11 @@ class Adopter:
         while True:
             try:
                 await self.poll()
-            except Exception:  # NATS away, a bad record: the next poll tries again
+            except (nats.errors.Error, TimeoutError, OSError) as err:  # NATS away or electing
+                _log.warning(
+                    "adoption poll failed; the next one tries again", extra={"fields": {"error": repr(err)}}
+                )
+            except Exception:  # a bad record: the next poll tries again
                 _log.exception("adoption poll failed")
             await asyncio.sleep(self.poll_seconds)
 

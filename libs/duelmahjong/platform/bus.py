@@ -48,9 +48,10 @@ _WRONG_LAST_SEQUENCE = 10071  # JetStream: "wrong last sequence" (an expected-la
 # service is connected to, or the one leading a stream, only delays a publish.
 PUBLISH_WITHIN_SECONDS = 20.0
 _RETRY_FIRST_SECONDS, _RETRY_MOST_SECONDS = 0.05, 1.0  # between attempts: doubling, at most the latter
-# Errors after which the same message may be sent again: the stream did not store it, or will drop the
-# second copy as a duplicate of its message id.
-_TRANSIENT_PUBLISH_ERRORS = (
+# NATS away for a moment (a reconnect, a stream electing its leader): the same message may be sent
+# again (the stream did not store it, or drops the second copy as a duplicate of its message id), and
+# a handler that met one is retried by redelivery, not a defect.
+_TRANSIENT_ERRORS = (
     nats.errors.TimeoutError,
     nats.errors.NoRespondersError,
     nats.errors.ConnectionClosedError,
@@ -273,7 +274,7 @@ class Bus:
             try:
                 ack = await self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers))
                 break
-            except _TRANSIENT_PUBLISH_ERRORS as err:
+            except _TRANSIENT_ERRORS as err:
                 if self.client.is_closed or loop.time() + pause > deadline:
                     raise
                 _log.warning(
@@ -368,11 +369,15 @@ class Bus:
     async def _handle(self, spec: ConsumerSpec, handler: Handler, message: Msg) -> None:
         try:
             await handler(message)
-        except Exception:
-            _log.exception(
-                "event handler failed; will be redelivered",
-                extra={"fields": {"subject": message.subject, "durable": spec.durable}},
-            )
+        except Exception as err:
+            fields = {"subject": message.subject, "durable": spec.durable}
+            if isinstance(err, (*_TRANSIENT_ERRORS, TimeoutError)):  # NATS reconnecting, a stream electing
+                _log.warning(
+                    "event handler met NATS away; will be redelivered",
+                    extra={"fields": {**fields, "error": repr(err)}},
+                )
+            else:
+                _log.exception("event handler failed; will be redelivered", extra={"fields": fields})
             await message.nak(delay=spec.nak_delay_seconds)
             self._count(spec, "nak")
             return
