@@ -44,9 +44,10 @@ import grpc.aio
 
 from bench.common import MIN_RUNS, Figure, cpu_seconds
 from duelmahjong.platform import auth, eventloop
-from duelmahjong.platform.bus import Bus, StreamSpec
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.streams import StreamSpec
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
 
 TABLES = 64

@@ -22,7 +22,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.v1 import events_pb2
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServer

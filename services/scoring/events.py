@@ -21,10 +21,11 @@ from nats.aio.msg import Msg
 from nats.js import api
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.v1 import events_pb2
 from services.scoring import codec
 from services.scoring.core import ScoredHand, ScoringCore

@@ -34,11 +34,12 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import Bus, ConsumerSpec
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.db import database_unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import Children, ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
+from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.wallet import codec

@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.bus import StreamSpec
+from duelmahjong.platform.streams import StreamSpec
 from duelmahjong.v1 import events_pb2
 from services.wallet import codec
 from services.wallet.commands import (

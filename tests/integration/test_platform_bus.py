@@ -10,9 +10,10 @@ import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
 
-from duelmahjong.platform.bus import Bus, ConsumerSpec, StreamSpec
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
 from duelmahjong.v1 import events_pb2
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from nats.js import api
 
-from duelmahjong.platform.bus import Bus, ConsumerSpec, StreamSpec
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.pull import REQUESTS, PullFeed
+from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 

@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 import pytest_asyncio
 
-from duelmahjong.platform.bus import Bus, SequenceConflict, StreamSpec
+from duelmahjong.platform.bus import Bus, SequenceConflict
+from duelmahjong.platform.streams import StreamSpec
 from services.table.adoption import Adopter
 from services.table.ownership import Lease, Ownership, TableTaken
 

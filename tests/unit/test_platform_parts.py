@@ -20,11 +20,11 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from duelmahjong.platform import auth, errors, subjects, validation
-from duelmahjong.platform.bus import ConsumerSpec, StoragePolicy
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.service import storage_policy
 from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
+from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2
 

@@ -1,7 +1,8 @@
 """NATS JetStream for services: streams and durable consumers declared in code, de-duplicated publish.
 
 Subjects read ``duel.<area>.<event>`` (``duel.table.hand_ended``). A service declares what it needs at
-start — declaring is idempotent, so every replica does it — then publishes and consumes::
+start — declaring is idempotent, so every replica does it; the declarations are in
+:mod:`duelmahjong.platform.streams` — then publishes and consumes::
 
     bus = await Bus.connect(config.nats_url, name="scoring", metrics=metrics)
     await bus.declare_stream(StreamSpec("DUEL_TABLE", ("duel.table.>",)))
@@ -22,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 
 import nats.errors
 import nats.js.errors
@@ -35,6 +35,7 @@ from nats.js import JetStreamContext, api
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
+from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy, StreamSpec
 
 MSG_ID_HEADER = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQUENCE_HEADER = "Nats-Expected-Last-Subject-Sequence"
@@ -62,63 +63,6 @@ _TRANSIENT_ERRORS = (
 _log = get_logger("bus")
 
 Handler = Callable[[Msg], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class StreamSpec:
-    """A stream: its name, the subjects it captures, how long publishes are de-duplicated and how long
-    messages are kept (0 = until deleted)."""
-
-    name: str
-    subjects: tuple[str, ...]
-    duplicate_window_seconds: float = 120.0
-    max_age_seconds: float = 0.0
-
-    def config(self, policy: StoragePolicy) -> api.StreamConfig:
-        max_age = policy.max_age_seconds.get(self.name, self.max_age_seconds)
-        return api.StreamConfig(
-            name=self.name,
-            subjects=list(self.subjects),
-            storage=api.StorageType.FILE,
-            retention=api.RetentionPolicy.LIMITS,
-            duplicate_window=self.duplicate_window_seconds,
-            max_age=max_age or None,
-            num_replicas=policy.replicas,
-        )
-
-
-@dataclass(frozen=True)
-class StoragePolicy:
-    """How a deployment stores its streams: ``replicas`` copies of every stream and durable consumer
-    (1 on a single server; 3 on a three-node cluster, so the loss of one node loses nothing and
-    JetStream keeps a quorum), and per-stream retentions that override the declared ones."""
-
-    replicas: int = 1
-    max_age_seconds: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class ConsumerSpec:
-    """A durable pull consumer: shared by every replica that binds the same ``durable`` name."""
-
-    stream: str
-    durable: str
-    filter_subject: str
-    ack_wait_seconds: float = 30.0
-    max_deliver: int = 10
-    nak_delay_seconds: float = 1.0
-
-    def config(self, policy: StoragePolicy) -> api.ConsumerConfig:
-        return api.ConsumerConfig(
-            durable_name=self.durable,
-            name=self.durable,
-            filter_subject=self.filter_subject,
-            ack_policy=api.AckPolicy.EXPLICIT,
-            deliver_policy=api.DeliverPolicy.ALL,
-            ack_wait=self.ack_wait_seconds,
-            max_deliver=self.max_deliver,
-            num_replicas=policy.replicas,
-        )
 
 
 class SequenceConflict(Exception):

@@ -38,12 +38,13 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 
 from duelmahjong.platform import eventloop, subjects
-from duelmahjong.platform.bus import Bus, StoragePolicy
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.config import ConfigError, ServiceConfig
 from duelmahjong.platform.db import apply_migrations, create_pool, register_pool_metrics
 from duelmahjong.platform.grpc_server import ServiceServer
 from duelmahjong.platform.logging import configure_logging, get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.streams import StoragePolicy
 from duelmahjong.platform.tasks import cancel_and_wait
 
 _log = get_logger("service")

@@ -19,7 +19,7 @@ contract's transport half: the message is in ``events.proto``, the address is he
 from __future__ import annotations
 
 from duelmahjong.platform import ids
-from duelmahjong.platform.bus import StreamSpec
+from duelmahjong.platform.streams import StreamSpec
 
 # table → scoring, wallet, matchmaking
 HAND_ENDED = "duel.table.hand_ended"
