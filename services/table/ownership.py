@@ -114,7 +114,6 @@ class Ownership:
         self._tables: dict[str, Owner] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._caught_up = asyncio.Event()
-        self.renew_failures = 0
 
     @property
     def kv(self) -> KeyValue:
@@ -261,7 +260,6 @@ class Ownership:
             try:
                 await self._renew()
             except (nats.errors.Error, TimeoutError, OSError) as err:
-                self.renew_failures += 1
                 if self._on_renew_failed is not None:
                     self._on_renew_failed()
                 _log.warning("lease not renewed", extra={"fields": {"error": repr(err)}})

@@ -64,6 +64,4 @@ async def test_a_table_server_exports_its_failover_metrics_and_counts_failed_ren
         raise nats.errors.TimeoutError
 
     ownership.kv.put = unreachable  # type: ignore[method-assign]
-    await _until(lambda: ownership.renew_failures >= 2)
-    page = await asyncio.to_thread(_scrape, runtime.metrics_port)
-    assert _sample(page, "duel_table_lease_renew_failures_total") >= 2
+    await _until(lambda: _sample(_scrape(runtime.metrics_port), "duel_table_lease_renew_failures_total") >= 2)
