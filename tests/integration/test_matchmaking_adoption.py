@@ -33,7 +33,14 @@ GRACE = 2.0
 
 async def _table_server(start_service: Any, env: dict[str, str], server_id: str) -> TableServer:
     server = TableServer()
-    settings = {**env, "ANNOUNCE_SECONDS": "0.2", "JOIN_SECONDS": "120", "SERVER_ID": server_id}
+    # DRAIN_SECONDS: its tables at teardown wait for seats that never come; the stop stays bounded.
+    settings = {
+        **env,
+        "ANNOUNCE_SECONDS": "0.2",
+        "JOIN_SECONDS": "120",
+        "SERVER_ID": server_id,
+        "DRAIN_SECONDS": "2",
+    }
     await start_service(server.spec, TableConfig.from_env(settings))
     return server
 
