@@ -31,9 +31,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.rules.tables import get_tables
+
+# Property tests check results, not speed: on two loaded cores one example can overrun hypothesis's
+# default 200 ms deadline, and such a failure says nothing about the code. Timed behaviour has
+# its own tests and benches.
+settings.register_profile("duelmahjong", deadline=None)
+settings.load_profile("duelmahjong")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
