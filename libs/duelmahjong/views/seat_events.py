@@ -157,6 +157,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         started.multipliers.progressive = seen["progressive"]
         started.multipliers.fan_rate = facts.fan_rate
         started.revealed_bonus_tiles = notation(tuple(seen.get("bonus", ())))
+        started.wall_commitment = bytes.fromhex(seen.get("commitment", ""))
         task = hand_task(seen.get("task"))
         if task is not None:
             started.task.CopyFrom(task)
