@@ -54,7 +54,10 @@ def build_replay(
     server = log.server
     if "seed" not in server:
         raise ReplayError(f"hand {hand_id!r}: its hand_started carries no seed")
-    salt = bytes.fromhex(str(server.get("salt", "")))
+    try:
+        salt = bytes.fromhex(str(server.get("salt", "")))
+    except ValueError:
+        raise ReplayError(f"hand {hand_id!r}: its hand_started carries a salt that is not hex") from None
     counts = counts_at_deal(server)
     _played(
         player,
