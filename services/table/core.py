@@ -13,9 +13,9 @@ import secrets
 import uuid
 from collections.abc import Callable
 
+from duelmahjong.engine import fairness
 from duelmahjong.platform import ids
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
-from duelmahjong.replay import fairness
 from duelmahjong.v1 import rules_pb2
 from services.table.live import LiveTable
 from services.table.live_state import LiveState

@@ -8,9 +8,9 @@ import hashlib
 
 import pytest
 
+from duelmahjong.engine import fairness
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
-from duelmahjong.replay import fairness
 from tests.unit.table_logs import played
 
 

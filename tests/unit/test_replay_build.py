@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from duelmahjong.engine import fairness
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
-from duelmahjong.replay import fairness
 from duelmahjong.replay.build import ReplayError, build_replay
 from duelmahjong.rules.tiles import parse_tiles, tile_name, tiles_of
 from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, server_state_pb2

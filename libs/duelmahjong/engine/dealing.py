@@ -10,12 +10,12 @@ from typing import Any
 from duelmahjong.engine.draws import draw_replacement
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.fairness import commitment
 from duelmahjong.engine.qiankun import arrange as qiankun_arrange
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.sink import Sink
 from duelmahjong.engine.state import FROM_FLOWER
 from duelmahjong.engine.wall import HandTiles, derived_random, shuffle_hand
-from duelmahjong.replay.fairness import commitment
 from duelmahjong.rules.profiles import get_profile
 
 

@@ -131,7 +131,7 @@ class Table:
         """Deal the next hand of the pairing from ``seed`` (the service draws it from the OS).
 
         With a ``salt`` (drawn with the seed), ``hand_started`` shows both seats the commitment to the
-        seed (:func:`duelmahjong.replay.fairness.commitment`) and keeps the salt in its server part.
+        seed (:func:`duelmahjong.engine.fairness.commitment`) and keeps the salt in its server part.
 
         ``items`` are each seat's item counts from the wallet (T6); ``qiankun`` the seats using
         乾坤大挪移 for this hand. ``stacked`` replaces the shuffled tiles with given ones (scripted tests

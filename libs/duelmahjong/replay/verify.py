@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from google.protobuf import text_format
 from google.protobuf.message import Message
 
+from duelmahjong.engine import fairness
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
 from duelmahjong.platform.errors import DomainError
-from duelmahjong.replay import fairness
 from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.replay.stepping import HandPlayer, hand_facts, table_before_hand
 from duelmahjong.replay.tables import deal_items, revealed_deal

@@ -1,4 +1,5 @@
-"""The commitment to a hand's randomness (docs/protocol.md "Provably fair walls").
+"""The commitment to a hand's randomness, made by the engine when it deals (docs/protocol.md
+"Provably fair walls").
 
 Before the first tile is dealt both seats receive ``commitment(seed, salt)`` (``HandStarted.
 wall_commitment``); the replay reveals seed and salt, and anyone recomputes the hash. The salt, drawn
