@@ -60,7 +60,7 @@ class TableAllocation(MatchmakerState):
         # server may have restarted since (then the new process opened it, and that one is not lost).
         pairing.incarnation = opened.incarnation or server.incarnation
         pairing.address = opened.address
-        pairing.opened_at = self._clock()
+        pairing.opened_at = pairing.first_opened_at = self._clock()
         self._by_table[pairing.table_id] = pairing
         self.counts["table_opened", pairing.room.room_id] += 1
         for seat, entry in enumerate(pairing.seats):
@@ -127,6 +127,19 @@ class TableAllocation(MatchmakerState):
                 f"you are not a player at table {table_id}: only its two players may locate it"
             )
         return location
+
+    def live_tables(self, room_id: str) -> list[Pairing]:
+        """The open public tables of a watchable room, newest first (ListLiveTables); none for a room
+        that is not watchable. NotFound for an unknown room."""
+        room = self.room(room_id)
+        if not room.watchable:
+            return []
+        tables = [
+            pairing
+            for pairing in self._by_table.values()
+            if pairing.room.room_id == room_id and pairing.state == PLAYING and not pairing.private_table
+        ]
+        return sorted(tables, key=lambda pairing: pairing.first_opened_at, reverse=True)
 
     # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
     # pairings would stay PLAYING and their holds held until matchmaking restarts. Closing is the last
