@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2, tiles_pb2
 from services.scoring import codec as scoring_codec
 from services.scoring.replay import verify_hand
 from services.table import codec, views, wal
@@ -35,6 +35,7 @@ from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, OpenRequest
 from services.table.rebuild import rebuild
 from services.table.seats import SeatSession
+from services.table.spectators import SpectatorFeed
 
 DECISION_SECONDS = 10.0
 BANK_SECONDS = 20.0
@@ -363,3 +364,63 @@ def test_a_table_adopted_from_any_part_of_its_log_resumes_both_seats_and_plays_o
     assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
     assert match.log.messages[:count] == prefix
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED  # numbered on, no gap
+
+
+# --- spectators (services/table/spectators.py): derived from the log, shown nothing a seat hides -------
+def _spectated(state: LiveState) -> tuple[SpectatorFeed, list[play_pb2.SeatEvent]]:
+    """Every event a spectator is sent of the table, once all are of age."""
+    feed = SpectatorFeed(state, delay_ns=0)
+    feed.advance()
+    assert feed.aged == len(state.log.events)
+    return feed, [feed.copy(index) for index in range(feed.aged)]
+
+
+def _hides_nothing(event: play_pb2.SeatEvent) -> None:
+    """No field of a seat's secret tiles or choices is set in a spectator's copy."""
+    which = event.WhichOneof("kind")
+    assert which is not None
+    secret = {
+        "tiles_dealt": ("tiles",),
+        "tile_drawn": ("tile",),
+        "tiles_exchanged": ("given", "received"),
+        "offer_made": ("offer",),
+        "offer_resolved": ("offer_id", "given", "received"),
+        "item_applied": ("given", "received"),
+        "doubling_chosen": ("start_doubled",),
+    }.get(which, ())
+    part = getattr(event, which)
+    for name in secret:
+        assert not part.HasField(name) if name == "offer" else not getattr(part, name), (which, name)
+    if which == "meld_made" and part.meld.kind == tiles_pb2.MELD_KIND_CONCEALED_KONG:
+        assert not part.meld.tiles  # which kong it is stays the konger's
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profile=st.sampled_from(["duel", "erren"]), seed=st.integers(0, 2**32), hands=st.integers(1, 3))
+def test_a_spectator_sees_what_neither_seat_hides_and_the_same_from_the_log_alone(
+    profile: str, seed: int, hands: int
+) -> None:
+    match = Match(profile, seed)
+    asyncio.run(match.play(hands))
+    live = match.table.state
+    feed, seen = _spectated(live)
+    _, rebuilt = _spectated(rebuild(match.log.messages))
+    assert [e.SerializeToString() for e in rebuilt] == [e.SerializeToString() for e in seen]
+    facts = live.facts()
+    in_hand = False
+    for shown, event in zip(live.log.events, seen, strict=True):
+        assert event.sequence == shown.sequence
+        _hides_nothing(event)
+        if shown.event is None:
+            assert event == shown.made  # the table's own: what both seats were shown
+            continue
+        copies = [Broadcast.response(shown, seat, facts).event for seat in (0, 1)]
+        if shown.event.seat in (0, 1):  # about a seat: what its opponent was shown
+            assert event == copies[1 - shown.event.seat], shown.event.kind
+        else:
+            assert event == copies[0] == copies[1], shown.event.kind
+        in_hand = (in_hand or event.HasField("hand_started")) and not event.HasField("hand_revealed")
+        state = feed.public_state(shown.sequence)
+        assert state.sequence == shown.sequence
+        for seat in state.seats:  # the hands are shown face up only once the hand is over
+            assert not (in_hand and seat.revealed_concealed), shown.event.kind
