@@ -6,8 +6,11 @@ happened, nothing a seat hides, the end; and the refusals of both RPCs."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -116,11 +119,24 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
             await spectator.live_tables("erren-nowhere")
         assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
 
+        duel = Path(sys.executable).parent / "duel"
+        command = [str(duel), "watch", "erren-watched", "--wallet", wallet.server.address]
+        command += ["--matchmaking", matchmaking.server.address]
+        cli = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got: list[tuple[float, table_pb2.WatchResponse]] = []
         async with asyncio.timeout(120):
             async for response in spectator.watch(table):
                 got.append((time.time(), response))
         await asyncio.gather(*plays)
+        printed, errors = await asyncio.wait_for(cli.communicate(), 60)
+        assert cli.returncode == 0, errors.decode()
+        lines = printed.decode().splitlines()
+        assert (
+            lines[0].startswith(f"watching table {table.table_id} in erren-watched")
+            and "2 s behind" in lines[0]
+        )
+        assert lines[1].startswith("── the table as of the delay:")
+        assert any(" discards " in line for line in lines) and lines[-1].startswith("── table closed:")
 
         first = got[0][1]
         assert first.HasField("state") and first.delay_seconds == DELAY

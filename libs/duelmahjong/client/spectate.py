@@ -10,8 +10,9 @@ The stream lags play by the room's spectate delay and shows only what no seat hi
 (docs/protocol.md "Spectating"). When the table's server stops serving it (``UNAVAILABLE``: it
 moved; ``NOT_FOUND``: not, or no longer, there) or cuts a watcher that fell behind
 (``RESOURCE_EXHAUSTED``), :func:`watch_table` asks ``ListLiveTables`` where the table is now and
-watches on there with the last sequence it saw, so nothing is missed and nothing comes twice. It ends
-after ``table_ended``, or when the table is no longer listed (it closed).
+watches on there with the last sequence it saw, so nothing is missed and nothing comes twice; a stream
+that ends before ``table_ended`` (its server stopped) is followed the same way. It ends after
+``table_ended``, or when the table is no longer listed (it closed).
 """
 
 from __future__ import annotations
@@ -60,17 +61,18 @@ async def watch_table(
                 yield response
                 if response.HasField("event") and response.event.HasField("table_ended"):
                     return
-            return  # ended without table_ended: the table had ended before this watch began
+            # Ended without table_ended: its server stopped (a server sends the end before it ends).
+            code, details = grpc.StatusCode.UNAVAILABLE, "the stream ended before the table's end"
         except grpc.aio.AioRpcError as err:
             if err.code() not in _FOLLOWED:
                 raise
-            lost = err
+            code, details = err.code(), err.details() or ""
         finally:
             await channel.close()
         broke_at = broke_at or time.monotonic()
         if time.monotonic() > broke_at + follow_seconds:
-            raise TableGone(f"table {table.table_id} could not be watched again: {lost.details()}")
-        if lost.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            raise TableGone(f"table {table.table_id} could not be watched again: {details}")
+        if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
             continue  # cut off for falling behind: resume where it is
         found = await _where(table, address, list_tables)
         if found is None:
