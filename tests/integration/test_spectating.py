@@ -20,7 +20,7 @@ import pytest
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
-from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, tiles_pb2
+from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
 from services.table.config import TableConfig
 from services.table.core import check_open_request
 from services.table.main import TableServer
@@ -40,26 +40,6 @@ WATCHED = {
 QUIET = {"room_id": "erren-quiet", "profile": "erren", "fan_rate": 1, "fee": 1, "carry_min": 100}
 
 
-def hidden_parts(event: Any) -> list[str]:
-    """The fields of a spectator's event that would show what a seat hides (none may be set)."""
-    which = event.WhichOneof("kind")
-    part = getattr(event, which)
-    secret = {
-        "tiles_dealt": ("tiles",),
-        "tile_drawn": ("tile",),
-        "tiles_exchanged": ("given", "received"),
-        "offer_resolved": ("offer_id", "given", "received"),
-        "item_applied": ("given", "received"),
-        "doubling_chosen": ("start_doubled",),
-    }.get(which, ())
-    found = [f"{which}.{name}" for name in secret if getattr(part, name)]
-    if which == "offer_made" and part.HasField("offer"):
-        found.append("offer_made.offer")
-    if which == "meld_made" and part.meld.kind == tiles_pb2.MELD_KIND_CONCEALED_KONG and part.meld.tiles:
-        found.append("meld_made.meld.tiles")
-    return found
-
-
 async def _refused(call: Any) -> grpc.aio.AioRpcError:
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         async for _ in call:
@@ -72,6 +52,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
     service_env: dict[str, str],
     start_matchmaking: Callable[..., Any],
     unique_name: Callable[[str], str],
+    seat_secrets: Callable[[Any], list[str]],
 ) -> None:
     wallet, matchmaking = await start_matchmaking([WATCHED, QUIET])
     table_server = TableServer()
@@ -150,7 +131,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
         assert {"hand_started", "tiles_dealt", "tile_drawn", "tile_discarded", "hand_revealed"} <= kinds
         lags = [at - e.occurred_at.ToNanoseconds() / 1e9 for at, e in events]
         assert min(lags) >= DELAY, min(lags)
-        assert [hidden for _, e in events for hidden in hidden_parts(e)] == []
+        assert [hidden for _, e in events for hidden in seat_secrets(e)] == []
         dealt = [e.tiles_dealt for _, e in events if e.HasField("tiles_dealt")]
         assert dealt and all(d.count >= 13 and not d.tiles for d in dealt)
         print(

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import grpc
-
+from duelmahjong.cli.client_args import add_client_arguments, run_client
 from duelmahjong.client.narrate import Narrator, seat_index
 from duelmahjong.client.session import DuelClient
 from duelmahjong.client.spectate import TableGone
-from duelmahjong.platform import eventloop
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, table_pb2
 
@@ -30,28 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "target", nargs="?", default="", help="a room id or a table id (default: the newest watchable table)"
     )
     parser.add_argument("--name", default="spectator", help="display name to log in with (default spectator)")
-    parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
-    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
-    parser.add_argument(
-        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
-    )
+    add_client_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    addresses = service_addresses(
-        args.state_file, overrides={"wallet": args.wallet, "matchmaking": args.matchmaking}
-    )
-    if not addresses["wallet"] or not addresses["matchmaking"]:
-        print("no wallet/matchmaking address: start a stack with `make run` or give --wallet/--matchmaking")
-        return 2
-    try:
-        return eventloop.run(_watch(args, str(addresses["wallet"]), str(addresses["matchmaking"])))
-    except TableGone as err:
-        print(f"the table could not be followed: {err}", file=sys.stderr)
-        return 1
-    except grpc.RpcError as err:
-        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
-        return 1
+    return run_client(args, _watch, {TableGone: "the table could not be followed"})
 
 
 async def _find(client: DuelClient, target: str) -> mm.LiveTableSummary | None:
