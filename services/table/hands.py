@@ -18,7 +18,8 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
-from services.table import items, records, results, seat_events
+from duelmahjong.views import items, seat_events
+from services.table import records, results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner

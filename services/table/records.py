@@ -20,7 +20,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.tiles import tile_name
 from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2
-from services.table import codec
+from duelmahjong.views import codec
 from services.table.ports import OpenRequest
 
 Record = server_state_pb2.TableLogRecord

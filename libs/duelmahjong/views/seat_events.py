@@ -17,9 +17,9 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import DISCARD_DRAWN, TableState
 from duelmahjong.rules.tiles import Tile, format_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
-from services.table import codec, items
-from services.table.codec import timestamp
-from services.table.views import OUTCOMES, TableFacts, hand_task, meld, notation
+from duelmahjong.views import codec, items
+from duelmahjong.views.codec import timestamp
+from duelmahjong.views.seat_views import OUTCOMES, TableFacts, hand_task, meld, notation
 
 DRAW_SOURCES = {
     "wall": play_pb2.DRAW_SOURCE_WALL,
