@@ -6,10 +6,9 @@ Everything a spectator is sent is derived from what the table keeps and a rebuil
 each was first shown) and the engine's events. So a table adopted by another server is watchable
 there exactly as on the server that opened it, under the same sequences and the same delays.
 
-- A spectator's copy of an engine event is the engine's ``for_seat`` of no seat: the public part only
-  (no concealed or drawn tile, no offer's tiles, no 开始加倍 choice before its reveal; the hands shown
-  at a hand's end are public then). The table's own events (settlement, connections, the end) are the
-  same for everyone.
+- A spectator's copy of an engine event is built by :mod:`duelmahjong.views.spectator` (the public
+  part only: what the event's opponent was shown). The table's own events (settlement, connections,
+  the end) are the same for everyone.
 - The table never waits for a spectator. It rings its ``news`` bell when it has shown more (one
   future, whoever listens); one :class:`SpectatorFeed` per watched table listens, keeps the table's
   delayed frontier (how many events are of age) and wakes its watchers when it moves. Each watcher
@@ -39,15 +38,15 @@ from duelmahjong.platform.errors import (
     Unavailable,
 )
 from duelmahjong.v1 import play_pb2, table_pb2
-from services.table import codec, seat_events, views
+from duelmahjong.views import codec
+from duelmahjong.views.seat_views import TableFacts
+from duelmahjong.views.spectator import spectator_event as engine_event_seen
+from duelmahjong.views.spectator import spectator_table
 from services.table.live_state import Bell, LiveState, Shown
-from services.table.views import TableFacts
 
 DEFAULT_DELAY_SECONDS = 30  # RoomRules.spectate_delay_seconds = 0
 DEFAULT_WATCHERS_PER_TABLE = 100
 DEFAULT_MAX_LAG_SECONDS = 10.0
-# No seat: the engine's for_seat gives the public part of an event only (-1 is "about no seat").
-SPECTATOR = -2
 WallClock = Callable[[], int]  # nanoseconds since the epoch, as the events' occurred_at
 Write = Callable[[table_pb2.WatchResponse], Awaitable[None]]
 
@@ -61,7 +60,7 @@ def spectator_event(shown: Shown, facts: TableFacts) -> play_pb2.SeatEvent:
     if shown.made is not None:  # the table's own: the same message for everyone
         return shown.made
     assert shown.event is not None
-    return seat_events.seat_event(shown.event, SPECTATOR, shown.sequence, facts, shown.note, shown.at)
+    return engine_event_seen(shown.event, shown.sequence, facts, shown.note, shown.at)
 
 
 def occurred_ns(shown: Shown) -> int:
@@ -205,7 +204,7 @@ class SpectatorFeed:
         last = next((s.event for s in reversed(shown) if s.event is not None), None)
         engine = self._replica.at(last)
         facts = _facts(self.state, shown[-1].sequence if shown else 0, engine.state.hand_number, shown)
-        return views.seat_view(engine, SPECTATOR, facts, None).table
+        return spectator_table(engine, facts)
 
     def start_at(self, last_seen: int) -> _Start:
         """Where a watcher that saw up to ``last_seen`` (0: nothing) begins: the delayed table first,
