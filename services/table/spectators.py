@@ -28,6 +28,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from prometheus_client import Counter, Gauge
+
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
 from duelmahjong.platform.errors import (
@@ -37,6 +39,7 @@ from duelmahjong.platform.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import play_pb2, table_pb2
 from duelmahjong.views import codec
 from duelmahjong.views.seat_views import TableFacts
@@ -106,7 +109,8 @@ class _Replica:
         if last is None or last.kind == "table_opened":
             target = 1  # a rebuilt table's logged table_opened is a copy of its engine's first event
         else:
-            target = next((i + 1 for i in range(len(events) - 1, -1, -1) if events[i] is last), len(events))
+            found = (i + 1 for i in range(len(events) - 1, -1, -1) if events[i] is last)
+            target = next(found, self._folded or 1)  # never beyond what is of age
         if target < self._folded:
             self._table, self._folded = Table(), 0
         for event in events[self._folded : target]:
@@ -229,6 +233,25 @@ class SpectatorFeed:
             await self._moved.wait()
 
 
+@dataclass
+class SpectatorMetrics:
+    """``duel_table_spectators_count`` and ``duel_table_spectators_cut_off_total``."""
+
+    watching: Gauge
+    cut_off: Counter
+
+    @classmethod
+    def create(cls, metrics: ServiceMetrics) -> SpectatorMetrics:
+        return cls(
+            watching=metrics.gauge("spectators", "count", "spectator streams (Watch) open now"),
+            cut_off=metrics.counter(
+                "spectators_cut_off",
+                "total",
+                "spectator streams closed for lagging past WATCH_MAX_LAG_SECONDS",
+            ),
+        )
+
+
 class Spectators:
     """The feeds of this server's watched tables, and the limits every watcher is held to."""
 
@@ -238,9 +261,11 @@ class Spectators:
         per_table: int = DEFAULT_WATCHERS_PER_TABLE,
         max_lag: float = DEFAULT_MAX_LAG_SECONDS,
         wall_ns: WallClock = time.time_ns,
+        metrics: SpectatorMetrics | None = None,
     ) -> None:
         self.per_table = per_table
         self.max_lag = max_lag
+        self.metrics = metrics
         self._wall_ns = wall_ns
         self._feeds: dict[str, SpectatorFeed] = {}
 
@@ -254,19 +279,17 @@ class Spectators:
         feed = self._feeds.get(table_id)
         if feed is not None and live is not None and feed.state is not live:
             feed = None  # served here again (adopted back): the departed copy's feed ends by itself
-        if feed is None:
-            if live is None:
-                raise NotFound(
-                    f"no table {table_id} to watch on this server (closed, or served elsewhere: "
-                    "MatchmakingService.ListLiveTables says where)"
-                )
-            feed = self._start(live, serving=True)
-        rules = feed.state.request.rules
-        if not rules.watchable:
-            raise PermissionDenied(
-                f"table {table_id} is in room {feed.state.request.room_id}, which is not watchable"
+        state = feed.state if feed is not None else live
+        if state is None:
+            raise NotFound(
+                f"no table {table_id} to watch on this server (closed, or served elsewhere: "
+                "MatchmakingService.ListLiveTables says where)"
             )
-        return feed
+        if not state.request.rules.watchable:
+            raise PermissionDenied(
+                f"table {table_id} is in room {state.request.room_id}, which is not watchable"
+            )
+        return feed if feed is not None else self._start(state, serving=True)
 
     def departed(self, state: LiveState) -> None:
         """The table is no longer served here (closed, or moved): its feed ends once the events it has
@@ -300,10 +323,18 @@ class Spectators:
                 f"table {feed.state.table_id} has {self.per_table} spectators, the most it takes; try later"
             )
         feed.watchers += 1
+        if self.metrics is not None:
+            self.metrics.watching.inc()
         try:
             await self._stream(feed, last_seen, write)
+        except ResourceExhausted:
+            if self.metrics is not None:
+                self.metrics.cut_off.inc()
+            raise
         finally:
             feed.watchers -= 1
+            if self.metrics is not None:
+                self.metrics.watching.dec()
 
     async def _stream(self, feed: SpectatorFeed, last_seen: int, write: Write) -> None:
         start = feed.start_at(last_seen)

@@ -87,8 +87,9 @@ async def test_a_spectator_watches_a_table_delayed_across_its_hand_over_and_sees
 
         handing_over = asyncio.create_task(hand_over())
         got: list[tuple[float, table_pb2.WatchResponse]] = []
+        moves: list[str] = []
         async with asyncio.timeout(240):
-            async for response in spectator.watch(table):
+            async for response in spectator.watch(table, on_move=moves.append):
                 got.append((time.time(), response))
         await handing_over
         outcomes = await asyncio.wait_for(asyncio.gather(*plays), 120)
@@ -101,6 +102,8 @@ async def test_a_spectator_watches_a_table_delayed_across_its_hand_over_and_sees
         else:
             pytest.fail("the closed table is still listed")
 
+        other = next(s.grpc for name, s in services.items() if name.startswith("table") and s is not host)
+        assert moves == [other]  # the spectator followed the table to the server it was handed to
         states = [r.state for _, r in got if r.HasField("state")]
         assert len(states) == 1 and got[0][1].HasField("state")  # the resume kept to its hand
         events = [(at, r.event) for at, r in got if r.HasField("event")]

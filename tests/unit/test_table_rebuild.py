@@ -406,3 +406,14 @@ def test_a_spectator_sees_what_neither_seat_hides_and_the_same_from_the_log_alon
         assert state.sequence == shown.sequence
         for seat in state.seats:  # the hands are shown face up only once the hand is over
             assert not (in_hand and seat.revealed_concealed), shown.event.kind
+    # A resume within the hand the delayed moment is in gets the events it missed; one from an earlier
+    # hand the delayed table (then the events after it).
+    starts = [s.sequence for s in live.log.events if s.event is not None and s.event.kind == "hand_started"]
+    last_start = starts[-1] if starts else 0
+    for last_seen in {1, last_start - 1, last_start, len(seen)} - {0, -1}:
+        start = feed.start_at(last_seen)
+        if last_seen < last_start:
+            assert start.state is not None and start.index == len(seen)
+            assert start.state.state.sequence == len(seen)
+        else:
+            assert start.state is None and start.index == last_seen

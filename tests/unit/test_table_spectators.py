@@ -19,10 +19,11 @@ from duelmahjong.platform.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 from services.table.live_state import LiveState, Shown
 from services.table.ports import OpenRequest
-from services.table.spectators import SpectatorFeed, Spectators
+from services.table.spectators import SpectatorFeed, SpectatorMetrics, Spectators
 
 DELAY = 0.3
 SLACK = 0.25  # how much later than the delay an event may come on a loaded machine
@@ -129,7 +130,8 @@ async def test_a_resume_within_the_hand_gets_what_it_missed_and_one_ahead_of_the
 
 
 async def test_a_spectator_that_does_not_read_is_cut_off_and_the_table_never_waits_for_it() -> None:
-    state, spectators = _state(), _spectators(max_lag=0.3)
+    metrics = SpectatorMetrics.create(ServiceMetrics("table"))
+    state, spectators = _state(), Spectators(max_lag=0.3, metrics=metrics)
     feed = _feed(spectators, state)
     stuck = asyncio.Event()
 
@@ -142,10 +144,13 @@ async def test_a_spectator_that_does_not_read_is_cut_off_and_the_table_never_wai
     for _ in range(200):  # the table shows on: nothing it does waits for the watcher
         _show(state)
     assert time.perf_counter() - started < 0.5
+    await asyncio.sleep(0.05)
+    assert metrics.watching._value.get() == 1
     with pytest.raises(ResourceExhausted, match=r"fell more than 0\.3 s behind"):
         async with asyncio.timeout(5):
             await watcher
     assert feed.watchers == 0
+    assert (metrics.watching._value.get(), metrics.cut_off._value.get()) == (0, 1)
     await spectators.stop()
 
 

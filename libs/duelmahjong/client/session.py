@@ -158,8 +158,12 @@ class DuelClient:
         return list(reply.tables)
 
     def watch(
-        self, table: mm.LiveTableSummary, *, last_seen: int = 0
+        self,
+        table: mm.LiveTableSummary,
+        *,
+        last_seen: int = 0,
+        on_move: Callable[[str], None] | None = None,
     ) -> AsyncIterator[table_pb2.WatchResponse]:
         """A spectator's stream of ``table`` (``Watch``), following it should it move (see
         :func:`duelmahjong.client.spectate.watch_table`)."""
-        return watch_table(table, self.metadata, self.live_tables, last_seen=last_seen)
+        return watch_table(table, self.metadata, self.live_tables, last_seen=last_seen, on_move=on_move)

@@ -45,8 +45,10 @@ async def watch_table(
     *,
     last_seen: int = 0,
     follow_seconds: float = 30.0,
+    on_move: Callable[[str], None] | None = None,
 ) -> AsyncIterator[table_pb2.WatchResponse]:
-    """Every ``WatchResponse`` of ``table``'s spectator stream, across moves (see the module doc)."""
+    """Every ``WatchResponse`` of ``table``'s spectator stream, across moves (see the module doc);
+    ``on_move`` is told each other address the watch goes on at."""
     address = table.address
     broke_at = 0.0
     while True:
@@ -77,6 +79,8 @@ async def watch_table(
         found = await _where(table, address, list_tables)
         if found is None:
             return  # no longer listed: the table closed
+        if found != address and on_move is not None:
+            on_move(found)
         address = found
 
 
