@@ -269,11 +269,6 @@ class Spectators:
         self._wall_ns = wall_ns
         self._feeds: dict[str, SpectatorFeed] = {}
 
-    @property
-    def watching(self) -> int:
-        """Spectator streams open on this server."""
-        return sum(feed.watchers for feed in self._feeds.values())
-
     def feed(self, table_id: str, live: LiveState | None) -> SpectatorFeed:
         """The feed of a table this server serves (``live``) or served until a moment ago."""
         feed = self._feeds.get(table_id)
