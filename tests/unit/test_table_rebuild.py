@@ -102,6 +102,9 @@ class Host:
     def seed(self, table_id: str, hand_number: int) -> int:
         return self.rng.getrandbits(64)
 
+    def salt(self, table_id: str, hand_number: int) -> bytes:
+        return self.rng.randbytes(16)
+
     def closed(self, table_id: str) -> None:
         self.gone.set()
 

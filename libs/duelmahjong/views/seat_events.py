@@ -82,6 +82,16 @@ class Narrator:
         return NO_NOTE
 
 
+# Kinds whose seat copies differ even without a private part: a 搓牌 offer (T5) tells its own seat
+# the offer's id and kind, and so does the swap that takes it.
+_OWN_COPY_KINDS = frozenset({"offered", "swapped"})
+
+
+def same_for_both(event: Event) -> bool:
+    """Whether both seats' copies of ``event`` are one message (built once, sent to both)."""
+    return not event.private and event.kind not in _OWN_COPY_KINDS
+
+
 def is_shown(event: Event) -> bool:
     """Whether both seats are shown ``event``: not a seat-only pass (docs/engine.md "Claim windows"),
     not a T5 roll that offered nothing (a dice roll of the server's, not a fact of the table), not the
@@ -157,6 +167,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         started.multipliers.progressive = seen["progressive"]
         started.multipliers.fan_rate = facts.fan_rate
         started.revealed_bonus_tiles = notation(tuple(seen.get("bonus", ())))
+        started.wall_commitment = bytes.fromhex(seen.get("commitment", ""))
         task = hand_task(seen.get("task"))
         if task is not None:
             started.task.CopyFrom(task)
