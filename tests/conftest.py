@@ -8,6 +8,8 @@ temporary directories; they start only when a test asks for them, so unit tests 
 - ``postgres_admin_url`` — the session's Postgres admin URL (database ``postgres``).
 - ``token_secret`` — the HMAC key tokens are signed with in tests.
 - ``scratch_dir`` — a temporary directory for a server's data (e.g. a whole stack), see below.
+- ``seat_secrets`` — ``seat_secrets(event)``: the fields of a ``SeatEvent`` set that only a seat may
+  see (a spectator's copy must have none).
 - ``unique_name`` — ``unique_name("WALLET")`` → ``"WALLET_3f2a9c1d"``: stream, durable and database
   names that no other test uses, so tests never see each other's data.
 
@@ -29,6 +31,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -103,3 +106,32 @@ def unique_name() -> Callable[[str], str]:
         return f"{prefix}_{uuid.uuid4().hex[:8]}"
 
     return make
+
+
+# What only a seat may see, by SeatEvent kind: its tiles, what it gave and got, its secret choices.
+_SEAT_SECRETS = {
+    "tiles_dealt": ("tiles",),
+    "tile_drawn": ("tile",),
+    "tiles_exchanged": ("given", "received"),
+    "offer_resolved": ("offer_id", "given", "received"),
+    "item_applied": ("given", "received"),
+    "doubling_chosen": ("start_doubled",),
+}
+
+
+def _seat_secrets(event: Any) -> list[str]:
+    from duelmahjong.v1 import tiles_pb2
+
+    which = event.WhichOneof("kind") or ""
+    part = getattr(event, which, None)
+    found = [f"{which}.{name}" for name in _SEAT_SECRETS.get(which, ()) if getattr(part, name)]
+    if which == "offer_made" and part.HasField("offer"):
+        found.append("offer_made.offer")
+    if which == "meld_made" and part.meld.kind == tiles_pb2.MELD_KIND_CONCEALED_KONG and part.meld.tiles:
+        found.append("meld_made.meld.tiles")  # which kong it is stays the konger's
+    return found
+
+
+@pytest.fixture(scope="session")
+def seat_secrets() -> Callable[[Any], list[str]]:
+    return _seat_secrets

@@ -60,7 +60,7 @@ class TableAllocation(MatchmakerState):
         # server may have restarted since (then the new process opened it, and that one is not lost).
         pairing.incarnation = opened.incarnation or server.incarnation
         pairing.address = opened.address
-        pairing.opened_at = self._clock()
+        pairing.opened_at = pairing.first_opened_at = self._clock()
         self._by_table[pairing.table_id] = pairing
         self.counts["table_opened", pairing.room.room_id] += 1
         for seat, entry in enumerate(pairing.seats):
@@ -82,6 +82,9 @@ class TableAllocation(MatchmakerState):
         self._closed_tables[table_id] = pairing.location(open_=False)
         while len(self._closed_tables) > CLOSED_TABLES_KEPT:
             self._closed_tables.popitem(last=False)
+        if pairing.room.watchable and not pairing.closing_lost:  # a lost table is watched nowhere
+            self._forget_watched_ends()
+            self._watched_ends[table_id] = (pairing, self._clock() + pairing.room.spectate_delay)
         pairing.state = ENDED
         self._pairings.pop(pairing.pairing_id, None)
         for entry in pairing.seats:
@@ -127,6 +130,26 @@ class TableAllocation(MatchmakerState):
                 f"you are not a player at table {table_id}: only its two players may locate it"
             )
         return location
+
+    def live_tables(self, room_id: str) -> list[Pairing]:
+        """The public tables of a watchable room a spectator may watch, newest first (ListLiveTables):
+        the open ones, and those closed less than the room's spectate delay ago (their spectators'
+        streams have not shown the end yet; a table that moved and closed is watched where it closed).
+        None for a room that is not watchable; NotFound for an unknown room."""
+        room = self.room(room_id)
+        if not room.watchable:
+            return []
+        self._forget_watched_ends()
+        ending = [pairing for pairing, _ in self._watched_ends.values()]
+        open_ = [pairing for pairing in self._by_table.values() if pairing.state == PLAYING]
+        tables = [p for p in open_ + ending if p.room.room_id == room_id and not p.private_table]
+        return sorted(tables, key=lambda pairing: pairing.first_opened_at, reverse=True)
+
+    def _forget_watched_ends(self) -> None:
+        now = self._clock()
+        for table_id, (_, until) in list(self._watched_ends.items()):
+            if until <= now:
+                del self._watched_ends[table_id]
 
     # A table server that dies (crash, OOM, node lost) publishes no TableClosed: without this its
     # pairings would stay PLAYING and their holds held until matchmaking restarts. Closing is the last

@@ -16,9 +16,11 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong.contract import PROFILES
 from duelmahjong.platform.auth import Role, current_principal, require_role
-from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, rules_pb2
+from duelmahjong.platform.errors import InvalidArgument
+from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, play_pb2, rules_pb2
 from services.matchmaking import updates
 from services.matchmaking.core import Matchmaker
+from services.matchmaking.pairing import Pairing
 from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room
 
@@ -107,6 +109,25 @@ def queue_update(update: updates.Update, now: float) -> matchmaking_pb2.QueueUpd
     raise TypeError(f"not a queue update: {update!r}")
 
 
+def live_table(pairing: Pairing) -> matchmaking_pb2.LiveTableSummary:
+    """A table spectators may watch, where it is served now (after an adoption, the adopter)."""
+    return matchmaking_pb2.LiveTableSummary(
+        table_id=pairing.table_id,
+        room_id=pairing.room.room_id,
+        address=pairing.address,
+        players=[
+            play_pb2.TablePlayer(
+                seat=_SEATS[seat],
+                player_id=entry.player_id,
+                display_name=entry.display_name or entry.player_id,
+            )
+            for seat, entry in enumerate(pairing.seats)
+        ],
+        opened_at=_timestamp(pairing.first_opened_at),
+        spectate_delay_seconds=pairing.room.spectate_delay,
+    )
+
+
 class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     def __init__(self, matchmaker: Matchmaker) -> None:
         self._matchmaker = matchmaker
@@ -174,6 +195,15 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     ) -> matchmaking_pb2.LeavePairingResponse:
         self._matchmaker.leave_pairing(current_principal().player_id, request.pairing_id)
         return matchmaking_pb2.LeavePairingResponse()
+
+    async def ListLiveTables(
+        self, request: matchmaking_pb2.ListLiveTablesRequest, context: Context
+    ) -> matchmaking_pb2.ListLiveTablesResponse:
+        if not request.room_id:
+            raise InvalidArgument("room_id is required: ListRooms names the rooms")
+        return matchmaking_pb2.ListLiveTablesResponse(
+            tables=[live_table(pairing) for pairing in self._matchmaker.live_tables(request.room_id)]
+        )
 
     async def LocateTable(
         self, request: matchmaking_pb2.LocateTableRequest, context: Context

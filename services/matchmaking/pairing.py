@@ -122,6 +122,10 @@ class Pairing:
     lost_since: float = 0.0  # when its server was first seen lost (0: not lost); adoption may follow
     closing_lost: bool = False  # a TableClosed on the lost table's behalf is being published
     lost_retry_at: float = 0.0  # after that publish failed: not before this
+    first_opened_at: float = 0.0  # when the table opened (kept through adoptions), on matchmaking's clock
+    # A private table is never listed for spectators (ListLiveTables). Tables are public until private
+    # tables exist: the flag is where they will say so.
+    private_table: bool = False
 
     def location(self, *, open_: bool = True) -> TableLocation:
         """Where its table is served, as LocateTable tells its players."""

@@ -71,6 +71,8 @@ def room_rules(room: Room) -> rules_pb2.RoomRules:
         decision_millis=room.decision_millis,
         time_bank_millis=room.time_bank_millis,
         reconnect_grace_millis=room.reconnect_grace_millis,
+        watchable=room.watchable,
+        spectate_delay_seconds=room.spectate_delay,
     )
 
 

@@ -26,6 +26,8 @@ from duelmahjong.engine.errors import SettingsError
 from duelmahjong.engine.settings import RoomSettings
 
 DEFAULT_ROOMS_FILE = Path(__file__).with_name("rooms.json")
+DEFAULT_SPECTATE_DELAY_SECONDS = 30  # RoomRules.spectate_delay_seconds' default
+MAX_SPECTATE_DELAY_SECONDS = 3600
 
 
 class RoomConfigError(ValueError):
@@ -62,6 +64,15 @@ class Room:
     rating_window: int = 200
     rating_window_per_second: float = 50.0
     negotiation_seconds: float = 30.0  # T7: time to propose / respond
+    # Spectators may watch the room's public tables, what they see lagging play by the delay
+    # (0 = DEFAULT_SPECTATE_DELAY_SECONDS), so a watcher cannot coach a player.
+    watchable: bool = False
+    spectate_delay_seconds: int = 0
+
+    @property
+    def spectate_delay(self) -> int:
+        """The seconds a spectator's stream lags play, the default applied."""
+        return self.spectate_delay_seconds or DEFAULT_SPECTATE_DELAY_SECONDS
 
     def needed(self, carry: int) -> int:
         """The available prestige a player must have to queue here with ``carry``."""
@@ -86,6 +97,8 @@ class Room:
             problems.append("decision_millis must be positive, time bank and reconnect grace not negative")
         if self.ticket_seconds <= 0 or self.negotiation_seconds <= 0 or self.bot_fill_seconds < 0:
             problems.append("ticket_seconds and negotiation_seconds must be positive, bot_fill_seconds >= 0")
+        if not 0 <= self.spectate_delay_seconds <= MAX_SPECTATE_DELAY_SECONDS:
+            problems.append(f"spectate_delay_seconds must be 0 (the default) .. {MAX_SPECTATE_DELAY_SECONDS}")
         if self.rating_window < 0 or self.rating_window_per_second < 0:
             problems.append("the rating window and its widening must not be negative")
         try:

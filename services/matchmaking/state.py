@@ -70,6 +70,9 @@ class MatchmakerState:
         # The last CLOSED_TABLES_KEPT closed tables, oldest first: LocateTable tells their players
         # they closed (a seat whose stream broke as its table ended must not wait for it).
         self._closed_tables: collections.OrderedDict[str, TableLocation] = collections.OrderedDict()
+        # Closed tables of watchable rooms, listed for spectators until their delayed stream has shown
+        # the end (table id → the pairing, until when on the clock).
+        self._watched_ends: dict[str, tuple[Pairing, float]] = {}
         self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
         self._tasks: set[asyncio.Task[None]] = set()
         # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,

@@ -20,6 +20,8 @@ Who owns what (each message family is built in one module, from engine values or
 - on NATS: ``wal`` (``TableEventAppended``, and a table's log read back), ``publishers`` (envelopes,
   ``HandEnded``, ``TableOpened``, ``TableClosed``, the events above), ``settlements`` (the wallet's
   ``SettlementApplied``), ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics;
+- ``spectators``: ``Watch`` — a table's public events, delayed, for any number of spectators, derived
+  from what the table keeps and its log rebuilds;
 - keeping tables past their server: ``ownership`` (leases and owner records in a JetStream key-value
   bucket), ``adoption`` (the loop that serves orphans and hand-offs), ``failover`` (claims on open,
   adoption from the log, letting a taken table go, drain as hand-off).

@@ -188,6 +188,21 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             ],
         )
 
+    async def Watch(  # type: ignore[override]
+        self,
+        request: table_pb2.WatchRequest,
+        context: grpc.aio.ServicerContext[table_pb2.WatchRequest, table_pb2.WatchResponse],
+    ) -> None:
+        # Any signed-in player (a seat of the table too: the delayed public copy tells it nothing it
+        # was not shown), or an operator; written with context.write, as Play.
+        require_role(Role.PLAYER, Role.ADMIN)
+        if not request.table_id:
+            raise InvalidArgument("table_id is required: ListLiveTables names the tables to watch")
+        live = self._host.live_tables.get(request.table_id)
+        spectators = self._host.spectators
+        feed = spectators.feed(request.table_id, live.state if live is not None else None)
+        await spectators.watch(feed, request.last_seen_sequence, context.write)
+
     async def GetTableStatus(
         self,
         request: table_pb2.GetTableStatusRequest,

@@ -47,6 +47,7 @@ class Broadcast:
             written.append(records.engine_event(event, number, at))
         await self.write(written)
         self._state.log.events.extend(shown)
+        self._state.news.ring()
         self.send(shown)
         return [(item.sequence, item.event) for item in shown if item.event is not None]
 
@@ -60,6 +61,7 @@ class Broadcast:
         await self.write([*leading, records.shown(event)])
         shown = Shown(sequence, made=event)
         self._state.log.events.append(shown)
+        self._state.news.ring()
         self.send([shown])
 
     def send(self, shown: list[Shown]) -> None:

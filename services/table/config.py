@@ -46,15 +46,27 @@ class TableConfig(ServiceConfig):
         "deployment: servers that share it adopt each other's tables)",
     )
 
+    watchers_per_table: int = setting(
+        100, help="spectator streams (Watch) one table takes at most; one more is RESOURCE_EXHAUSTED"
+    )
+    watch_max_lag_seconds: float = setting(
+        10.0,
+        help="a spectator stream that lags this much beyond its room's spectate delay (its client does "
+        "not read) is closed RESOURCE_EXHAUSTED",
+    )
+
     def validate(self) -> list[str]:
         problems = super().validate()
-        problems += self.at_least_one("table_capacity", "table_queue_size", "seat_reply_limit")
+        problems += self.at_least_one(
+            "table_capacity", "table_queue_size", "seat_reply_limit", "watchers_per_table"
+        )
         return problems + self.positive(
             "announce_seconds",
             "settlement_wait_seconds",
             "join_seconds",
             "drain_seconds",
             "table_lease_seconds",
+            "watch_max_lag_seconds",
         )
 
     def server_name(self, port: int) -> str:

@@ -21,6 +21,7 @@ from services.table.live import LiveTable
 from services.table.live_state import LiveState
 from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, Clock, OpenRequest, Salts, Seeds
+from services.table.spectators import Spectators
 from services.table.tickets import TicketBook
 
 
@@ -84,6 +85,7 @@ class TableHost:
         clock: Clock | None = None,
         seeds: Seeds = secure_seed,
         salts: Salts = secure_salt,
+        spectators: Spectators | None = None,
     ) -> None:
         if capacity < 1:
             raise ValueError("a table server hosts at least one table")
@@ -98,6 +100,7 @@ class TableHost:
         self.seeds = seeds  # tests deal known hands through it; the seed is in the log either way
         self.salts = salts
         self.live_tables: dict[str, LiveTable] = {}
+        self.spectators = spectators or Spectators()
         self.draining = False
         # Fresh per process start (one host per process), announced with every heartbeat and returned
         # by OpenTable: a server id seen with another incarnation has restarted and lost its tables.
@@ -176,7 +179,9 @@ class TableHost:
         self._gone(table_id)
 
     def _gone(self, table_id: str) -> None:
-        self.live_tables.pop(table_id, None)
+        table = self.live_tables.pop(table_id, None)
+        if table is not None:
+            self.spectators.departed(table.state)  # watchable until its last events are of age
         if self.ports is not None:
             self.ports.wal.forget(table_id)
         self._count()

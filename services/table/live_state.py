@@ -8,6 +8,7 @@ the last sequence it saw.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from duelmahjong.engine import actions as A
@@ -34,6 +35,24 @@ class Shown:
     made: play_pb2.SeatEvent | None = None
     note: Note = NO_NOTE
     at: int = 0  # when it was first shown, nanoseconds since the epoch
+
+
+class Bell:
+    """Wakes whoever waits for the table's next shown event (the spectators' feed,
+    :mod:`services.table.spectators`): ringing resolves one future and never waits."""
+
+    def __init__(self) -> None:
+        self._future: asyncio.Future[None] | None = None
+
+    def ring(self) -> None:
+        future, self._future = self._future, None
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    async def wait(self) -> None:
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+        await asyncio.shield(self._future)  # a waiter cancelled leaves the others waiting
 
 
 @dataclass
@@ -64,6 +83,7 @@ class LiveState:
     close_reason: str = "the pairing ended"
     log: EventLog = field(default_factory=EventLog)
     narrator: Narrator = field(default_factory=Narrator)
+    news: Bell = field(default_factory=Bell)  # rung when more is shown, and when the table stops here
 
     @classmethod
     def opened(cls, request: OpenRequest) -> LiveState:

@@ -24,6 +24,7 @@ from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts
 from services.table.publishers import NatsTableEvents, Producer
 from services.table.settlements import SettlementInbox
+from services.table.spectators import SpectatorMetrics, Spectators
 from services.table.tickets import TicketBook
 from services.table.wal import NatsWriteAheadLog
 
@@ -85,6 +86,11 @@ class TableServer:
             queue_size=config.table_queue_size,
             settlement_wait=config.settlement_wait_seconds,
             join_seconds=config.join_seconds,
+            spectators=Spectators(
+                per_table=config.watchers_per_table,
+                max_lag=config.watch_max_lag_seconds,
+                metrics=SpectatorMetrics.create(runtime.metrics),
+            ),
         )
         host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
         failover = Failover(
@@ -102,6 +108,7 @@ class TableServer:
             TableApi(host, reply_limit=config.seat_reply_limit, opener=failover.open),
         )
         runtime.on_close(lambda: failover.stop(release=True))
+        runtime.on_close(host.spectators.stop)
         runtime.spawn(self._announce(wired), name="announce")
 
     @staticmethod

@@ -42,8 +42,9 @@ _QUICK = {
     "time_bank_millis": 10000,
     "negotiation_seconds": 10,
 }
+_WATCHED = {"watchable": True, "spectate_delay_seconds": 1}  # the client also watches its duel table
 ROOMS = [
-    {"room_id": "node-duel", "profile": "duel", "fan_rate": 10, "carry_min": 30, **_QUICK},
+    {"room_id": "node-duel", "profile": "duel", "fan_rate": 10, "carry_min": 30, **_QUICK, **_WATCHED},
     {"room_id": "node-erren", "profile": "erren", "fan_rate": 1, "carry_min": 100, **_QUICK},
 ]
 PLAYED = ("node-duel:30", "node-erren:500")  # each room with the client's carry
@@ -71,6 +72,7 @@ def test_a_node_client_plays_both_profiles_and_its_settlements_equal_its_ledger(
         *(argument for room in PLAYED for argument in ("--room", room)),
         *("--hands", "2", "--multiplier", "2"),
         *("--timeout-seconds", str(NODE_SECONDS)),
+        *("--watch", "node-duel"),
     ]
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=NODE_SECONDS + 5, check=False)
@@ -81,3 +83,4 @@ def test_a_node_client_plays_both_profiles_and_its_settlements_equal_its_ledger(
     print(output)
     assert run.returncode == 0, f"the node client exited {run.returncode}:\n{output}"
     assert "node client: OK" in run.stdout, output
+    assert "as a spectator (delay 1 s)" in run.stdout, output

@@ -119,6 +119,9 @@ def judge(label: str, code: Code, details: str | None, allowed: frozenset[Code])
     return None
 
 
+SERVER_STREAMS = frozenset({"Enqueue", "Watch"})
+
+
 class Caller:
     """Calls RPCs of one service by name, with a chosen identity, and judges the outcome."""
 
@@ -134,15 +137,15 @@ class Caller:
     async def outcome(self, one: Case) -> tuple[Code, str | None]:
         metadata = self.metadata(one.who)
         try:
-            if isinstance(one.request, bytes) and one.rpc == "Enqueue":  # bytes opening a server stream
-                await self.channel.unary_stream(f"/{self.service}/Enqueue")(
+            if isinstance(one.request, bytes) and one.rpc in SERVER_STREAMS:  # bytes opening a stream
+                await self.channel.unary_stream(f"/{self.service}/{one.rpc}")(
                     one.request, metadata=metadata, timeout=WITHIN
                 ).read()
             elif isinstance(one.request, bytes):  # raw bytes that are no protobuf message
                 raw = self.channel.unary_unary(f"/{self.service}/{one.rpc}")
                 await raw(one.request, metadata=metadata, timeout=WITHIN)
-            elif one.rpc == "Enqueue":  # a server stream: the first update (or the refusal) decides
-                call = self.stub.Enqueue(one.request, metadata=metadata, timeout=WITHIN)
+            elif one.rpc in SERVER_STREAMS:  # a server stream: the first message (or the refusal) decides
+                call = getattr(self.stub, one.rpc)(one.request, metadata=metadata, timeout=WITHIN)
                 await call.read()
                 call.cancel()
             else:
@@ -746,6 +749,7 @@ def matchmaking_cases(others_ticket: str) -> list[Case]:
             ("ContinuePairing", M.ContinuePairingRequest(pairing_id=text)),
             ("LeavePairing", M.LeavePairingRequest(pairing_id=text)),
             ("LocateTable", M.LocateTableRequest(table_id=text)),
+            ("ListLiveTables", M.ListLiveTablesRequest(room_id=text)),
         ]:
             cases.append(case(f"pairing {text[:8]!r}", rpc, request, "me", INVALID, MISSING))
             if not text:
@@ -919,6 +923,23 @@ def table_cases(table_id: str) -> list[Case]:
         case("empty", "GetTableStatus", T.GetTableStatusRequest(), "a", INVALID, MISSING),
         case("unknown table", "GetTableStatus", T.GetTableStatusRequest(table_id="t-none"), "a", MISSING),
         case("a table", "GetTableStatus", T.GetTableStatusRequest(table_id=table_id), "nobody", UNAUTH),
+        case("a table", "Watch", T.WatchRequest(table_id=table_id), "nobody", UNAUTH),
+        case("a table", "Watch", T.WatchRequest(table_id=table_id), "forged", UNAUTH),
+        case("a service watching", "Watch", T.WatchRequest(table_id=table_id), "service", DENIED),
+        case(
+            "not watchable",
+            "Watch",
+            T.WatchRequest(table_id=table_id, last_seen_sequence=UINT32_MAX),
+            "a",
+            DENIED,
+        ),
+        case("empty", "Watch", T.WatchRequest(), "a", INVALID),
+        case("unknown table", "Watch", T.WatchRequest(table_id="t-none"), "a", MISSING),
+        case("bytes", "Watch", b"\xff\xff\xff\xff\x0f", "a", INVALID),
+        *(
+            case(f"table {t[:8]!r}", "Watch", T.WatchRequest(table_id=t), "a", INVALID, MISSING)
+            for t in GARBAGE[1:]
+        ),
         *(
             case(
                 f"table {t[:8]!r}",

@@ -7,9 +7,13 @@
 // settlement is what the ledger did. The .proto files are loaded at run time (no generated code).
 //
 //   node tests/node/client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM[:CARRY] [--room …]
-//        [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75]
+//        [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75] [--watch ROOM]
 //
 // Each --room is played in turn, with its own carry (携带威望) when it names one, else --carry.
+// --watch ROOM: while it plays in ROOM (a watchable room), the client also finds its own table in
+// ListLiveTables and watches it as a spectator (Watch; a player may watch its own table): the delayed
+// table first, then typed events, each at least the room's delay after it happened and without a tile
+// a seat hides, until the table's end.
 //
 // Policy: win when WIN is legal; between hands continue until --hands are played, then leave;
 // otherwise the decision's default_action (T11: discard the drawn tile, pass, keep the hand). LEAVE is
@@ -470,6 +474,65 @@ function checkLedger(ledger, balance) {
   return problems;
 }
 
+// --- a spectator's stream: ListLiveTables, then Watch --------------------------------------------
+
+function millisOf(timestamp) {
+  return Number(timestamp?.seconds ?? 0) * 1000 + Number(timestamp?.nanos ?? 0) / 1e6;
+}
+
+// What only a seat may see, by event kind: a spectator is never sent it.
+const SEAT_SECRETS = {
+  tiles_dealt: ['tiles'],
+  tile_drawn: ['tile'],
+  tiles_exchanged: ['given', 'received'],
+  offer_resolved: ['offer_id', 'given', 'received'],
+  item_applied: ['given', 'received'],
+  doubling_chosen: ['start_doubled'],
+};
+
+// Watches table `tableId` of `roomId` until its end; resolves with what was seen and the problems.
+async function watchTable(session, roomId, tableId) {
+  const listed = await unary(session.matchmaking, 'ListLiveTables', { room_id: roomId }, session.metadata);
+  const summary = listed.tables.find((t) => t.table_id === tableId);
+  if (!summary) throw new ClientError(`ListLiveTables(${roomId}) does not list the table ${tableId}`);
+  const delayMillis = summary.spectate_delay_seconds * 1000;
+  const table = new session.contract.TableService(summary.address, grpc.credentials.createInsecure());
+  const stream = table.Watch({ table_id: tableId, last_seen_sequence: 0 }, session.metadata);
+  const seen = { summary, state: null, kinds: new Map(), last: 0, minLag: Infinity, problems: [] };
+  return new Promise((resolve, reject) => {
+    stream.on('data', (response) => {
+      if (response.kind === 'state') {
+        if (seen.state || seen.last) seen.problems.push('a second WatchResponse.state on a fresh watch');
+        seen.state = response.state;
+        seen.last = Number(response.state.sequence);
+        return;
+      }
+      const event = response.event;
+      if (!seen.state) seen.problems.push('the first WatchResponse is not the delayed table state');
+      if (!event || !event.kind) {
+        seen.problems.push(`a spectator event without a typed kind: ${JSON.stringify(response)}`);
+        return;
+      }
+      if (Number(event.sequence) !== seen.last + 1) seen.problems.push(`spectator event ${event.sequence} after ${seen.last}`);
+      seen.last = Number(event.sequence);
+      seen.kinds.set(event.kind, (seen.kinds.get(event.kind) ?? 0) + 1);
+      const lag = Date.now() - millisOf(event.occurred_at);
+      seen.minLag = Math.min(seen.minLag, lag);
+      if (lag + 1 < delayMillis) seen.problems.push(`event ${event.sequence} came ${lag} ms after it happened, before the ${delayMillis} ms delay`);
+      for (const field of SEAT_SECRETS[event.kind] ?? []) {
+        if (event[event.kind][field]) seen.problems.push(`a spectator was shown ${event.kind}.${field} (event ${event.sequence})`);
+      }
+      if (event.kind === 'offer_made' && event.offer_made.offer) seen.problems.push('a spectator was shown an offer');
+    });
+    stream.on('error', (err) => reject(callError('Watch', err)));
+    stream.on('end', () => {
+      if (!seen.kinds.has('table_ended')) seen.problems.push('the spectator stream ended before table_ended');
+      table.close();
+      resolve(seen);
+    });
+  });
+}
+
 // --- main ------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
@@ -482,6 +545,7 @@ function parseArgs(argv) {
     multiplier: 2,
     name: 'node-client',
     timeoutSeconds: 75,
+    watch: '',
     proto: path.resolve(__dirname, '..', '..', 'proto'),
     dump: '',
   };
@@ -501,6 +565,7 @@ function parseArgs(argv) {
       case '--timeout-seconds': args.timeoutSeconds = Number(value); break;
       case '--proto': args.proto = path.resolve(value); break;
       case '--dump': args.dump = path.resolve(value); break;
+      case '--watch': args.watch = value; break;
       default: throw new ClientError(`unknown option ${flag}`);
     }
   }
@@ -524,6 +589,7 @@ async function main() {
     console.log(`logged in as ${session.playerId} (${args.name}), balance ${start.balance}`);
     const rooms = await session.rooms();
     const hands = [];
+    const watchProblems = [];
     for (const wanted of args.rooms) {
       const [roomId, carryText] = wanted.split(':');
       const carry = carryText === undefined ? args.carry : Number(carryText);
@@ -535,7 +601,19 @@ async function main() {
       );
       const ready = await session.findTable(room, carry, log);
       log(`table ${ready.table_id} at ${ready.address}, seat ${seatName(ready.seat)}`);
+      const watching = args.watch === roomId ? watchTable(session, roomId, ready.table_id) : null;
+      watching?.catch(() => {}); // awaited below, after the play: not an unhandled rejection meanwhile
       const played = await playTable(session, ready, room, log);
+      if (watching) {
+        const seen = await watching;
+        const kinds = [...seen.kinds.keys()].join(', ');
+        log(
+          `watched table ${ready.table_id} as a spectator (delay ${seen.summary.spectate_delay_seconds} s): ` +
+            `state at ${seen.state?.sequence}, then events up to ${seen.last} (${kinds}), the earliest ${seen.minLag} ms after it happened`,
+        );
+        watchProblems.push(...seen.problems);
+        if (!seen.kinds.has('tile_discarded')) watchProblems.push('the spectator saw no discard');
+      }
       if (played.length !== args.hands) throw new ClientError(`${roomId}: ${played.length} hands played, ${args.hands} wanted`);
       hands.push(...played);
       await session.holdsReleased(); // the next Enqueue needs the carry back
@@ -558,6 +636,7 @@ async function main() {
       problems.push(...checked.problems);
     }
     problems.push(...checkLedger(ledger, balance));
+    problems.push(...watchProblems);
     console.log(`balance ${start.balance} -> ${balance.balance} (held ${balance.held}); ${ledger.length} ledger entries`);
     if (problems.length) {
       console.log(`node client: FAILED: ${problems.length} mismatch(es) between the stream and the ledger:`);

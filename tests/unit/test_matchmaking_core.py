@@ -564,3 +564,47 @@ async def test_room_times_are_the_configured_clocks_in_whole_milliseconds() -> N
     assert (times.decision_millis, times.time_bank_millis, times.reconnect_grace_millis) == (8000, 0, 60000)
     erren = Room(room_id="e", profile="erren", fan_rate=1, negotiation_seconds=10.0)
     assert room_times(erren).negotiation_millis == 0  # erren pairings never negotiate
+
+
+async def test_live_tables_of_a_watchable_room_are_its_open_public_ones_newest_first_after_adoption_too() -> (
+    None
+):
+    clock = Clock()
+    directory = TableServerDirectory(clock=clock, ttl_seconds=15)
+    rooms = {"r": _room(watchable=True), "quiet": _room(room_id="quiet")}
+    players = {name: 500 for name in "abcdef"}
+    mm = Matchmaker(rooms, Wallet(players), Tables(), directory, clock=clock)
+    directory.observe(TableServer("s", "h:1", 10, 1, incarnation="one"))
+    pairings = []
+    for first, second in (("a", "b"), ("c", "d")):
+        entry = await mm.enqueue(first, "r", 100)
+        await mm.enqueue(second, "r", 100)
+        await _settle()
+        assert entry.pairing is not None and entry.pairing.state == PLAYING
+        pairings.append(entry.pairing)
+        clock.now += 5
+    quiet = await mm.enqueue("e", "quiet", 100)
+    await mm.enqueue("f", "quiet", 100)
+    await _settle()
+    assert quiet.pairing is not None and quiet.pairing.state == PLAYING
+    older, newer = pairings
+    assert mm.live_tables("r") == [newer, older]
+    assert mm.live_tables("quiet") == []  # not watchable: nothing to list
+    with pytest.raises(NotFound, match="no room 'nowhere'"):
+        mm.live_tables("nowhere")
+    clock.now += 5
+    mm.table_adopted(older.table_id, server_id="s2", address="h:2", incarnation="x", kind="orphan")
+    assert mm.live_tables("r") == [newer, older] and older.address == "h:2"  # the order is the opening's
+    older.private_table = True
+    assert mm.live_tables("r") == [newer]
+    mm.table_closed(newer.table_id)
+    assert mm.live_tables("r") == [newer]  # its spectators see the end only after the delay
+    clock.now += 30
+    assert mm.live_tables("r") == []
+
+
+async def test_a_room_says_whether_it_is_watchable_and_its_spectate_delay() -> None:
+    assert (_room().watchable, _room().spectate_delay) == (False, 30)  # the contract's default delay
+    assert _room(watchable=True, spectate_delay_seconds=5).spectate_delay == 5
+    with pytest.raises(ValueError, match="spectate_delay_seconds"):
+        _room(spectate_delay_seconds=-1)

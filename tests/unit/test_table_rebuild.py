@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, OpenRequest
 from services.table.rebuild import rebuild
 from services.table.seats import SeatSession
+from services.table.spectators import SpectatorFeed
 
 DECISION_SECONDS = 10.0
 BANK_SECONDS = 20.0
@@ -367,3 +369,54 @@ def test_a_table_adopted_from_any_part_of_its_log_resumes_both_seats_and_plays_o
     assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
     assert match.log.messages[:count] == prefix
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED  # numbered on, no gap
+
+
+# --- spectators (services/table/spectators.py): derived from the log, shown nothing a seat hides -------
+def _spectated(state: LiveState) -> tuple[SpectatorFeed, list[play_pb2.SeatEvent]]:
+    """Every event a spectator is sent of the table, once all are of age."""
+    feed = SpectatorFeed(state, delay_ns=0)
+    feed.advance()
+    assert feed.aged == len(state.log.events)
+    return feed, [feed.copy(index) for index in range(feed.aged)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(profile=st.sampled_from(["duel", "erren"]), seed=st.integers(0, 2**32), hands=st.integers(1, 3))
+def test_a_spectator_sees_what_neither_seat_hides_and_the_same_from_the_log_alone(
+    seat_secrets: Callable[[Any], list[str]], profile: str, seed: int, hands: int
+) -> None:
+    match = Match(profile, seed)
+    asyncio.run(match.play(hands))
+    live = match.table.state
+    feed, seen = _spectated(live)
+    _, rebuilt = _spectated(rebuild(match.log.messages))
+    assert [e.SerializeToString() for e in rebuilt] == [e.SerializeToString() for e in seen]
+    facts = live.facts()
+    in_hand = False
+    for shown, event in zip(live.log.events, seen, strict=True):
+        assert event.sequence == shown.sequence
+        assert seat_secrets(event) == [], shown.event.kind if shown.event else "table's own"
+        if shown.event is None:
+            assert event == shown.made  # the table's own: what both seats were shown
+            continue
+        copies = [Broadcast.response(shown, seat, facts).event for seat in (0, 1)]
+        if shown.event.seat in (0, 1):  # about a seat: what its opponent was shown
+            assert event == copies[1 - shown.event.seat], shown.event.kind
+        else:
+            assert event == copies[0] == copies[1], shown.event.kind
+        in_hand = (in_hand or event.HasField("hand_started")) and not event.HasField("hand_revealed")
+        state = feed.public_state(shown.sequence)
+        assert state.sequence == shown.sequence
+        for seat in state.seats:  # the hands are shown face up only once the hand is over
+            assert not (in_hand and seat.revealed_concealed), shown.event.kind
+    # A resume within the hand the delayed moment is in gets the events it missed; one from an earlier
+    # hand the delayed table (then the events after it).
+    starts = [s.sequence for s in live.log.events if s.event is not None and s.event.kind == "hand_started"]
+    last_start = starts[-1] if starts else 0
+    for last_seen in {1, last_start - 1, last_start, len(seen)} - {0, -1}:
+        start = feed.start_at(last_seen)
+        if last_seen < last_start:
+            assert start.state is not None and start.index == len(seen)
+            assert start.state.state.sequence == len(seen)
+        else:
+            assert start.state is None and start.index == last_seen

@@ -32,6 +32,7 @@ _register("bot", "duelmahjong.cli.bot", "play as a bot client over gRPC")
 _register("demo", "duelmahjong.cli.demo", "a visible match between two bots on the whole stack")
 _register("replay", "duelmahjong.cli.replay", "a finished hand turn by turn (archive or saved file)")
 _register("verify", "duelmahjong.cli.verify", "check a finished hand's wall and steps against its seed")
+_register("watch", "duelmahjong.cli.watch", "watch a live table as a spectator, delayed")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import grpc
-
+from duelmahjong.cli.client_args import add_client_arguments, run_client
 from duelmahjong.client.narrate import Narrator
 from duelmahjong.client.play import MatchPlan, TableLost
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
-from duelmahjong.platform import eventloop
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,31 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--multiplier", type=int, choices=(1, 2, 5, 10), default=1, help="T7 proposal if first"
     )
     parser.add_argument("--verbose", action="store_true", help="print the play as it happens")
-    parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
-    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
-    parser.add_argument(
-        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
-    )
+    add_client_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    addresses = service_addresses(
-        args.state_file, overrides={"wallet": args.wallet, "matchmaking": args.matchmaking}
-    )
-    if not addresses["wallet"] or not addresses["matchmaking"]:
-        print("no wallet/matchmaking address: start a stack with `make run` or give --wallet/--matchmaking")
-        return 2
-    try:
-        return eventloop.run(_play(args, str(addresses["wallet"]), str(addresses["matchmaking"])))
-    except QueueEnded as err:
-        print(f"no table: {err}", file=sys.stderr)
-        return 1
-    except TableLost as err:
-        print(f"the table was lost: {err}", file=sys.stderr)
-        return 1
-    except grpc.RpcError as err:
-        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
-        return 1
+    return run_client(args, _play, {QueueEnded: "no table", TableLost: "the table was lost"})
 
 
 async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:

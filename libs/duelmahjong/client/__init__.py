@@ -4,6 +4,8 @@
   (matchmaking), then :meth:`~duelmahjong.client.session.DuelClient.play` at the table.
 - :mod:`duelmahjong.client.play` — one seat's ``Play`` stream driven by a policy and a
   :class:`~duelmahjong.client.play.MatchPlan` (how many hands, or escape).
+- :mod:`duelmahjong.client.spectate` — a spectator's ``Watch`` stream of a live table, following it
+  when it moves (:meth:`~duelmahjong.client.session.DuelClient.live_tables`, ``watch``).
 - :mod:`duelmahjong.client.policy` — :class:`~duelmahjong.client.policy.BaselineBot`, the engine's
   bot over the seat's view.
 """

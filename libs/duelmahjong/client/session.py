@@ -23,9 +23,10 @@ import grpc.aio
 
 from duelmahjong.client.play import MatchPlan, PlayOutcome, Watcher, play_table
 from duelmahjong.client.policy import Policy
+from duelmahjong.client.spectate import watch_table
 from duelmahjong.platform.auth import bearer_metadata
 from duelmahjong.v1 import matchmaking_pb2 as mm
-from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2, wallet_pb2, wallet_pb2_grpc
+from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2, table_pb2, wallet_pb2, wallet_pb2_grpc
 
 QueueWatcher = Callable[[mm.QueueUpdate], None]
 
@@ -148,3 +149,21 @@ class DuelClient:
         return await self.matchmaking.LocateTable(
             mm.LocateTableRequest(table_id=table_id), metadata=self.metadata
         )
+
+    async def live_tables(self, room_id: str) -> list[mm.LiveTableSummary]:
+        """The live tables of ``room_id`` spectators may watch, newest first (``ListLiveTables``)."""
+        reply = await self.matchmaking.ListLiveTables(
+            mm.ListLiveTablesRequest(room_id=room_id), metadata=self.metadata
+        )
+        return list(reply.tables)
+
+    def watch(
+        self,
+        table: mm.LiveTableSummary,
+        *,
+        last_seen: int = 0,
+        on_move: Callable[[str], None] | None = None,
+    ) -> AsyncIterator[table_pb2.WatchResponse]:
+        """A spectator's stream of ``table`` (``Watch``), following it should it move (see
+        :func:`duelmahjong.client.spectate.watch_table`)."""
+        return watch_table(table, self.metadata, self.live_tables, last_seen=last_seen, on_move=on_move)

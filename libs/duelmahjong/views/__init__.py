@@ -3,5 +3,6 @@
 
 The live table builds every message a seat is sent here, and anything that rebuilds those messages
 from a table's log (the scoring service's archive, the replay library) uses the same code, so a
-replay shows each event exactly as the seat saw it.
+replay shows each event exactly as the seat saw it. A spectator's copies (``spectator``) are the
+same builders for no seat.
 """

@@ -1,0 +1,55 @@
+"""What the commands that act as a game client share: where the wallet and matchmaking are.
+
+``--wallet`` / ``--matchmaking``, else ``WALLET_ADDRESS`` / ``MATCHMAKING_ADDRESS``, else the state
+file of ``make run`` (``--state-file``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from duelmahjong.platform import eventloop
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
+
+ClientMain = Callable[[argparse.Namespace, str, str], Coroutine[Any, Any, int]]
+
+
+def add_client_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
+    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
+    parser.add_argument(
+        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
+    )
+
+
+def client_addresses(args: argparse.Namespace) -> tuple[str, str] | None:
+    """The wallet's and matchmaking's addresses; None (having said why) when one is unknown."""
+    addresses = service_addresses(
+        args.state_file, overrides={"wallet": args.wallet, "matchmaking": args.matchmaking}
+    )
+    if not addresses["wallet"] or not addresses["matchmaking"]:
+        print("no wallet/matchmaking address: start a stack with `make run` or give --wallet/--matchmaking")
+        return None
+    return str(addresses["wallet"]), str(addresses["matchmaking"])
+
+
+def run_client(args: argparse.Namespace, main: ClientMain, failures: dict[type[Exception], str]) -> int:
+    """``main(args, wallet, matchmaking)`` on the event loop: 2 without addresses; 1, saying why, when
+    it raises one of ``failures`` (exception type → what to say first) or the backend refuses."""
+    addresses = client_addresses(args)
+    if addresses is None:
+        return 2
+    try:
+        return eventloop.run(main(args, *addresses))
+    except grpc.RpcError as err:
+        print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
+        return 1
+    except tuple(failures) as err:
+        print(f"{failures[type(err)]}: {err}", file=sys.stderr)
+        return 1
