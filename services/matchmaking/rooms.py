@@ -18,6 +18,7 @@ services.matchmaking.rooms.RoomConfigError: room 'x': fan_rate must be positive 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -58,9 +59,12 @@ class Room:
     # Queue: a ticket expires after this long unpaired; bot fill after bot_fill_seconds (0 = never).
     ticket_seconds: float = 300.0
     bot_fill_seconds: float = 0.0
-    # Pairing: players pair when their ratings differ by at most base + widening × seconds waited.
-    rating_window: int = 200
-    rating_window_per_second: float = 50.0
+    # Pairing: players pair when their skill ratings differ by at most rating_window (points) +
+    # rating_window_deviations × √(d1² + d2²) (the uncertainty of the difference) +
+    # rating_window_per_second × the longer wait (docs/protocol.md "Pairing").
+    rating_window: float = 0.0
+    rating_window_deviations: float = 1.0
+    rating_window_per_second: float = 10.0
     negotiation_seconds: float = 30.0  # T7: time to propose / respond
 
     def needed(self, carry: int) -> int:
@@ -86,8 +90,8 @@ class Room:
             problems.append("decision_millis must be positive, time bank and reconnect grace not negative")
         if self.ticket_seconds <= 0 or self.negotiation_seconds <= 0 or self.bot_fill_seconds < 0:
             problems.append("ticket_seconds and negotiation_seconds must be positive, bot_fill_seconds >= 0")
-        if self.rating_window < 0 or self.rating_window_per_second < 0:
-            problems.append("the rating window and its widening must not be negative")
+        if min(self.rating_window, self.rating_window_deviations, self.rating_window_per_second) < 0:
+            problems.append("the rating window, its deviations and its widening must not be negative")
         try:
             self.engine_settings()
         except SettingsError as err:
@@ -121,8 +125,15 @@ class Room:
         """T7 negotiation is a duel rule; erren pairings play at 1×."""
         return self.profile == "duel"
 
-    def rating_window_after(self, seconds_waited: float) -> float:
-        return self.rating_window + self.rating_window_per_second * max(0.0, seconds_waited)
+    def rating_window_for(self, deviations: tuple[float, float], seconds_waited: float) -> float:
+        """How far apart two ratings with these deviations may be to pair after that wait: the
+        difference of two estimates is uncertain by √(d1² + d2²), so two new players (350 each) pair
+        across ~500 points at once, two settled ones (60 each) only within ~85 until they have waited."""
+        return (
+            self.rating_window
+            + self.rating_window_deviations * math.hypot(*deviations)
+            + self.rating_window_per_second * max(0.0, seconds_waited)
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> Room:
