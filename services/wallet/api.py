@@ -17,6 +17,7 @@ from duelmahjong.platform.ratelimit import RateLimiter, client_address
 from duelmahjong.v1 import rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet import codec
 from services.wallet.core import Session, WalletCore
+from services.wallet.leaderboard import RankedPlayer
 from services.wallet.rating_board import RatedPlayer
 
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
@@ -109,33 +110,24 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         if request.kind not in prestige:
             raise InvalidArgument(f"unknown leaderboard kind {request.kind}")
         ranked = await self.core.leaderboard(current_principal(), around_me, request.limit)
-        return wallet_pb2.GetLeaderboardResponse(
-            entries=[
-                wallet_pb2.LeaderboardEntry(
-                    rank=player.rank,
-                    player_id=player.player_id,
-                    display_name=player.display_name,
-                    prestige=player.prestige,
-                    level=self.core.level_of(player.prestige)[0],
-                )
-                for player in ranked
-            ]
+        return wallet_pb2.GetLeaderboardResponse(entries=[self._entry(player) for player in ranked])
+
+    def _entry(self, player: RankedPlayer | RatedPlayer) -> wallet_pb2.LeaderboardEntry:
+        return wallet_pb2.LeaderboardEntry(
+            rank=player.rank,
+            player_id=player.player_id,
+            display_name=player.display_name,
+            prestige=player.prestige,
+            level=self.core.level_of(player.prestige)[0],
         )
 
     def _rating_board(self, profile: str, ranked: list[RatedPlayer]) -> wallet_pb2.GetLeaderboardResponse:
-        return wallet_pb2.GetLeaderboardResponse(
-            entries=[
-                wallet_pb2.LeaderboardEntry(
-                    rank=player.rank,
-                    player_id=player.player_id,
-                    display_name=player.display_name,
-                    prestige=player.prestige,
-                    level=self.core.level_of(player.prestige)[0],
-                    rating=codec.skill_rating(profile, player.skill),
-                )
-                for player in ranked
-            ]
-        )
+        entries = []
+        for player in ranked:
+            entry = self._entry(player)
+            entry.rating.CopyFrom(codec.skill_rating(profile, player.skill))
+            entries.append(entry)
+        return wallet_pb2.GetLeaderboardResponse(entries=entries)
 
     async def GetRating(
         self, request: wallet_pb2.GetRatingRequest, context: Any

@@ -6,17 +6,12 @@ house bots out.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-import pytest_asyncio
 
-from duelmahjong.platform import db
-from services.wallet.audit import audit_ledger
 from services.wallet.commands import EscapePenalty, Grant, HandSettlement, TableOpening
 from services.wallet.ledger import Status
 from services.wallet.ledger_store import LedgerStore
-from services.wallet.main import MIGRATIONS
 from services.wallet.players import PlayerStore
 from services.wallet.rating import DRAW, LOSS, START, WIN, Skill, rate
 from services.wallet.rating_board import RatingBoard
@@ -24,14 +19,9 @@ from services.wallet.rating_board import RatingBoard
 pytestmark = pytest.mark.integration
 
 
-@pytest_asyncio.fixture
-async def ledger(database_url: str) -> AsyncIterator[LedgerStore]:
-    pool = await db.create_pool(database_url, max_size=6)
-    await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-    ledger = LedgerStore(pool)
-    yield ledger
-    assert await audit_ledger(pool) == []
-    await pool.close()
+@pytest.fixture
+def ledger(wallet_ledger: LedgerStore) -> LedgerStore:
+    return wallet_ledger
 
 
 async def player(ledger: LedgerStore, player_id: str, prestige: int = 1000, *, bot: bool = False) -> str:
