@@ -351,3 +351,12 @@ async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same
     assert {"house:grants", "house:fees", "house:guess"} <= set(accounts)
     assert all(f"player:{player}" in accounts for player in summary["players"])
     assert summary["ledger_total_before"] == summary["ledger_total_after"] == sum(accounts.values())
+    # After the demo's hands both players' GetRating is where the last HandSettled said, each hand
+    # starting where the one before left it (new guests: from 1500).
+    for player in summary["players"]:
+        moves = [hand["ratings"][player] for hand in summary["hands"]]
+        assert moves[0]["before"] == 1500.0
+        assert all(later["before"] == earlier["after"] for earlier, later in itertools.pairwise(moves))
+        rating = summary["ratings"][player]
+        assert round(rating["rating"], 1) == moves[-1]["after"] and rating["hands_rated"] == len(moves)
+        assert rating["conservative"] == pytest.approx(rating["rating"] - 2 * rating["deviation"])

@@ -5,8 +5,9 @@ are SERVING; otherwise starts one for the demo (embedded NATS and Postgres, as `
 stops it afterwards. Two guest bots log in at the wallet, queue in a room of the chosen profile,
 negotiate (T7), play ``--hands`` hands with the baseline bot policy and leave between hands. Each
 hand prints as it happens (draws hidden), then the final balances; ``--json`` prints one summary
-object instead: ``hands``, ``accounts`` (every ledger account, players and house) and the ledger's
-total before the first hand and after the last (the double-entry ledger sums to the same total).
+object instead: ``hands``, ``accounts`` (every ledger account, players and house), ``ratings`` (each
+player's skill rating in the profile after the match, from GetRating) and the ledger's total before
+the first hand and after the last (the double-entry ledger sums to the same total).
 """
 
 from __future__ import annotations
@@ -166,6 +167,12 @@ async def _match(
     after = await _settled_ledger(admin_url, bots)
     balances = {bot.display_name: (await bot.balance()).balance for bot in bots}
     say("[demo] final balances: " + ", ".join(f"{name} {value}" for name, value in balances.items()))
+    ratings = {bot.player_id: await _rating(bot, args.profile) for bot in bots}
+    shown = [(bot.display_name, ratings[bot.player_id]) for bot in bots]
+    say(
+        f"[demo] {args.profile} ratings: "
+        + ", ".join(f"{name} {r['rating']:.0f} ± {r['deviation']:.0f}" for name, r in shown)
+    )
     if after is not None and before is not None:
         say(f"[demo] ledger total before {sum(before.values())}, after {sum(after.values())}")
     return {
@@ -174,8 +181,20 @@ async def _match(
         "players": {bot.player_id: bot.display_name for bot in bots},
         "hands": hands,
         "accounts": after,
+        "ratings": ratings,
         "ledger_total_before": sum(before.values()) if before is not None else None,
         "ledger_total_after": sum(after.values()) if after is not None else None,
+    }
+
+
+async def _rating(bot: DuelClient, profile: str) -> dict[str, float]:
+    """The player's skill rating in ``profile`` as the wallet has it now (GetRating)."""
+    skill = next(r for r in (await bot.ratings()).ratings if r.profile == PROFILES[profile])
+    return {
+        "rating": skill.rating,
+        "deviation": skill.deviation,
+        "hands_rated": skill.hands_rated,
+        "conservative": skill.conservative,
     }
 
 
