@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from openskill.models import BradleyTerryFull
 
@@ -62,7 +63,7 @@ class Skill:
         return {"rating": self.rating, "deviation": self.deviation, "hands_rated": self.hands_rated}
 
     @classmethod
-    def from_json(cls, value: dict[str, float]) -> Skill:
+    def from_json(cls, value: dict[str, Any]) -> Skill:
         return cls(float(value["rating"]), float(value["deviation"]), int(value["hands_rated"]))
 
 
@@ -89,15 +90,14 @@ class RatingMove:
         }
 
     @classmethod
-    def from_json(cls, value: dict[str, object]) -> RatingMove:
-        before, after = value["before"], value["after"]
-        assert isinstance(before, dict) and isinstance(after, dict)
+    def from_json(cls, value: dict[str, Any]) -> RatingMove:
+        """A move as the transaction row keeps it (``as_json``, in ``transactions.ratings``)."""
         return cls(
             str(value["player_id"]),
             str(value["profile"]),
-            int(str(value["seat"])),
-            Skill.from_json(before),
-            Skill.from_json(after),
+            int(value["seat"]),
+            Skill.from_json(value["before"]),
+            Skill.from_json(value["after"]),
         )
 
 
