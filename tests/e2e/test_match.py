@@ -102,7 +102,7 @@ async def _play(players: list[Player], readies: Any, plans: list[MatchPlan]) -> 
 
 async def _check_ratings(players: list[Player], outcomes: list[PlayOutcome], profile: str) -> None:
     """Every HandSettled showed both seats' ratings, each hand starting where the last one left them,
-    and the wallet's GetRating now says what the last hand showed."""
+    and the wallet's GetRating says what the last hand showed."""
     wanted = PROFILE_ENUM[profile]
     for player, outcome in zip(players, outcomes, strict=True):
         assert outcome.settlements

@@ -188,7 +188,7 @@ async def _match(
 
 
 async def _rating(bot: DuelClient, profile: str) -> dict[str, float]:
-    """The player's skill rating in ``profile`` as the wallet has it now (GetRating)."""
+    """The player's skill rating in ``profile`` after the match (GetRating)."""
     skill = next(r for r in (await bot.ratings()).ratings if r.profile == PROFILES[profile])
     return {
         "rating": skill.rating,
