@@ -4,8 +4,8 @@ ceiling of the same database.
 * ours (``wallet.settle``): ``HandScored`` events already in JetStream, consumed by the wallet's
   ``SettlementConsumer`` with 8 workers: decode → one ledger transaction (planned on a snapshot read,
   written by one statement that locks the accounts in id order, checks their versions and writes
-  the idempotency row, balances and entries; the locked path if the check fails) →
-  ``SettlementApplied`` published → ack. Timed from the first event fetched to the last
+  the idempotency row, balances, entries and both players' skill ratings; the locked path if the
+  check fails) → ``SettlementApplied`` published → ack. Timed from the first event fetched to the last
   ``SettlementApplied``; latency per event from fetch to publish.
 * ref (``raw_tx``): a bare asyncpg transaction on 8 connections that locks the two accounts, updates
   both, inserts two ledger rows and one idempotency row — measured right before ours, on the same
@@ -188,6 +188,9 @@ async def our_run(
                     settlement=rules_pb2.Settlement(
                         hand_id=f"{tag}-{n}", fan_amount=amount, transfer=transfer
                     ),
+                    # Rated, as every hand of a table is: both seats' ratings move in the transaction.
+                    player_ids=[players[payer], players[payee]],
+                    profile=rules_pb2.PROFILE_DUEL,
                 )
             )
         await asyncio.gather(

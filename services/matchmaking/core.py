@@ -54,6 +54,7 @@ class Matchmaker(MultiplierNegotiation):
         try:
             available = await self._wallet.available(player_id)
             display_name = await self._wallet.display_name(player_id)
+            skill = await self._wallet.rating(player_id, room.profile)
         except BaseException:
             del self._player_ticket[player_id]
             raise
@@ -70,7 +71,7 @@ class Matchmaker(MultiplierNegotiation):
             player_id=player_id,
             room=room,
             carry=carry,
-            rating=available,  # prestige is the rating the window compares
+            skill=skill,
             enqueued_at=now,
             expires_at=now + room.ticket_seconds,
             display_name=display_name,
@@ -155,11 +156,11 @@ class Matchmaker(MultiplierNegotiation):
             return False
         if a.is_bot or b.is_bot:  # a bot plays only the player it was started for
             return a.fill_for == b.ticket_id or b.fill_for == a.ticket_id
-        # The window widens with waiting time; the more patient of the two decides.
-        window = max(
-            a.room.rating_window_after(now - a.enqueued_at), a.room.rating_window_after(now - b.enqueued_at)
-        )
-        return abs(a.rating - b.rating) <= window
+        # Skill ratings with their uncertainty, not balances; the window widens with waiting time and
+        # the more patient of the two decides.
+        waited = now - min(a.enqueued_at, b.enqueued_at)
+        window = a.room.rating_window_for((a.skill.deviation, b.skill.deviation), waited)
+        return abs(a.skill.rating - b.skill.rating) <= window
 
     async def _start_bot(self, room: Room, entry: QueueEntry) -> None:
         if self._bots is None:

@@ -14,10 +14,23 @@ from services.matchmaking.rooms import Room
 from services.matchmaking.updates import Update
 
 
+@dataclass(frozen=True)
+class SkillEstimate:
+    """A player's skill rating in one profile as the wallet keeps it (Glicko scale): the estimate and
+    its uncertainty, which the pairing window compares (docs/protocol.md "Pairing")."""
+
+    rating: float
+    deviation: float
+
+
 class Wallet(Protocol):
     """What matchmaking asks of the wallet (server to server)."""
 
     async def available(self, player_id: str) -> int: ...
+    async def rating(self, player_id: str, profile: str) -> SkillEstimate:
+        """The player's skill rating in ``profile`` (GetRating), read when the player enqueues."""
+        ...
+
     async def display_name(self, player_id: str) -> str:
         """The name the player gave at login (shown to the opponent and at the table)."""
         ...
@@ -72,7 +85,7 @@ class QueueEntry:
     player_id: str
     room: Room
     carry: int
-    rating: int
+    skill: SkillEstimate  # in the room's profile, as the wallet had it at enqueue
     enqueued_at: float
     expires_at: float
     updates: asyncio.Queue[Update] = field(default_factory=asyncio.Queue)

@@ -1,7 +1,7 @@
 """Matchmaking's calls to other services over gRPC, with a short-lived service token.
 
-- :class:`WalletClient` — available balance, ``PlaceHold`` / ``ReleaseHold``, inventories and the
-  house bots' ``BotLogin`` (server to server).
+- :class:`WalletClient` — available balance, skill rating, ``PlaceHold`` / ``ReleaseHold``,
+  inventories and the house bots' ``BotLogin`` (server to server).
 - :class:`TableClient` — ``OpenTable`` on the chosen table server.
 
 Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
@@ -22,7 +22,7 @@ from duelmahjong.platform import auth
 from duelmahjong.platform.errors import FailedPrecondition, NotFound, Unavailable
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from services.matchmaking.directory import TableServer
-from services.matchmaking.pairing import OpenedTable, Pairing, TableUnavailable
+from services.matchmaking.pairing import OpenedTable, Pairing, SkillEstimate, TableUnavailable
 from services.matchmaking.rooms import Room
 
 SERVICE_PRINCIPAL = "service:matchmaking"
@@ -103,6 +103,13 @@ class WalletClient:
             name = self._names.pop(player_id, "")
         return name or player_id
 
+    async def rating(self, player_id: str, profile: str) -> SkillEstimate:
+        reply = await self._call(self._stub.GetRating, wallet_pb2.GetRatingRequest(player_id=player_id))
+        for skill in reply.ratings:
+            if skill.profile == PROFILES[profile]:
+                return SkillEstimate(skill.rating, skill.deviation)
+        raise Unavailable(f"the wallet gave no {profile} rating for player {player_id!r}")
+
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
         request = wallet_pb2.PlaceHoldRequest(
             player_id=player_id, pairing_id=pairing_id, amount=amount, fee=fee
@@ -144,15 +151,21 @@ class WalletClient:
         await self._channel.close()
 
 
+_NO_WALLET = "matchmaking has no WALLET_ADDRESS: it cannot check balances or hold carries"
+
+
 class WalletMissing:
     """No ``WALLET_ADDRESS``: the service runs (health, ListRooms) but cannot queue anyone."""
 
     async def available(self, player_id: str) -> int:
-        raise Unavailable("matchmaking has no WALLET_ADDRESS: it cannot check balances or hold carries")
+        raise Unavailable(_NO_WALLET)
 
     async def display_name(self, player_id: str) -> str:
         await self.available(player_id)
         return player_id
+
+    async def rating(self, player_id: str, profile: str) -> SkillEstimate:
+        raise Unavailable(_NO_WALLET)
 
     async def place_hold(self, player_id: str, pairing_id: str, amount: int, fee: int) -> None:
         await self.available(player_id)

@@ -18,6 +18,7 @@ services.matchmaking.rooms.RoomConfigError: room 'x': fan_rate must be positive 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,12 @@ class Room:
     # Queue: a ticket expires after this long unpaired; bot fill after bot_fill_seconds (0 = never).
     ticket_seconds: float = 300.0
     bot_fill_seconds: float = 0.0
-    # Pairing: players pair when their ratings differ by at most base + widening × seconds waited.
-    rating_window: int = 200
-    rating_window_per_second: float = 50.0
+    # Pairing: players pair when their skill ratings differ by at most rating_window (points) +
+    # rating_window_deviations × √(d1² + d2²) (the uncertainty of the difference) +
+    # rating_window_per_second × the longer wait (docs/protocol.md "Pairing").
+    rating_window: float = 0.0
+    rating_window_deviations: float = 1.0
+    rating_window_per_second: float = 10.0
     negotiation_seconds: float = 30.0  # T7: time to propose / respond
     # Spectators may watch the room's public tables, what they see lagging play by the delay
     # (0 = DEFAULT_SPECTATE_DELAY_SECONDS), so a watcher cannot coach a player.
@@ -99,8 +103,8 @@ class Room:
             problems.append("ticket_seconds and negotiation_seconds must be positive, bot_fill_seconds >= 0")
         if not 0 <= self.spectate_delay_seconds <= MAX_SPECTATE_DELAY_SECONDS:
             problems.append(f"spectate_delay_seconds must be 0 (the default) .. {MAX_SPECTATE_DELAY_SECONDS}")
-        if self.rating_window < 0 or self.rating_window_per_second < 0:
-            problems.append("the rating window and its widening must not be negative")
+        if min(self.rating_window, self.rating_window_deviations, self.rating_window_per_second) < 0:
+            problems.append("the rating window, its deviations and its widening must not be negative")
         try:
             self.engine_settings()
         except SettingsError as err:
@@ -134,8 +138,15 @@ class Room:
         """T7 negotiation is a duel rule; erren pairings play at 1×."""
         return self.profile == "duel"
 
-    def rating_window_after(self, seconds_waited: float) -> float:
-        return self.rating_window + self.rating_window_per_second * max(0.0, seconds_waited)
+    def rating_window_for(self, deviations: tuple[float, float], seconds_waited: float) -> float:
+        """How far apart two ratings with these deviations may be to pair after that wait: the
+        difference of two estimates is uncertain by √(d1² + d2²), so two new players (350 each) pair
+        across ~500 points at once, two settled ones (60 each) only within ~85 until they have waited."""
+        return (
+            self.rating_window
+            + self.rating_window_deviations * math.hypot(*deviations)
+            + self.rating_window_per_second * max(0.0, seconds_waited)
+        )
 
     @classmethod
     def from_json(cls, data: Any) -> Room:

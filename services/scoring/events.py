@@ -20,13 +20,14 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 from nats.js import api
 
+from duelmahjong.contract import PROFILES
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.streams import ConsumerSpec
-from duelmahjong.v1 import events_pb2
+from duelmahjong.v1 import events_pb2, rules_pb2
 from services.scoring import codec
 from services.scoring.core import ScoredHand, ScoringCore
 from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
@@ -194,6 +195,9 @@ class HandEndedHandler:
                 opponent_player_id=figures.payee,
                 amount=figures.fan_amount,  # uncapped: the wallet caps it by the escaper's carry (H3)
                 settlement=codec.settlement_message(figures),
+                # The rating the escape moves, and the seats' order of its rating changes.
+                profile=PROFILES.get(claim.profile, rules_pb2.PROFILE_UNSPECIFIED),
+                player_ids=[player.player_id for player in claim.players],
             )
             await self._bus.publish_event(subjects.ESCAPE_PENALTY, penalty)
             return
@@ -203,6 +207,7 @@ class HandEndedHandler:
             hand_id=claim.hand_id,
             settlement=codec.settlement_message(figures),
             player_ids=[player.player_id for player in claim.players],  # who owes the fee
+            profile=PROFILES.get(claim.profile, rules_pb2.PROFILE_UNSPECIFIED),  # the rating the hand moves
         )
         if scored.evaluation is not None:
             event.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))

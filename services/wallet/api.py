@@ -12,11 +12,13 @@ import math
 from typing import Any
 
 from duelmahjong.platform.auth import current_principal
-from duelmahjong.platform.errors import RateLimited
+from duelmahjong.platform.errors import InvalidArgument, RateLimited
 from duelmahjong.platform.ratelimit import RateLimiter, client_address
 from duelmahjong.v1 import rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet import codec
 from services.wallet.core import Session, WalletCore
+from services.wallet.leaderboard import RankedPlayer
+from services.wallet.rating_board import RatedPlayer
 
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 # The only RPCs callable without a session token.
@@ -100,18 +102,40 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.GetLeaderboardRequest, context: Any
     ) -> wallet_pb2.GetLeaderboardResponse:
         around_me = request.scope == wallet_pb2.LEADERBOARD_SCOPE_AROUND_ME
+        if request.kind == wallet_pb2.LEADERBOARD_KIND_RATING:
+            profile = codec.profile_name(request.profile)
+            rated = await self.core.rating_board(current_principal(), profile, around_me, request.limit)
+            return self._rating_board(profile, rated)
+        prestige = (wallet_pb2.LEADERBOARD_KIND_UNSPECIFIED, wallet_pb2.LEADERBOARD_KIND_PRESTIGE)
+        if request.kind not in prestige:
+            raise InvalidArgument(f"unknown leaderboard kind {request.kind}")
         ranked = await self.core.leaderboard(current_principal(), around_me, request.limit)
-        return wallet_pb2.GetLeaderboardResponse(
-            entries=[
-                wallet_pb2.LeaderboardEntry(
-                    rank=player.rank,
-                    player_id=player.player_id,
-                    display_name=player.display_name,
-                    prestige=player.prestige,
-                    level=self.core.level_of(player.prestige)[0],
-                )
-                for player in ranked
-            ]
+        return wallet_pb2.GetLeaderboardResponse(entries=[self._entry(player) for player in ranked])
+
+    def _entry(self, player: RankedPlayer | RatedPlayer) -> wallet_pb2.LeaderboardEntry:
+        return wallet_pb2.LeaderboardEntry(
+            rank=player.rank,
+            player_id=player.player_id,
+            display_name=player.display_name,
+            prestige=player.prestige,
+            level=self.core.level_of(player.prestige)[0],
+        )
+
+    def _rating_board(self, profile: str, ranked: list[RatedPlayer]) -> wallet_pb2.GetLeaderboardResponse:
+        entries = []
+        for player in ranked:
+            entry = self._entry(player)
+            entry.rating.CopyFrom(codec.skill_rating(profile, player.skill))
+            entries.append(entry)
+        return wallet_pb2.GetLeaderboardResponse(entries=entries)
+
+    async def GetRating(
+        self, request: wallet_pb2.GetRatingRequest, context: Any
+    ) -> wallet_pb2.GetRatingResponse:
+        player_id, skills = await self.core.rating(current_principal(), request.player_id)
+        return wallet_pb2.GetRatingResponse(
+            player_id=player_id,
+            ratings=[codec.skill_rating(profile, skill) for profile, skill in skills.items()],
         )
 
     async def GetInventory(

@@ -7,8 +7,10 @@ from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.v1 import rules_pb2
+from duelmahjong.contract import PROFILE_WORDS, PROFILES
+from duelmahjong.v1 import rules_pb2, wallet_pb2
 from services.wallet.errors import InvalidAmountError
+from services.wallet.rating import RatingMove, Skill
 
 _ITEM_PREFIX = "ITEM_KIND_"
 
@@ -87,3 +89,40 @@ def applied_settlement(
     else:
         applied.capped_by_carry = False
     return applied
+
+
+def profile_name(profile: rules_pb2.Profile.ValueType) -> str:
+    """The wallet's name of a profile (``duel``, ``erren``); "" for PROFILE_UNSPECIFIED (no rating)."""
+    if profile == rules_pb2.PROFILE_UNSPECIFIED:
+        return ""
+    name = PROFILE_WORDS.get(profile)
+    if name is None:
+        raise InvalidAmountError(f"unknown profile {profile}")
+    return name
+
+
+def required_profile(profile: rules_pb2.Profile.ValueType) -> str:
+    name = profile_name(profile)
+    if not name:
+        raise InvalidAmountError("a profile is required: PROFILE_DUEL or PROFILE_ERREN")
+    return name
+
+
+def skill_rating(profile: str, skill: Skill) -> wallet_pb2.SkillRating:
+    return wallet_pb2.SkillRating(
+        profile=PROFILES[profile],
+        rating=skill.rating,
+        deviation=skill.deviation,
+        volatility=skill.volatility,
+        hands_rated=skill.hands_rated,
+        conservative=skill.conservative,
+    )
+
+
+def rating_change(move: RatingMove) -> wallet_pb2.RatingChange:
+    return wallet_pb2.RatingChange(
+        seat=rules_pb2.SEAT_FIRST if move.seat == 1 else rules_pb2.SEAT_SECOND,
+        player_id=move.player_id,
+        before=skill_rating(move.profile, move.before),
+        after=skill_rating(move.profile, move.after),
+    )

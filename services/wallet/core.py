@@ -23,6 +23,8 @@ from services.wallet.leaderboard import Leaderboard, RankedPlayer
 from services.wallet.ledger_store import HistoryRow, LedgerStore, Outcome
 from services.wallet.levels import LevelTable
 from services.wallet.players import PlayerStore
+from services.wallet.rating import PROFILES, Skill
+from services.wallet.rating_board import RatedPlayer, RatingBoard
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 20
@@ -103,6 +105,7 @@ class WalletCore:
         ledger: LedgerStore,
         players: PlayerStore,
         leaderboard: Leaderboard,
+        ratings: RatingBoard,
         config: WalletConfig,
         *,
         clock: Clock = utc_now,
@@ -110,6 +113,7 @@ class WalletCore:
         self.ledger = ledger
         self.players = players
         self.board = leaderboard
+        self.ratings = ratings
         self.config = config
         self.levels: LevelTable = config.level_table
         self._clock = clock
@@ -241,6 +245,23 @@ class WalletCore:
         if around_me:
             return await self.board.around(principal.player_id, size)
         return await self.board.top(size)
+
+    async def rating(self, principal: Principal, player_id: str) -> tuple[str, dict[str, Skill]]:
+        """Anyone's ratings, per profile: a rating is public (the boards show it, an opponent may
+        look), unlike a balance."""
+        wanted = player_id or principal.player_id
+        check_ids(wanted)
+        return wanted, await self.ratings.of(wanted)
+
+    async def rating_board(
+        self, principal: Principal, profile: str, around_me: bool, limit: int
+    ) -> list[RatedPlayer]:
+        if profile not in PROFILES:
+            raise InvalidArgument("a rating board needs its profile: PROFILE_DUEL or PROFILE_ERREN")
+        size = check_page_size(limit, DEFAULT_LEADERBOARD)
+        if around_me:
+            return await self.ratings.around(principal.player_id, profile, size)
+        return await self.ratings.top(profile, size)
 
     async def inventory(self, principal: Principal, player_id: str) -> dict[str, int]:
         return await self.players.inventory(owner(principal, player_id))

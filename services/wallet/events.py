@@ -141,6 +141,7 @@ def settlement_applied(
         ],
         rejected_reason=outcome.reason if outcome.status is Status.REJECTED else "",
         hand_transaction=outcome.kind in (HandSettlement.kind, EscapePenalty.kind),
+        ratings=[codec.rating_change(move) for move in outcome.ratings],
     )
     if settlement is not None:
         applied.settlement.CopyFrom(settlement)

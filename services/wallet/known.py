@@ -10,7 +10,9 @@ fails writes nothing; the ledger store then forgets those players (and the table
 
 What is kept, per player: the account row, the open hold (a player holds for one pairing at a time)
 and, per pairing a command's table was in, the player's hold in it (released or not, or none), all
-as of the version kept. Per table: its pairing ("" while none was recorded). Per house account: its
+as of the version kept, and its rating in each profile a command of theirs was rated in (none: the
+starting rating) — a rating changes only in a hand's transaction, which bumps the version. Per table:
+its pairing ("" while none was recorded). Per house account: its
 id and whether it may go negative. Bounded: the least recently used entries go first.
 """
 
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 
 from services.wallet.commands import Command
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState
+from services.wallet.rating import Skill
 
 DEFAULT_LIMIT = 20_000  # players (and tables) kept: a few hundred bytes each, ~10 MB at most
 
@@ -57,6 +60,7 @@ class _Player:
     version: int
     open_hold: HoldState | None
     in_pairing: dict[str, HoldState | None] = field(default_factory=dict)
+    skills: dict[str, Skill | None] = field(default_factory=dict)  # profile -> rating (None: the start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +97,13 @@ class KnownRows:
                 return None
             pairing = known_pairing
             self._tables.move_to_end(command.table)
+        profile = command.rated_profile
         known: list[tuple[str, _Player]] = []
         for player_id in players:
             player = self._players.get(player_id)
             if player is None or (pairing and pairing not in player.in_pairing):
+                return None
+            if profile and profile not in player.skills:
                 return None
             known.append((player_id, player))
         houses = [self._houses.get(house.value) for house in command.houses]
@@ -105,8 +112,12 @@ class KnownRows:
         accounts: list[AccountState] = []
         holds: list[HoldState] = []
         versions: dict[int, int] = {}
+        skills: dict[str, Skill] = {}
         for player_id, player in known:
             self._players.move_to_end(player_id)
+            skill = player.skills.get(profile) if profile else None
+            if skill is not None:
+                skills[player_id] = skill
             accounts.append(
                 AccountState(
                     player.account_id,
@@ -136,7 +147,7 @@ class KnownRows:
             )
         accounts.sort(key=lambda account: account.account_id)  # as the read orders them
         read = Read.of(accounts, holds, versions)
-        draft = Draft(accounts, holds, {}, at_table=command.at_table, table_pairing=pairing)
+        draft = Draft(accounts, holds, {}, at_table=command.at_table, table_pairing=pairing, skills=skills)
         return draft, read
 
     def learn(self, command: Command, draft: Draft, read: Read) -> None:
@@ -162,6 +173,8 @@ class KnownRows:
             )
             if pairing:
                 player.in_pairing[pairing] = next((_copy(h) for h in mine if h.pairing_id == pairing), None)
+            if command.rated_profile:
+                player.skills[command.rated_profile] = draft.skills.get(ref.name)
             self._players[ref.name] = player
             self._players.move_to_end(ref.name)
         self._evict()
@@ -182,6 +195,9 @@ class KnownRows:
                     player.open_hold = _copy(hold)
                 if hold.pairing_id in player.in_pairing:
                     player.in_pairing[hold.pairing_id] = _copy(hold)
+            for move in draft.plan.ratings:
+                if move.player_id == ref.name:
+                    player.skills[move.profile] = move.after
 
     def forget(self, command: Command) -> None:
         """A check failed, or the command went the locked way: read these afresh next time."""

@@ -22,6 +22,7 @@ from services.wallet.errors import (
     UnbalancedTransactionError,
     UnknownPlayerError,
 )
+from services.wallet.rating import START, RatingMove, Skill, rate
 
 
 class House(enum.StrEnum):
@@ -104,6 +105,7 @@ class Plan:
     item_deltas: list[tuple[str, str, int]] = field(default_factory=list)  # (player, item, delta)
     table_opened: tuple[str, str] | None = None  # (table id, pairing id) to remember
     pairing_closed: str = ""  # a pairing whose table closed: it takes no new hold
+    ratings: list[RatingMove] = field(default_factory=list)  # a hand's: both seats, SEAT_FIRST first
     status: Status = Status.APPLIED
     reason: str = ""
 
@@ -126,8 +128,12 @@ class Draft:
         at_table: bool,
         table_pairing: str = "",
         pairing_closed: bool = False,
+        skills: dict[str, Skill] | None = None,
     ) -> None:
         self.accounts = {a.ref: a for a in accounts}
+        # The players' ratings in the command's profile, as read with their accounts (a player
+        # without a row has the starting rating).
+        self.skills = dict(skills or {})
         self.holds = list(holds)
         self.inventory = dict(inventory)  # item -> quantity for the command's one player (items)
         self.at_table = at_table
@@ -257,6 +263,17 @@ class Draft:
             if hold.pairing_id == pairing_id and not hold.released:
                 self.account(AccountRef.player(hold.player_id)).held -= hold.total
                 hold.released = True
+
+    def rate(self, profile: str, seated: tuple[str, str], result: float) -> None:
+        """Move both seats' ratings in ``profile`` by one hand; ``result`` is the first seat's."""
+        for player_id in seated:
+            self.account(AccountRef.player(player_id))  # unknown player -> NOT_FOUND, not a FK error
+        before = tuple(self.skills.get(player_id, START) for player_id in seated)
+        after = rate(before[0], before[1], result)
+        self.plan.ratings = [
+            RatingMove(player_id, profile, seat, was, now)
+            for seat, (player_id, was, now) in enumerate(zip(seated, before, after, strict=True), start=1)
+        ]
 
     def change_item(self, player_id: str, item: str, delta: int) -> None:
         self.account(AccountRef.player(player_id))  # unknown player -> NOT_FOUND, not a FK error

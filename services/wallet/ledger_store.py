@@ -31,6 +31,7 @@ from services.wallet.errors import UnknownPlayerError, WalletError
 from services.wallet.known import KnownRows, Read
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, Status
 from services.wallet.player_locks import PlayerLocks
+from services.wallet.rating import RatingMove, Skill
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,9 @@ class Outcome:
     # Every entry of the transaction, in order: (account "player:<id>" / "house:<name>", amount,
     # purpose); read back from the ledger for a repeat, so a redelivery reports the same entries.
     postings: tuple[tuple[str, int, str], ...] = ()
+    # A hand's: both seats' ratings before and after it, SEAT_FIRST first (recorded on the row, so a
+    # redelivery reports the same moves).
+    ratings: tuple[RatingMove, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,10 @@ def _balances_json(draft: Draft) -> str:
     return json.dumps(
         {ref.name: [s.balance, s.held] for ref, s in sorted(draft.accounts.items()) if ref.kind == "player"}
     )
+
+
+def _ratings_json(moves: list[RatingMove]) -> str | None:
+    return json.dumps([move.as_json() for move in moves]) if moves else None
 
 
 class LedgerStore:
@@ -216,6 +224,7 @@ class LedgerStore:
             postings=tuple((str(p.account), p.amount, p.purpose) for p in draft.plan.postings)
             if draft.plan.status is Status.APPLIED
             else (),
+            ratings=tuple(draft.plan.ratings) if draft.plan.status is Status.APPLIED else (),
         )
 
     async def _recorded_after_conflict(self, conn: Connection, key: str) -> Outcome:
@@ -229,13 +238,18 @@ class LedgerStore:
         houses = [h.value for h in command.houses]
         if lock:  # then the load as a statement of its own (sql.py says why)
             await conn.execute(sql.LOCK_ACCOUNTS, players, houses)
-        rows = await conn.fetch(sql.LOAD_COMMAND, players, houses, command.pairing, command.table)
+        rows = await conn.fetch(
+            sql.LOAD_COMMAND, players, houses, command.pairing, command.table, command.rated_profile
+        )
         accounts: dict[int, AccountState] = {}
         versions: dict[int, int] = {}
         holds: list[HoldState] = []
+        skills: dict[str, Skill] = {}
         for row in rows:
             if row["id"] not in accounts:
                 player_id = row["player_id"]
+                if player_id and row["rating"] is not None:
+                    skills[player_id] = Skill(row["rating"], row["deviation"], row["hands_rated"])
                 ref = AccountRef.player(player_id) if player_id else AccountRef("house", row["house"])
                 accounts[row["id"]] = AccountState(
                     row["id"], ref, row["balance"], row["held"], row["overdraft_allowed"]
@@ -262,6 +276,7 @@ class LedgerStore:
             at_table=command.at_table,
             table_pairing=table_pairing,
             pairing_closed=bool(rows) and rows[0]["closed"],
+            skills=skills,
         )
         return draft, read
 
@@ -274,6 +289,7 @@ class LedgerStore:
         not: its holds may have changed."""
         applied = draft.plan.status is Status.APPLIED
         postings = draft.plan.postings if applied else []
+        ratings = draft.plan.ratings if applied else []
         posted = {p.account for p in postings}  # locked below: an entry joins its account's locked row
         moved = [
             s
@@ -322,6 +338,12 @@ class LedgerStore:
             # The table's pairing the plan assumed, checked again (a command on no account plans on none).
             command.table if check and command.at_table and command.table and draft.accounts else None,
             draft.table_pairing,
+            _ratings_json(ratings),
+            command.rated_profile,
+            [m.player_id for m in ratings],
+            [m.after.rating for m in ratings],
+            [m.after.deviation for m in ratings],
+            [m.after.hands_rated for m in ratings],
         )
         if row is None:  # the statement answers one row, always
             raise RuntimeError("the ledger write answered no row")
@@ -365,6 +387,7 @@ class LedgerStore:
             balances,
             duplicate=True,
             postings=postings,
+            ratings=tuple(RatingMove.from_json(move) for move in json.loads(row["ratings"] or "[]")),
         )
 
     # -- reads ------------------------------------------------------------------------------------

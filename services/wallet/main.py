@@ -16,6 +16,7 @@ from services.wallet.leaderboard import Leaderboard
 from services.wallet.ledger_store import LedgerStore
 from services.wallet.monitor import LedgerAudit
 from services.wallet.players import PlayerStore
+from services.wallet.rating_board import RatingBoard
 from services.wallet.sources import Namespace
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -25,7 +26,7 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     config = runtime.config
     pool = runtime.require_db()
     ledger = LedgerStore(pool, runtime.metrics)
-    core = WalletCore(ledger, PlayerStore(pool, ledger), Leaderboard(pool), config)
+    core = WalletCore(ledger, PlayerStore(pool, ledger), Leaderboard(pool), RatingBoard(pool), config)
     runtime.server.add_service(
         SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
     )

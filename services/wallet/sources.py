@@ -46,6 +46,7 @@ def _hand_scored(event: events_pb2.HandScored) -> Command:
         stake=stake,
         seated=tuple(event.player_ids),
         fee=settlement.fee if event.player_ids else 0,
+        profile=codec.profile_name(event.profile),
     )
 
 
@@ -57,6 +58,8 @@ def _escape(event: events_pb2.EscapePenalty) -> Command:
         escaper=event.escaper_player_id,
         opponent=event.opponent_player_id,
         penalty=event.amount,
+        seated=tuple(event.player_ids),
+        profile=codec.profile_name(event.profile),
     )
 
 

@@ -13,7 +13,8 @@ ORDER BY id FOR UPDATE
 """
 # The command's accounts (with their versions), each player's open hold (one at a time) and any hold
 # of theirs in the command's pairing — given ($3), or the pairing of the command's table ($4) —
-# released or not, and whether that pairing has closed.
+# released or not, and whether that pairing has closed; with a profile ($5), each player's rating in it
+# (none: the starting rating).
 LOAD_COMMAND = """
 WITH p AS (
     SELECT coalesce(
@@ -24,8 +25,10 @@ WITH p AS (
 )
 SELECT a.id, a.player_id, a.house, a.balance, a.held, a.overdraft_allowed, a.version,
        h.pairing_id, h.carry, h.fee_reserve, h.open, (SELECT p.id FROM p) AS pairing,
-       EXISTS (SELECT 1 FROM wallet.closed_pairings c WHERE c.pairing_id = (SELECT p.id FROM p)) AS closed
+       EXISTS (SELECT 1 FROM wallet.closed_pairings c WHERE c.pairing_id = (SELECT p.id FROM p)) AS closed,
+       r.rating, r.deviation, r.hands_rated
 FROM wallet.accounts a
+LEFT JOIN wallet.ratings r ON r.player_id = a.player_id AND r.profile = $5::text
 LEFT JOIN LATERAL (
     SELECT o.pairing_id, o.carry, o.fee_reserve, o.open FROM wallet.holds o
     WHERE o.player_id = a.player_id AND o.open  -- holds_open_by_player
@@ -51,7 +54,9 @@ INVENTORY = "SELECT item, quantity FROM wallet.inventory WHERE player_id = $1"
 # plan's order (numbered in that order: an account with two entries in one transaction, a hand's fee
 # and its transfer, keeps its running balance in id order), each balance_after counted from the
 # locked balance (a house account, which nothing checks, may have moved since the read); write the
-# changed holds. If the check fails or the key exists, t is empty and nothing else is written.
+# changed holds; write a hand's ratings in its profile ($28: players $29, ratings $30, deviations $31,
+# hands rated $32), which the row keeps too ($27), so the hand's key moves them once. If the check
+# fails or the key exists, t is empty and nothing else is written.
 # Returns the transaction id (or NULL) and whether the check held.
 WRITE_TRANSACTION = """
 WITH locked AS (
@@ -66,8 +71,8 @@ WITH locked AS (
         ON c.id = l.id AND c.version = l.version
 ), t AS (
     INSERT INTO wallet.transactions
-        (idempotency_key, kind, status, reason, actor, pairing_id, table_id, hand_id, balances)
-    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb WHERE (SELECT ok FROM fresh)
+        (idempotency_key, kind, status, reason, actor, pairing_id, table_id, hand_id, balances, ratings)
+    SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $27::jsonb WHERE (SELECT ok FROM fresh)
     ON CONFLICT (idempotency_key) DO NOTHING RETURNING id
 ), balances AS (
     UPDATE wallet.accounts AS a
@@ -89,11 +94,20 @@ WITH locked AS (
     FROM unnest($20::text[], $21::text[], $22::bigint[], $23::bigint[], $24::boolean[])
         AS v(pairing_id, player_id, carry, fee_reserve, open)
     WHERE h.pairing_id = v.pairing_id AND h.player_id = v.player_id AND EXISTS (SELECT 1 FROM t)
+), ratings AS (
+    INSERT INTO wallet.ratings (player_id, profile, rating, deviation, hands_rated)
+    SELECT v.player_id, $28::text, v.rating, v.deviation, v.hands_rated
+    FROM unnest($29::text[], $30::float8[], $31::float8[], $32::integer[])
+        AS v(player_id, rating, deviation, hands_rated)
+    WHERE EXISTS (SELECT 1 FROM t)
+    ON CONFLICT (player_id, profile) DO UPDATE
+    SET rating = EXCLUDED.rating, deviation = EXCLUDED.deviation, hands_rated = EXCLUDED.hands_rated,
+        updated_at = now()
 )
 SELECT (SELECT id FROM t) AS id, (SELECT ok FROM fresh) AS fresh
 """
 RECORDED = """
-SELECT id, kind, status, reason, table_id, hand_id, balances
+SELECT id, kind, status, reason, table_id, hand_id, balances, ratings
 FROM wallet.transactions WHERE idempotency_key = $1
 """
 # A recorded transaction's entries in the order they were written, named as the contract names

@@ -10,6 +10,7 @@ table's write-ahead log on NATS)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import subprocess
@@ -54,6 +55,7 @@ BOT_ROOM = {
     "bot_fill_seconds": 0.2,
 }
 MAX_FAN = {"duel": 64, "erren": 88}  # H3
+PROFILE_ENUM = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +98,24 @@ async def _play(players: list[Player], readies: Any, plans: list[MatchPlan]) -> 
     return await asyncio.gather(
         *(one(p, r, plan) for p, r, plan in zip(players, readies, plans, strict=True))
     )
+
+
+async def _check_ratings(players: list[Player], outcomes: list[PlayOutcome], profile: str) -> None:
+    """Every HandSettled showed both seats' ratings, each hand starting where the last one left them,
+    and the wallet's GetRating says what the last hand showed."""
+    wanted = PROFILE_ENUM[profile]
+    for player, outcome in zip(players, outcomes, strict=True):
+        assert outcome.settlements
+        me = player.client.player_id
+        changes = [next(r for r in s.ratings if r.player_id == me) for s in outcome.settlements]
+        assert all(len(s.ratings) == 2 for s in outcome.settlements)
+        assert changes[0].before.hands_rated == 0 and changes[0].before.rating == 1500
+        for earlier, later in itertools.pairwise(changes):
+            assert later.before == earlier.after
+        assert [c.after.hands_rated for c in changes] == list(range(1, len(changes) + 1))
+        assert all(c.after.profile == wanted for c in changes)
+        now = {r.profile: r for r in (await player.client.ratings()).ratings}
+        assert now[wanted] == changes[-1].after
 
 
 async def _released(players: list[Player]) -> None:
@@ -231,6 +251,7 @@ async def test_a_full_match_then_one_leaves_between_hands(
     ledger = await ledger_balances(stack.database_url)
     assert ledger is not None and sum(ledger.values()) == total_before
     assert ledger.get("house:fees", 0) >= 2 * FEE * hands
+    await _check_ratings(players, outcomes, profile)
 
     secrets = await _seeds(stack, readies[0].table_id, stored_messages)
     assert len(secrets) == 2 * hands  # each hand's seed and salt
@@ -259,6 +280,14 @@ async def test_escape_mid_hand_pays_the_penalty_to_the_opponent(
     )
     lost = players[escaper].start_balance - (await players[escaper].client.balance()).balance
     assert lost == penalty  # no fee for the escaped hand: only the penalty moved
+    # An escape is a loss for the escaper's rating and a win for the opponent's.
+    escaped = outcomes[1 - escaper].settlements[-1].ratings
+    by_player = {r.player_id: r for r in escaped}
+    fled, stayed = by_player[players[escaper].client.player_id], by_player[opponent.client.player_id]
+    assert fled.after.rating - fled.before.rating < 0 < stayed.after.rating - stayed.before.rating
+    await _check_ratings([opponent], [outcomes[1 - escaper]], "duel")
+    fled_now = {r.profile: r for r in (await players[escaper].client.ratings()).ratings}
+    assert fled_now[rules_pb2.PROFILE_DUEL] == fled.after
     secrets = await _seeds(stack, readies[0].table_id, stored_messages)
     for player in players:
         _check_nothing_hidden(player, secrets)
@@ -327,3 +356,12 @@ async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same
     assert {"house:grants", "house:fees", "house:guess"} <= set(accounts)
     assert all(f"player:{player}" in accounts for player in summary["players"])
     assert summary["ledger_total_before"] == summary["ledger_total_after"] == sum(accounts.values())
+    # After the demo's hands both players' GetRating is where the last HandSettled said, each hand
+    # starting where the one before left it (new guests: from 1500).
+    for player in summary["players"]:
+        moves = [hand["ratings"][player] for hand in summary["hands"]]
+        assert moves[0]["before"] == 1500.0
+        assert all(later["before"] == earlier["after"] for earlier, later in itertools.pairwise(moves))
+        rating = summary["ratings"][player]
+        assert round(rating["rating"], 1) == moves[-1]["after"] and rating["hands_rated"] == len(moves)
+        assert rating["conservative"] == pytest.approx(rating["rating"] - 2 * rating["deviation"])

@@ -8,6 +8,8 @@
   exactly as its process would (gRPC, health, metrics, bus, migrations) and returns its
   :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test.
 - ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
+- ``wallet_ledger`` — the wallet's :class:`~services.wallet.ledger_store.LedgerStore` on a fresh, migrated
+  database; the ledger's audit must find nothing wrong when the test ends.
 - ``start_matchmaking`` — ``await start_matchmaking(rooms)`` runs a wallet (fresh database, private event
   namespace) and matchmaking with those rooms in front of it; returns both runtimes. A second argument
   adds settings to matchmaking's environment.
@@ -31,7 +33,10 @@ from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, serve
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.main import SPEC as MATCHMAKING
+from services.wallet.audit import audit_ledger
 from services.wallet.config import WalletConfig
+from services.wallet.ledger_store import LedgerStore
+from services.wallet.main import MIGRATIONS as WALLET_MIGRATIONS
 from services.wallet.main import SPEC as WALLET
 
 StartService = Callable[[ServiceSpec, ServiceConfig], Awaitable[ServiceRuntime[Any]]]
@@ -47,6 +52,16 @@ async def database_url(postgres_admin_url: str, unique_name: Callable[[str], str
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
+
+
+@pytest_asyncio.fixture
+async def wallet_ledger(database_url: str) -> AsyncIterator[LedgerStore]:
+    pool = await db.create_pool(database_url, max_size=6)
+    await db.apply_migrations(pool, WALLET_MIGRATIONS, service="wallet")
+    ledger = LedgerStore(pool)
+    yield ledger
+    assert await audit_ledger(pool) == []
+    await pool.close()
 
 
 @pytest_asyncio.fixture

@@ -459,6 +459,7 @@ async def test_a_good_hand_is_scored_and_published_once(
     assert event.settlement.transfer.from_player_id == loser.player_id
     assert not event.settlement.postings  # what moves is the wallet's to say (SettlementApplied)
     assert list(event.player_ids) == [p.player_id for p in genuine.players]  # who owes the fee
+    assert event.profile == rules_pb2.PROFILE_DUEL  # the ratings the hand moves
     # Both deliveries were verified and scored (other tests' hands may share the durable consumer).
     assert metric(runtime, 'duel_scoring_hands_scored_total{outcome="win",profile="duel"}') >= 2
 
@@ -493,6 +494,8 @@ async def test_an_escape_publishes_the_penalty_for_the_wallet(
     assert [(p.escaper_player_id, p.opponent_player_id, p.amount) for p in penalties] == [
         ("alice", "bob", 640)
     ]
+    # For the ratings: the profile, and the players in seat order (an escape is the escaper's loss).
+    assert (penalties[0].profile, list(penalties[0].player_ids)) == (rules_pb2.PROFILE_DUEL, ["alice", "bob"])
 
 
 @pytest.mark.integration

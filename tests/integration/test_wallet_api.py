@@ -240,6 +240,7 @@ async def test_holds_and_a_hand_scored_event_over_the_running_service(
         hand_id="h1",
         settlement=rules_pb2.Settlement(hand_id="h1", total_fan=4, fan_amount=640, transfer=transfer, fee=10),
         player_ids=[winner, loser],
+        profile=rules_pb2.PROFILE_DUEL,
     )
     for copy in ("a", "b"):  # delivered twice (a redelivery beyond JetStream's duplicate window)
         await bus.publish(
@@ -274,6 +275,19 @@ async def test_holds_and_a_hand_scored_event_over_the_running_service(
         result.envelope.event_id,
     )
     assert again.settlement == result.settlement and list(again.balances) == list(result.balances)
+    # Both seats' ratings moved once, in the hand's transaction; the redelivery reports the same.
+    assert [(r.seat, r.player_id) for r in result.ratings] == [
+        (rules_pb2.SEAT_FIRST, winner),
+        (rules_pb2.SEAT_SECOND, loser),
+    ]
+    assert list(again.ratings) == list(result.ratings)
+    won, lost = result.ratings
+    assert won.after.rating > won.before.rating == 1500 == lost.before.rating > lost.after.rating
+    assert won.after.hands_rated == 1 and won.after.profile == rules_pb2.PROFILE_DUEL
+    for change, token in ((won, winner_token), (lost, loser_token)):
+        mine = await client.stub.GetRating(wallet_pb2.GetRatingRequest(), metadata=token)
+        assert mine.player_id == change.player_id
+        assert {r.profile: r for r in mine.ratings}[rules_pb2.PROFILE_DUEL] == change.after
 
     released = wallet_pb2.ReleaseHoldRequest(player_id=loser, pairing_id="pair-1")
     await expect(grpc.StatusCode.PERMISSION_DENIED, client.stub.ReleaseHold(released, metadata=loser_token))
@@ -435,3 +449,63 @@ async def test_guest_logins_are_rate_limited_per_client_address(
             wallet_pb2.RefreshTokenRequest(refresh_token=first[0].session.refresh_token), timeout=10
         )
         assert renewed.player_id == first[0].player_id
+
+
+async def test_ratings_are_public_and_the_rating_board_is_per_profile(
+    client: Client, wallet_service: ServiceRuntime[WalletConfig]
+) -> None:
+    ann, ann_token = await client.login("ann")
+    bob, _bob_token = await client.login("bob")
+    # A new player has the starting rating in both profiles; anyone may read anyone's.
+    seen = await client.stub.GetRating(wallet_pb2.GetRatingRequest(player_id=bob), metadata=ann_token)
+    assert seen.player_id == bob
+    assert [(r.profile, r.rating, r.deviation, r.hands_rated, r.conservative) for r in seen.ratings] == [
+        (rules_pb2.PROFILE_DUEL, 1500, 350, 0, 800),
+        (rules_pb2.PROFILE_ERREN, 1500, 350, 0, 800),
+    ]
+    assert all(r.volatility == pytest.approx(0.06) for r in seen.ratings)
+    await expect(
+        grpc.StatusCode.NOT_FOUND,
+        client.stub.GetRating(wallet_pb2.GetRatingRequest(player_id="nobody"), metadata=ann_token),
+    )
+    await expect(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        client.stub.GetRating(wallet_pb2.GetRatingRequest(player_id="a b"), metadata=ann_token),
+    )
+    rating_board = wallet_pb2.LEADERBOARD_KIND_RATING
+    no_profile = wallet_pb2.GetLeaderboardRequest(kind=rating_board)
+    assert "profile" in await expect(
+        grpc.StatusCode.INVALID_ARGUMENT, client.stub.GetLeaderboard(no_profile, metadata=ann_token)
+    )
+    # ann beats bob in erren (written as the hand's transaction would: through the ledger store).
+    db = wallet_service.db
+    await db.execute(
+        "INSERT INTO wallet.ratings (player_id, profile, rating, deviation, hands_rated) VALUES "
+        "($1, 'erren', 1650, 300, 1), ($2, 'erren', 1350, 300, 1)",
+        ann,
+        bob,
+    )
+    board = await client.stub.GetLeaderboard(
+        wallet_pb2.GetLeaderboardRequest(kind=rating_board, profile=rules_pb2.PROFILE_ERREN, limit=5),
+        metadata=ann_token,
+    )
+    assert [(e.rank, e.player_id, e.rating.rating, e.rating.conservative) for e in board.entries] == [
+        (1, ann, 1650, 1050),
+        (2, bob, 1350, 750),
+    ]
+    assert all(e.prestige == 1000 and e.rating.profile == rules_pb2.PROFILE_ERREN for e in board.entries)
+    around = wallet_pb2.GetLeaderboardRequest(
+        kind=rating_board,
+        profile=rules_pb2.PROFILE_ERREN,
+        scope=wallet_pb2.LEADERBOARD_SCOPE_AROUND_ME,
+        limit=1,
+    )
+    assert [e.player_id for e in (await client.stub.GetLeaderboard(around, metadata=ann_token)).entries] == [
+        ann,
+        bob,
+    ]
+    duel = wallet_pb2.GetLeaderboardRequest(kind=rating_board, profile=rules_pb2.PROFILE_DUEL)
+    assert not (await client.stub.GetLeaderboard(duel, metadata=ann_token)).entries
+    prestige = await client.stub.GetLeaderboard(wallet_pb2.GetLeaderboardRequest(), metadata=ann_token)
+    assert {e.player_id for e in prestige.entries} >= {ann, bob}
+    assert not any(e.HasField("rating") for e in prestige.entries)  # prestige boards unchanged

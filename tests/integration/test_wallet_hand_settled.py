@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -316,6 +317,24 @@ async def check_shown_is_the_ledger(
         assert settlement.capped_by_carry == (
             settlement.HasField("transfer") and moved < settlement.fan_amount
         )
+        # Both seats' ratings as the hand's transaction moved them (kept on its row), under their seats;
+        # a win raises the winner, an escape lowers the escaper, a drawn hand is a draw.
+        recorded = await stack.pool.fetchval(
+            "SELECT ratings FROM wallet.transactions WHERE idempotency_key = $1", keys[0]
+        )
+        moves = {move["player_id"]: move for move in json.loads(recorded)}
+        assert {player_of[r.seat] for r in mine.ratings} == set(ids) == set(moves)
+        for change in mine.ratings:
+            assert change.player_id == player_of[change.seat]
+            move = moves[change.player_id]
+            assert (change.before.rating, change.after.rating) == (
+                move["before"]["rating"],
+                move["after"]["rating"],
+            )
+            assert change.after.hands_rated == change.before.hands_rated + 1
+        if settlement.HasField("transfer"):
+            gained = {r.player_id: r.after.rating - r.before.rating for r in mine.ratings}
+            assert gained[settlement.transfer.to_player_id] > 0 > gained[settlement.transfer.from_player_id]
         mover = settlement.transfer.to_player_id
         if any(p.reason == REASONS["escape"] for p in settlement.postings):
             mover = settlement.transfer.from_player_id

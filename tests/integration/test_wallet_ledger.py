@@ -6,15 +6,11 @@ to zero, the grand total is zero, held prestige equals the open holds.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from duelmahjong.platform import db
 from duelmahjong.rules.settlement import duel_transfer
-from services.wallet.audit import audit_ledger
 from services.wallet.commands import (
     Charge,
     Command,
@@ -37,20 +33,14 @@ from services.wallet.errors import (
 from services.wallet.ledger import Status
 from services.wallet.ledger_store import LedgerStore
 from services.wallet.levels import DEFAULT_LEVELS, LevelTable
-from services.wallet.main import MIGRATIONS
 from services.wallet.players import PlayerStore
 
 pytestmark = pytest.mark.integration
 
 
-@pytest_asyncio.fixture
-async def ledger(database_url: str) -> AsyncIterator[LedgerStore]:
-    pool = await db.create_pool(database_url, max_size=4)
-    await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-    ledger = LedgerStore(pool)
-    yield ledger
-    assert await audit_ledger(pool) == []
-    await pool.close()
+@pytest.fixture
+def ledger(wallet_ledger: LedgerStore) -> LedgerStore:
+    return wallet_ledger
 
 
 async def player(ledger: LedgerStore, player_id: str, prestige: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import random
 import time
 from collections.abc import AsyncIterator, Callable
@@ -27,6 +28,7 @@ from services.wallet.events import SettlementConsumer
 from services.wallet.ledger_store import LedgerStore
 from services.wallet.main import MIGRATIONS
 from services.wallet.players import PlayerStore
+from services.wallet.rating_board import RatingBoard
 from services.wallet.sources import SOURCES, Namespace
 
 pytestmark = pytest.mark.integration
@@ -80,13 +82,18 @@ def envelope(event_id: str) -> events_pb2.EventEnvelope:
     return events_pb2.EventEnvelope(event_id=event_id, producer="test")
 
 
-def hand_scored(hand_id: str, payer: str, payee: str, stake: int) -> events_pb2.HandScored:
+def hand_scored(
+    hand_id: str, payer: str, payee: str, stake: int, *, rated: bool = False
+) -> events_pb2.HandScored:
+    """``rated``: with its players (the payer in SEAT_FIRST) and profile, so it moves their ratings."""
     transfer = rules_pb2.Transfer(from_player_id=payer, to_player_id=payee, amount=stake)
     return events_pb2.HandScored(
         envelope=envelope(f"scored-{hand_id}"),
         table_id="t1",
         hand_id=hand_id,
         settlement=rules_pb2.Settlement(hand_id=hand_id, fan_amount=stake, transfer=transfer),
+        player_ids=[payer, payee] if rated else [],
+        profile=rules_pb2.PROFILE_DUEL if rated else rules_pb2.PROFILE_UNSPECIFIED,
     )
 
 
@@ -244,7 +251,7 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
     for n in range(24):
         payer, payee = rng.sample(players, 2)
         stake = rng.randint(1, 500)
-        events.append(hand_scored(f"h{n}", payer, payee, stake))
+        events.append(hand_scored(f"h{n}", payer, payee, stake, rated=True))
         expected[payer] -= stake
         expected[payee] += stake
         fee = rng.randint(1, 20)
@@ -279,6 +286,8 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
                 escaper_player_id=escaper,
                 opponent_player_id=opponent,
                 amount=640,
+                player_ids=[opponent, escaper],
+                profile=rules_pb2.PROFILE_DUEL,
             )
         )
         expected[escaper] -= 640
@@ -321,6 +330,26 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
     # Republished outcomes reuse their message id, so the output stream holds one per event.
     stream = wallet.namespace.stream(subjects.WALLET_STREAM).name
     assert (await bus.js.stream_info(stream)).state.messages == len(events)
+    # Every rated hand and escape moved both ratings once: per player, in transaction order (commit
+    # order: a rating moves under its account's lock), each starts where the last left it, and the
+    # stored rating is where the last one ended, after as many hands as the player was in.
+    last: dict[str, dict[str, float]] = {}
+    rated_hands = dict.fromkeys(players, 0)
+    for row in await pool.fetch(
+        "SELECT ratings FROM wallet.transactions WHERE ratings IS NOT NULL ORDER BY id"
+    ):
+        for move in json.loads(row["ratings"]):
+            player_id = move["player_id"]
+            assert move["before"] == last.get(
+                player_id, {"rating": 1500.0, "deviation": 350.0, "hands_rated": 0}
+            )
+            last[player_id] = move["after"]
+            rated_hands[player_id] += 1
+    assert sum(rated_hands.values()) == 2 * (24 + len(players))
+    board = RatingBoard(pool)
+    for player_id in players:
+        stored = (await board.of(player_id))["duel"]
+        assert stored.as_json() == last[player_id] and stored.hands_rated == rated_hands[player_id]
 
 
 @pytest.mark.asyncio

@@ -118,6 +118,10 @@ class Session {
     return unary(this.wallet, 'GetBalance', { player_id: this.playerId }, this.metadata);
   }
 
+  async ratings() {
+    return unary(this.wallet, 'GetRating', { player_id: '' }, this.metadata);
+  }
+
   // A closed table's holds are released by the wallet a moment after the stream ends (TableClosed).
   async holdsReleased() {
     const until = Date.now() + LEDGER_WAIT_SECONDS * 1000;
@@ -459,6 +463,39 @@ function checkHand(hand, ledger, room, session) {
   return { problems, line };
 }
 
+// Every HandSettled shows both seats' ratings; this player's, per profile, run on from hand to hand
+// (each starts where the last one left it), and GetRating ends where the last hand left it.
+function checkRatings(hands, rooms, session, rated) {
+  const problems = [];
+  const lines = [];
+  const last = new Map();
+  for (const hand of hands) {
+    if (!hand.settled) continue;
+    const where = `${hand.room} hand ${hand.number}`;
+    const profile = rooms.get(hand.room).rules.profile;
+    if (hand.settled.ratings.length !== 2) problems.push(`${where}: HandSettled.ratings has ${hand.settled.ratings.length} seats, not 2`);
+    const mine = hand.settled.ratings.find((r) => r.player_id === session.playerId);
+    if (!mine) { problems.push(`${where}: HandSettled.ratings has none for this player`); continue; }
+    if (mine.seat !== hand.seat) problems.push(`${where}: my rating change is for seat ${mine.seat}, I sat ${hand.seat}`);
+    if (mine.after.profile !== profile) problems.push(`${where}: a ${mine.after.profile} rating moved in a ${profile} room`);
+    const previous = last.get(profile);
+    const start = previous ? previous.after : null;
+    if (start && (start.rating !== mine.before.rating || start.hands_rated !== mine.before.hands_rated))
+      problems.push(`${where}: the rating before the hand is ${mine.before.rating}, the last hand left ${start.rating}`);
+    if (mine.after.hands_rated !== mine.before.hands_rated + 1)
+      problems.push(`${where}: hands rated ${mine.before.hands_rated} -> ${mine.after.hands_rated}`);
+    last.set(profile, mine);
+  }
+  for (const [profile, change] of last) {
+    const now = rated.ratings.find((r) => r.profile === profile);
+    if (!now || now.rating !== change.after.rating || now.deviation !== change.after.deviation)
+      problems.push(`GetRating ${profile}: ${now ? now.rating : 'none'}, the last hand showed ${change.after.rating}`);
+    else
+      lines.push(`${short(profile, 'PROFILE_')} rating ${now.rating.toFixed(1)} ± ${now.deviation.toFixed(1)} after ${now.hands_rated} hands (conservative ${now.conservative.toFixed(1)})`);
+  }
+  return { problems, lines };
+}
+
 function checkLedger(ledger, balance) {
   const problems = [];
   for (let i = 1; i < ledger.length; i += 1) {
@@ -637,6 +674,9 @@ async function main() {
     }
     problems.push(...checkLedger(ledger, balance));
     problems.push(...watchProblems);
+    const ratings = checkRatings(hands, rooms, session, await session.ratings());
+    for (const line of ratings.lines) console.log(`  ${line}`);
+    problems.push(...ratings.problems);
     console.log(`balance ${start.balance} -> ${balance.balance} (held ${balance.held}); ${ledger.length} ledger entries`);
     if (problems.length) {
       console.log(`node client: FAILED: ${problems.length} mismatch(es) between the stream and the ledger:`);

@@ -1,4 +1,4 @@
-"""Matchmaking's domain on an injected clock: the rating window widens with waiting, tickets expire,
+"""Matchmaking's domain on an injected clock: the skill-rating window (uncertainty, waiting), tickets expire,
 a refused hold sends the other player back to the queue, allocation picks the roomiest live server
 and a pairing waits while none has room. The wallet and the table servers are in-memory ports here;
 tests/integration/test_matchmaking.py runs the same core against the real wallet over gRPC."""
@@ -26,6 +26,7 @@ from services.matchmaking.pairing import (
     OpenedTable,
     Pairing,
     QueueEntry,
+    SkillEstimate,
     TableLocation,
     TableUnavailable,
 )
@@ -43,12 +44,23 @@ class Clock:
 
 
 class Wallet:
-    def __init__(self, balances: dict[str, int], refuse: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        balances: dict[str, int],
+        refuse: frozenset[str] = frozenset(),
+        ratings: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
         self.balances, self.refuse = balances, refuse
+        self.ratings = ratings or {}  # player -> (rating, deviation); a new player's by default
+        self.rated: list[tuple[str, str]] = []
         self.holds: dict[tuple[str, str], int] = {}
 
     async def available(self, player_id: str) -> int:
         return self.balances[player_id]
+
+    async def rating(self, player_id: str, profile: str) -> SkillEstimate:
+        self.rated.append((player_id, profile))
+        return SkillEstimate(*self.ratings.get(player_id, (1500.0, 350.0)))
 
     async def display_name(self, player_id: str) -> str:
         return player_id.upper()
@@ -94,19 +106,44 @@ async def _settle() -> None:
 
 async def test_the_rating_window_widens_with_waiting_time() -> None:
     clock = Clock()
-    room = _room(rating_window=100, rating_window_per_second=50)
-    wallet = Wallet({"rich": 1000, "poor": 700})
+    room = _room(rating_window_per_second=50)  # k = 1 deviation of the difference
+    # 400 points apart; the difference is uncertain by √(60² + 80²) = 100.
+    wallet = Wallet({"strong": 700, "weak": 1000}, ratings={"strong": (1900, 60), "weak": (1500, 80)})
     mm = Matchmaker({"r": room}, wallet, Tables(), TableServerDirectory(clock=clock), clock=clock)
-    rich = await mm.enqueue("rich", "r", 200)
-    poor = await mm.enqueue("poor", "r", 200)
-    assert rich.pairing is None  # 300 apart, window 100
-    clock.now += 3.0  # window 100 + 3 × 50 = 250: still apart
+    strong = await mm.enqueue("strong", "r", 200)
+    weak = await mm.enqueue("weak", "r", 200)
+    assert wallet.rated == [("strong", "erren"), ("weak", "erren")]  # the room's profile, at enqueue
+    assert strong.pairing is None  # window 100
+    clock.now += 5.0  # window 100 + 5 × 50 = 350: still apart
     mm.tick()
-    assert rich.pairing is None
-    clock.now += 1.0  # 300: they pair
+    assert strong.pairing is None
+    clock.now += 1.0  # 400: they pair
     mm.tick()
+    assert strong.pairing is not None and strong.pairing is weak.pairing
+    assert strong.pairing.seats[0] is strong  # the longer waiter is SEAT_FIRST (T7 proposer)
+
+
+async def test_the_window_is_as_wide_as_the_ratings_are_uncertain_and_ignores_balances() -> None:
+    """300 points apart: a new player (± 350) pairs with a settled one at once, two settled players
+    (± 60 each: the difference ± 85) do not; a rich and a poor player of equal skill pair at once."""
+    clock = Clock()
+    ratings = {
+        "new": (1500.0, 350.0),
+        "settled": (1800.0, 60.0),
+        "low": (1500.0, 60.0),
+        "high": (1800.0, 60.0),
+        "rich": (1600.0, 50.0),
+        "poor": (1600.0, 50.0),
+    }
+    wallet = Wallet(dict.fromkeys(ratings, 1000) | {"rich": 100_000, "poor": 200}, ratings=ratings)
+    rooms = {name: _room(room_id=name, rating_window_per_second=0) for name in ("r1", "r2", "r3")}
+    mm = Matchmaker(rooms, wallet, Tables(), TableServerDirectory(clock=clock), clock=clock)
+    new, settled = await mm.enqueue("new", "r1", 100), await mm.enqueue("settled", "r1", 100)
+    low, high = await mm.enqueue("low", "r2", 100), await mm.enqueue("high", "r2", 100)
+    rich, poor = await mm.enqueue("rich", "r3", 100), await mm.enqueue("poor", "r3", 100)
+    assert new.pairing is not None and new.pairing is settled.pairing
+    assert low.pairing is None and high.pairing is None
     assert rich.pairing is not None and rich.pairing is poor.pairing
-    assert rich.pairing.seats[0] is rich  # the longer waiter is SEAT_FIRST (T7 proposer)
 
 
 async def test_tickets_expire_on_the_clock() -> None:
@@ -169,10 +206,10 @@ async def test_allocation_picks_the_roomiest_live_server_and_waits_when_none_has
 
 async def test_queue_wait_is_observed_per_paired_player_on_the_clock() -> None:
     clock = Clock()
-    room = _room(rating_window=100, rating_window_per_second=50)
+    room = _room(rating_window_per_second=50)
     mm = Matchmaker(
         {"r": room},
-        Wallet({"rich": 1000, "poor": 700}),
+        Wallet({"rich": 1000, "poor": 700}, ratings={"rich": (1800, 60), "poor": (1500, 80)}),
         Tables(),
         TableServerDirectory(clock=clock),
         clock=clock,
@@ -182,7 +219,7 @@ async def test_queue_wait_is_observed_per_paired_player_on_the_clock() -> None:
     await mm.enqueue("rich", "r", 200)
     clock.now += 1.0
     await mm.enqueue("poor", "r", 200)
-    clock.now += 3.0  # the window reaches 300 for rich (4 s) and 250 for poor: they pair on rich's
+    clock.now += 3.0  # 300 apart: the window 100 + 50 × 4 s (rich waited longer) reaches it
     mm.tick()
 
     def sample(name: str) -> float | None:

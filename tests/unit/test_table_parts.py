@@ -16,7 +16,7 @@ from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2, wallet_pb2
 from duelmahjong.views import codec, seat_events, seat_views
 from services.table import results
 from services.table.ports import OpenRequest
@@ -171,6 +171,15 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
             rules_pb2.AccountBalance(account="player:b", balance=960, player_id="b"),
             rules_pb2.AccountBalance(account="house:fees", balance=7),  # not a seat's
         ],
+        ratings=[
+            wallet_pb2.RatingChange(
+                seat=rules_pb2.SEAT_FIRST,
+                player_id=player,
+                before=wallet_pb2.SkillRating(profile=rules_pb2.PROFILE_DUEL, rating=1500, deviation=350),
+                after=wallet_pb2.SkillRating(profile=rules_pb2.PROFILE_DUEL, rating=rating, deviation=337),
+            )
+            for player, rating in (("a", 1617.0), ("b", 1383.0))
+        ],
     )
     shown = seat_events.hand_settled(applied, players, 9).hand_settled
     assert shown.settlement == moved
@@ -178,8 +187,13 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
         (rules_pb2.SEAT_FIRST, 1040),
         (rules_pb2.SEAT_SECOND, 960),
     ]
+    # Both seats' ratings, each under the seat the table gave its player.
+    assert [(r.seat, r.player_id, r.after.rating) for r in shown.ratings] == [
+        (rules_pb2.SEAT_FIRST, "a", 1617.0),
+        (rules_pb2.SEAT_SECOND, "b", 1383.0),
+    ]
     late = seat_events.hand_settled(None, players, 9).hand_settled  # the wallet did not answer in time
-    assert not late.HasField("settlement") and not late.balances
+    assert not late.HasField("settlement") and not late.balances and not late.ratings
 
 
 def test_t4_only_the_paid_part_of_an_exchange_is_charged() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from services.wallet.commands import FEES, Charge, EscapePenalty, HandSettlement, PlaceHold
 from services.wallet.known import KnownRows, Read
 from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState
+from services.wallet.rating import Skill
 
 
 def _hand(key: str = "hand:h1", table: str = "t1", stake: int = 300) -> HandSettlement:
@@ -130,3 +131,31 @@ def test_the_least_recently_used_go_first() -> None:
     fee_c = Charge("fee:h1:c", table_id="t1", hand_id="h1", player="c", amount=1)
     known.learn(fee_c, draft_c, Read(accounts={13: (5, 0)}, holds={}, versions={13: 1}))
     assert len(known) == 2 and known.draft(_hand()) is None  # a went first
+
+
+def _rated(key: str = "hand:r1", profile: str = "duel") -> HandSettlement:
+    return HandSettlement(
+        key, table_id="t1", hand_id=key, payer="a", payee="b", stake=10, seated=("a", "b"), profile=profile
+    )
+
+
+def test_a_rated_hand_is_planned_from_known_rows_only_once_its_profiles_ratings_are_known() -> None:
+    known = KnownRows()
+    loaded, read = _read_of()
+    known.learn(_hand(), loaded, read)  # an unrated hand read the accounts, no ratings
+    assert known.draft(_hand("hand:h2")) is not None
+    assert known.draft(_rated()) is None  # the duel ratings were never read
+    rated_read, read = _read_of()
+    rated_read.skills = {"b": Skill(1600.0, 120.0, 9)}  # a has no row yet: the starting rating
+    known.learn(_rated(), rated_read, read)
+    remembered = known.draft(_rated())
+    assert remembered is not None
+    draft, read = remembered
+    assert draft.skills == {"b": Skill(1600.0, 120.0, 9)}
+    assert known.draft(_rated(profile="erren")) is None  # another profile: not known
+    _rated().apply(draft)
+    moved = {m.player_id: m.after for m in draft.plan.ratings}
+    assert moved["a"].hands_rated == 1 and moved["b"].hands_rated == 10
+    known.written(draft, read)
+    after = known.draft(_rated("hand:r2"))
+    assert after is not None and after[0].skills == moved  # the next hand starts where this one left

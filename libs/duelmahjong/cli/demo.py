@@ -6,8 +6,9 @@ stops it afterwards. Two guest bots log in at the wallet, queue in a room of the
 negotiate (T7), play ``--hands`` hands with the baseline bot policy and leave between hands. Each
 hand prints as it happens (draws hidden), then the final balances; ``--json`` prints one summary
 object instead: ``hands`` (each with its ``hand_id``, for ``duel replay`` and ``duel verify``),
-``accounts`` (every ledger account, players and house) and the ledger's total before the first hand
-and after the last (the double-entry ledger sums to the same total).
+``accounts`` (every ledger account, players and house), ``ratings`` (each player's skill rating in
+the profile after the match, from GetRating) and the ledger's total before the first hand and after
+the last (the double-entry ledger sums to the same total).
 """
 
 from __future__ import annotations
@@ -172,6 +173,12 @@ async def _match(
     after = await _settled_ledger(admin_url, bots)
     balances = {bot.display_name: (await bot.balance()).balance for bot in bots}
     say("[demo] final balances: " + ", ".join(f"{name} {value}" for name, value in balances.items()))
+    ratings = {bot.player_id: await _rating(bot, args.profile) for bot in bots}
+    shown = [(bot.display_name, ratings[bot.player_id]) for bot in bots]
+    say(
+        f"[demo] {args.profile} ratings: "
+        + ", ".join(f"{name} {r['rating']:.0f} ± {r['deviation']:.0f}" for name, r in shown)
+    )
     if after is not None and before is not None:
         say(f"[demo] ledger total before {sum(before.values())}, after {sum(after.values())}")
     return {
@@ -180,8 +187,20 @@ async def _match(
         "players": {bot.player_id: bot.display_name for bot in bots},
         "hands": hands,
         "accounts": after,
+        "ratings": ratings,
         "ledger_total_before": sum(before.values()) if before is not None else None,
         "ledger_total_after": sum(after.values()) if after is not None else None,
+    }
+
+
+async def _rating(bot: DuelClient, profile: str) -> dict[str, float]:
+    """The player's skill rating in ``profile`` after the match (GetRating)."""
+    skill = next(r for r in (await bot.ratings()).ratings if r.profile == PROFILES[profile])
+    return {
+        "rating": skill.rating,
+        "deviation": skill.deviation,
+        "hands_rated": skill.hands_rated,
+        "conservative": skill.conservative,
     }
 
 

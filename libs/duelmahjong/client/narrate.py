@@ -80,6 +80,11 @@ def hand_summary(
         record["balances"] = {
             players.get(seat_index(b.seat), str(b.seat)): b.balance for b in settled.balances
         }
+        # Each player's skill rating after the hand (the wallet moved both in the hand's transaction).
+        record["ratings"] = {
+            r.player_id: {"before": round(r.before.rating, 1), "after": round(r.after.rating, 1)}
+            for r in settled.ratings
+        }
     return record
 
 
@@ -153,6 +158,12 @@ class Narrator:
         transfer = settled.settlement.transfer
         balances = ", ".join(f"{self._name(b.seat)} {b.balance}" for b in settled.balances)
         self.say(f"   prestige moved: {transfer.amount}" + (f"; balances {balances}" if balances else ""))
+        if settled.ratings:
+            moved = ", ".join(
+                f"{self._name(r.seat)} {r.before.rating:.0f} → {r.after.rating:.0f} ± {r.after.deviation:.0f}"
+                for r in settled.ratings
+            )
+            self.say(f"   ratings: {moved}")
 
     def _table_ended(self, ended: play_pb2.TableEnded) -> None:
         self.say(f"── table closed: {ended.reason}")

@@ -82,6 +82,12 @@ class DuelClient:
             wallet_pb2.GetBalanceRequest(player_id=self.player_id), metadata=self.metadata
         )
 
+    async def ratings(self, player_id: str = "") -> wallet_pb2.GetRatingResponse:
+        """A player's skill ratings, one per profile ("" = this client's player)."""
+        return await self.wallet.GetRating(
+            wallet_pb2.GetRatingRequest(player_id=player_id or self.player_id), metadata=self.metadata
+        )
+
     async def rooms(
         self, profile: rules_pb2.Profile.ValueType = rules_pb2.PROFILE_UNSPECIFIED
     ) -> list[mm.Room]:

@@ -321,7 +321,8 @@ def hand_settled(
 ) -> play_pb2.SeatEvent:
     """The settlement both seats are shown: exactly what the wallet applied for the hand — its
     settlement as applied (scoring's breakdown, the transfer it capped and moved, every posting, fees
-    included) and both players' balances after it; scoring's own (uncapped) figure is never shown.
+    included), both players' balances after it and both ratings it moved; scoring's own (uncapped)
+    figure is never shown.
     Empty if the wallet's answer did not come in time (nothing is guessed). The table's own event,
     numbered ``sequence`` after the hand's last event."""
     settled = play_pb2.HandSettled()
@@ -335,6 +336,12 @@ def hand_settled(
                     seat=codec.seat_enum(seat_of[balance.player_id]), balance=balance.balance
                 )
             )
+    # Both seats' ratings before and after the hand, as the wallet moved them in its transaction.
+    for change in applied.ratings if applied is not None else ():
+        if change.player_id in seat_of:
+            shown = settled.ratings.add()
+            shown.CopyFrom(change)
+            shown.seat = codec.seat_enum(seat_of[change.player_id])
     return play_pb2.SeatEvent(sequence=sequence, occurred_at=timestamp(), hand_settled=settled)
 
 

@@ -71,6 +71,12 @@ class Command(ABC):
         return ""
 
     @property
+    def rated_profile(self) -> str:
+        """The profile whose skill ratings the command moves ("" = none): its players' ratings are
+        read with their accounts."""
+        return ""
+
+    @property
     def item_owner(self) -> str | None:
         """The player whose inventory the command reads, if any."""
         return None

@@ -15,6 +15,7 @@ from duelmahjong.rules.settlement import duel_transfer
 from services.wallet.commands.base import Command, check_at_most, check_ids
 from services.wallet.errors import InvalidAmountError
 from services.wallet.ledger import AccountRef, Draft, House
+from services.wallet.rating import DRAW, LOSS, PROFILES, WIN
 
 FEES = AccountRef.house(House.FEES)
 
@@ -73,6 +74,11 @@ class TableOpening(TableCommand):
         draft.plan.table_opened = (self.table_id, self.pairing_id)
 
 
+def check_profile(profile: str) -> None:
+    if profile and profile not in PROFILES:
+        raise InvalidAmountError(f"unknown profile {profile!r}: one of {', '.join(PROFILES)}")
+
+
 def charge_fee(draft: Draft, player: str, fee: int) -> None:
     """H1: each finished hand costs the fee (to the house); a player who has less pays what they have.
     It comes out of the hold's fee reserve first, then its carry, then free prestige."""
@@ -86,7 +92,9 @@ class HandSettlement(TableCommand):
     pays the winner, bounded by both carries as they stand after the fees (H1).
 
     ``stake`` is the uncapped amount: total fan x negotiated x progressive x N. A drawn hand has no
-    payer: only the fees move. ``seated`` are the hand's two players (who owe ``fee``).
+    payer: only the fees move. ``seated`` are the hand's two players (who owe ``fee``), SEAT_FIRST's
+    first. With a ``profile`` the hand also moves both seats' ratings in it: a win and a loss, or a
+    draw for a drawn hand (docs/wallet.md "Skill rating").
     """
 
     payer: str = ""
@@ -94,6 +102,7 @@ class HandSettlement(TableCommand):
     stake: int = 0
     seated: tuple[str, ...] = ()
     fee: int = 0
+    profile: str = ""
     kind: ClassVar[str] = "hand"
     snapshot_safe: ClassVar[bool] = True
     houses: ClassVar[tuple[House, ...]] = (House.FEES,)
@@ -116,25 +125,37 @@ class HandSettlement(TableCommand):
             raise InvalidAmountError(f"the hand's payer and payee are not its players {list(self.seated)}")
         if self.fee and not self.seated:
             raise InvalidAmountError("a hand's fee needs the hand's players")
+        check_profile(self.profile)
+
+    @property
+    def rated_profile(self) -> str:
+        return self.profile if len(self.seated) == 2 else ""
 
     def apply(self, draft: Draft) -> None:
         if self.fee:
             for player in self.seated:
                 charge_fee(draft, player, self.fee)
-        if not self.payer:
-            return
-        amount = carried_transfer(self.stake, draft.carry(self.payee), draft.carry(self.payer))
-        draft.move(AccountRef.player(self.payer), AccountRef.player(self.payee), amount, "hand")
+        if self.payer:
+            amount = carried_transfer(self.stake, draft.carry(self.payee), draft.carry(self.payer))
+            draft.move(AccountRef.player(self.payer), AccountRef.player(self.payee), amount, "hand")
+        if self.rated_profile:
+            first, second = self.seated
+            result = DRAW if not self.payer else (WIN if self.payee == first else LOSS)
+            draft.rate(self.rated_profile, (first, second), result)
 
 
 @dataclass(frozen=True, slots=True)
 class EscapePenalty(TableCommand):
     """H3: the escaper pays the penalty (top fan x multipliers x N, uncapped as scored) to the
-    opponent, capped here by the escaper's carry. No fee: the hand did not finish."""
+    opponent, capped here by the escaper's carry. No fee: the hand did not finish. With a ``profile``
+    and the hand's ``seated`` players (SEAT_FIRST's first) it is a loss for the escaper's rating and a
+    win for the opponent's."""
 
     escaper: str = ""
     opponent: str = ""
     penalty: int = 0
+    seated: tuple[str, ...] = ()
+    profile: str = ""
     kind: ClassVar[str] = "escape"
     snapshot_safe: ClassVar[bool] = True
 
@@ -146,10 +167,22 @@ class EscapePenalty(TableCommand):
         check_at_most(MAX_AMOUNT, penalty=self.penalty)
         if self.escaper == self.opponent:
             raise InvalidAmountError("the escaper cannot be their own opponent")
+        if self.seated and set(self.seated) != {self.escaper, self.opponent}:
+            raise InvalidAmountError(
+                f"the escaper and opponent are not the hand's players {list(self.seated)}"
+            )
+        check_profile(self.profile)
+
+    @property
+    def rated_profile(self) -> str:
+        return self.profile if len(self.seated) == 2 else ""
 
     def apply(self, draft: Draft) -> None:
         amount = min(self.penalty, draft.carry(self.escaper))  # H3: capped by the escaper's carry
         draft.move(AccountRef.player(self.escaper), AccountRef.player(self.opponent), amount, "escape")
+        if self.rated_profile:
+            first, second = self.seated
+            draft.rate(self.rated_profile, (first, second), LOSS if self.escaper == first else WIN)
 
 
 @dataclass(frozen=True, slots=True)
