@@ -142,6 +142,8 @@ def settlement_applied(
         rejected_reason=outcome.reason if outcome.status is Status.REJECTED else "",
         hand_transaction=outcome.kind in (HandSettlement.kind, EscapePenalty.kind),
     )
+    if outcome.status is Status.APPLIED:
+        applied.postings.extend(codec.posting_messages(outcome.postings))
     if settlement is not None:
         applied.settlement.CopyFrom(settlement)
     return applied
