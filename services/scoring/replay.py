@@ -138,7 +138,7 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
 
 
 def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
-    """Deal the hand from the logged seed, items and 乾坤大挪移 seats (T6)."""
+    """Deal the hand from the logged seed, salt, items and 乾坤大挪移 seats (T6)."""
     # Item counts and 乾坤大挪移 seats are in the server part (older logs: the public part).
     server = {**(started.public or {}), **(started.server or {})}
     if "seed" not in server:
@@ -148,8 +148,9 @@ def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
     for seat in qiankun:  # the event records the counts after the item was spent
         items[seat]["qiankun"] = items[seat].get("qiankun", 0) + 1
     try:
-        return list(table.start_hand(server["seed"], items=items, qiankun=qiankun))
-    except (EngineError, IndexError, TypeError) as err:
+        salt = bytes.fromhex(server.get("salt", ""))  # a hand dealt without one (older logs) has none
+        return list(table.start_hand(server["seed"], salt=salt, items=items, qiankun=qiankun))
+    except (EngineError, IndexError, TypeError, ValueError) as err:
         raise ReplayMismatch(f"the hand cannot be dealt again: {err}", sequence) from None
 
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from duelmahjong.engine.events import Event
 from duelmahjong.platform.errors import readable_details
 from duelmahjong.v1 import play_pb2, table_pb2
-from services.table import codec, records, seat_events, views
+from duelmahjong.views import codec, seat_events, seat_views
+from services.table import records
 from services.table.live_state import LiveState, Shown
 from services.table.ports import Clock, WriteAheadLog
 from services.table.seats import SeatSession
@@ -76,7 +77,7 @@ class Broadcast:
                 state.session.send(shared)
 
     @staticmethod
-    def response(item: Shown, seat: int, facts: views.TableFacts) -> table_pb2.PlayResponse:
+    def response(item: Shown, seat: int, facts: seat_views.TableFacts) -> table_pb2.PlayResponse:
         if item.made is not None:
             return table_pb2.PlayResponse(event=item.made)
         assert item.event is not None
@@ -96,7 +97,7 @@ class Broadcast:
             actions = codec.between_hands_legal()
             default = play_pb2.Action(leave=play_pb2.LeaveAction())  # T10: silence between hands = leave
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING and self._state.deciding(seat):
-            actions, default = views.engine_decision(self._state.engine, seat)
+            actions, default = seat_views.engine_decision(self._state.engine, seat)
         else:
             return None
         deadline = self._state.deadline(seat)
@@ -104,7 +105,7 @@ class Broadcast:
         # A decision keeps the sequence it was offered at: a view sent again for it (a connection
         # changed, the seat resumed) names the same decision, so a client answers it once.
         pending = not self._state.between and state.decision_since is not None
-        return views.legal_actions(
+        return seat_views.legal_actions(
             actions,
             default,
             sequence=state.decision_sequence if pending else self._state.last_event_sequence(),
@@ -118,7 +119,7 @@ class Broadcast:
         for seat in seats:
             state = self._state.seats[seat]
             if state.session is not None:
-                view = views.seat_view(self._state.engine, seat, facts, self.legal_message(seat))
+                view = seat_views.seat_view(self._state.engine, seat, facts, self.legal_message(seat))
                 state.session.send(table_pb2.PlayResponse(view=view))
 
     def reject(
@@ -133,6 +134,6 @@ class Broadcast:
             client_action_id=request.client_action_id,
             code=code,
             reason=readable_details(reason),  # the engine's reason may quote a 100 kB tile string
-            view=views.seat_view(self._state.engine, session.seat, self._state.facts(), legal),
+            view=seat_views.seat_view(self._state.engine, session.seat, self._state.facts(), legal),
         )
         session.send(table_pb2.PlayResponse(rejected=rejected))

@@ -15,17 +15,23 @@ from collections.abc import Callable
 
 from duelmahjong.platform import ids
 from duelmahjong.platform.errors import InvalidArgument, NotFound, ResourceExhausted, Unavailable
+from duelmahjong.replay import fairness
 from duelmahjong.v1 import rules_pb2
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
 from services.table.metrics import TableMetrics
-from services.table.ports import BusPorts, Clock, OpenRequest, Seeds
+from services.table.ports import BusPorts, Clock, OpenRequest, Salts, Seeds
 from services.table.tickets import TicketBook
 
 
 def secure_seed(table_id: str, hand_number: int) -> int:
     """A hand's only randomness, from the OS's secure source; it never leaves the servers."""
     return secrets.randbits(64)
+
+
+def secure_salt(table_id: str, hand_number: int) -> bytes:
+    """The salt of a hand's commitment, from the OS's secure source."""
+    return fairness.secure_salt()
 
 
 # Ids of an OpenTable request name NATS subjects (table) and end up in tickets and in the wallet's
@@ -77,6 +83,7 @@ class TableHost:
         join_seconds: float = 60.0,
         clock: Clock | None = None,
         seeds: Seeds = secure_seed,
+        salts: Salts = secure_salt,
     ) -> None:
         if capacity < 1:
             raise ValueError("a table server hosts at least one table")
@@ -89,6 +96,7 @@ class TableHost:
         self.join_seconds = join_seconds
         self.clock = clock
         self.seeds = seeds  # tests deal known hands through it; the seed is in the log either way
+        self.salts = salts
         self.live_tables: dict[str, LiveTable] = {}
         self.draining = False
         # Fresh per process start (one host per process), announced with every heartbeat and returned
@@ -149,6 +157,9 @@ class TableHost:
 
     def seed(self, table_id: str, hand_number: int) -> int:
         return self.seeds(table_id, hand_number)
+
+    def salt(self, table_id: str, hand_number: int) -> bytes:
+        return self.salts(table_id, hand_number)
 
     def find(self, table_id: str) -> LiveTable:
         table = self.live_tables.get(table_id)

@@ -18,7 +18,8 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
-from services.table import items, records, results, seat_events
+from duelmahjong.views import items, seat_events
+from services.table import records, results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
@@ -154,12 +155,15 @@ class HandCycle:
     async def deal(self) -> None:
         number = self._state.engine.state.hand_number + 1
         self._state.hand_id = f"{self._state.table_id}-h{number}"
-        seed = self._host.seed(
-            self._state.table_id, number
-        )  # the hand's only randomness; never leaves the servers
+        # The hand's only randomness, and the salt of its commitment: neither reaches a seat before the
+        # hand ended (the commitment to them does, in hand_started, before the deal).
+        seed = self._host.seed(self._state.table_id, number)
+        salt = self._host.salt(self._state.table_id, number)
         # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
         grand_shift = frozenset(seat for seat, state in enumerate(self._state.seats) if state.grand_shift)
-        events = self._state.engine.start_hand(seed, items=self._state.item_counts, qiankun=grand_shift)
+        events = self._state.engine.start_hand(
+            seed, salt=salt, items=self._state.item_counts, qiankun=grand_shift
+        )
         self._state.status, self._state.between = table_pb2.TABLE_STATUS_PLAYING, False
         for state in self._state.seats:
             state.new_hand(self._state.settings.time_bank_seconds)

@@ -27,7 +27,8 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import table_pb2
-from services.table import codec, items, records, seat_events, views
+from duelmahjong.views import codec, items, seat_events, seat_views
+from services.table import records
 from services.table.broadcast import Broadcast
 from services.table.hands import HandCycle
 from services.table.live_state import LiveState
@@ -203,7 +204,7 @@ class LiveTable:
         if item.reply is not None:
             if not item.reply.done():
                 # A spectator's view (no seat): seat 0's would show its own open claim window.
-                view = views.seat_view(self.state.engine, -1, self.state.facts(), None)
+                view = seat_views.seat_view(self.state.engine, -1, self.state.facts(), None)
                 item.reply.set_result(
                     table_pb2.GetTableStatusResponse(status=self.state.status, state=view.table)
                 )

@@ -15,11 +15,11 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.v1 import play_pb2, table_pb2
-from services.table import codec, items
+from duelmahjong.views import codec, items
+from duelmahjong.views.seat_events import NO_NOTE, Narrator, Note
+from duelmahjong.views.seat_views import TableFacts
 from services.table.ports import OpenRequest
-from services.table.seat_events import NO_NOTE, Narrator, Note
 from services.table.seats import SeatState
-from services.table.views import TableFacts
 
 DEFAULT_GRACE_SECONDS = 60.0
 

@@ -19,6 +19,9 @@ from services.table.metrics import TableMetrics
 Clock = Callable[[], float]  # monotonic seconds; the event loop's clock unless a test injects one
 # (table id, hand number) → the hand's seed; the OS's secure source unless a test injects one.
 Seeds = Callable[[str, int], int]
+# (table id, hand number) → the salt drawn with the hand's seed for its commitment (HandStarted.
+# wall_commitment); the OS's secure source unless a test injects one.
+Salts = Callable[[str, int], bytes]
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,10 @@ class TableOwner(Protocol):
         """The tables' monotonic clock, in seconds."""
 
     def seed(self, table_id: str, hand_number: int) -> int:
-        """A hand's only randomness; it never leaves the servers."""
+        """A hand's only randomness; it never leaves the servers before the hand ended."""
+
+    def salt(self, table_id: str, hand_number: int) -> bytes:
+        """The salt of a hand's commitment (``fairness.SALT_BYTES``), drawn with its seed."""
 
     def closed(self, table_id: str) -> None:
         """The table has closed: its capacity is free again."""

@@ -9,7 +9,7 @@ from google.protobuf.message import Message
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import events_pb2, rules_pb2
-from services.table.codec import timestamp
+from duelmahjong.views.codec import timestamp
 from services.table.ports import OpenRequest
 
 PRODUCED_STREAMS = (subjects.TABLE_STREAM, subjects.TABLE_LOG_STREAM)

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
-from services.table import codec, items, records
+from duelmahjong.views import codec, items
+from services.table import records
 from services.table.live_state import LiveState, Shown
 
 

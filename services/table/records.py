@@ -1,6 +1,7 @@
 """The table's write-ahead log records (``server_state.proto``), built from engine values.
 
-A hand's records: ``HandBegun`` (rules, players, multipliers and the hidden state: seed, wall, pool),
+A hand's records: ``HandBegun`` (rules, players, multipliers and the hidden state: seed, salt, wall,
+pool),
 then for every accepted action an ``ActionApplied`` (the contract's action, where it came from and the
 engine's text form, which replay applies) followed by one ``EngineEventRecord`` per event it caused
 (the engine's canonical JSON, server part included, and the seat sequence it was shown under). Scoring
@@ -20,7 +21,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.tiles import tile_name
 from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2
-from services.table import codec
+from duelmahjong.views import codec
 from services.table.ports import OpenRequest
 
 Record = server_state_pb2.TableLogRecord
@@ -119,6 +120,7 @@ def hand_begun(
         table_id=table_id,
         hand_id=hand_id,
         seed=seed.to_bytes(8, "big"),
+        salt=bytes.fromhex(server.get("salt", "")),
         wall=[tile_name(t) for t in server.get("wall", ())],
         unused_pool=[tile_name(t) for t in server.get("pool", ())],
     )

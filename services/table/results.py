@@ -10,8 +10,8 @@ from typing import Any
 
 from duelmahjong import contract
 from duelmahjong.v1 import events_pb2, rules_pb2
-from services.table import codec
-from services.table.views import OUTCOMES, hand_task
+from duelmahjong.views import codec
+from duelmahjong.views.seat_views import OUTCOMES, hand_task
 
 
 def hand_description(description: dict[str, Any]) -> rules_pb2.HandDescription:

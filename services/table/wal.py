@@ -15,7 +15,7 @@ import nats.js.errors
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus, SequenceConflict
 from duelmahjong.v1 import events_pb2, server_state_pb2
-from services.table.codec import timestamp
+from duelmahjong.views.codec import timestamp
 from services.table.ports import Fenced
 from services.table.publishers import Producer
 

@@ -17,7 +17,8 @@ from duelmahjong.platform import subjects
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
-from services.table import codec, results, seat_events, views
+from duelmahjong.views import codec, seat_events, seat_views
+from services.table import results
 from services.table.ports import OpenRequest
 from services.table.publishers import NatsTableEvents, Producer
 from services.table.seats import SeatState
@@ -111,7 +112,7 @@ def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None
         message = results.hand_result(
             outcome, table_id="t", hand_id="t-h1", room_id="r", rules=rules, players=PLAYERS, last_sequence=99
         )
-        assert message.outcome == views.OUTCOMES[outcome["outcome"]] and message.last_sequence == 99
+        assert message.outcome == seat_views.OUTCOMES[outcome["outcome"]] and message.last_sequence == 99
         if outcome["outcome"] == "win":
             wins += 1
             described = HandDescription.from_json(outcome["description"])
@@ -197,7 +198,7 @@ def test_every_shown_engine_event_is_a_typed_seat_event_consistent_with_the_view
     """Random bot hands: each event both seats are shown becomes a typed message for both (never
     detail_json); wins carry their description and evaluation; a claim names the discard it took, and
     the view's river keeps that discard, marked claimed."""
-    facts = views.TableFacts(
+    facts = seat_views.TableFacts(
         table_id="t", hand_id="t-h1", players=PLAYERS, connected=(True, True), fan_rate=10, sequence=0
     )
     seen_kinds: set[str] = set()
@@ -226,7 +227,8 @@ def test_every_shown_engine_event_is_a_typed_seat_event_consistent_with_the_view
                     ):
                         claims += 1
                         taken = message.meld_made.meld.claimed_tile
-                        river = views.seat_view(table, seat, facts, None).table.seats[1 - event.seat].discards
+                        shown = seat_views.seat_view(table, seat, facts, None)
+                        river = shown.table.seats[1 - event.seat].discards
                         assert taken and any(d.tile == taken and d.claimed for d in river)
                     if (
                         kind == "hand_revealed"

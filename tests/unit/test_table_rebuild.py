@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from duelmahjong.views import codec, seat_views
 from services.scoring import codec as scoring_codec
 from services.scoring.replay import verify_hand
-from services.table import codec, views, wal
+from services.table import wal
 from services.table.broadcast import Broadcast
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
@@ -99,6 +100,9 @@ class Host:
     def seed(self, table_id: str, hand_number: int) -> int:
         return self.rng.getrandbits(64)
 
+    def salt(self, table_id: str, hand_number: int) -> bytes:
+        return self.rng.randbytes(16)
+
     def closed(self, table_id: str) -> None:
         self.gone.set()
 
@@ -147,7 +151,7 @@ def _seen(state: LiveState, now: float) -> dict[str, Any]:
                 "grand_shift": None if waiting else seat_state.grand_shift,  # said again at attach
                 "deciding": seat_state.decision_since is not None,
                 "decision_sequence": seat_state.decision_sequence,
-                "view": views.seat_view(state.engine, seat, facts, legal).SerializeToString(),
+                "view": seat_views.seat_view(state.engine, seat, facts, legal).SerializeToString(),
                 "sent": [out.response(s, seat, facts).SerializeToString() for s in state.log.events],
             }
         )

@@ -15,12 +15,13 @@ from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.sink import Sink
 from duelmahjong.engine.state import FROM_FLOWER
 from duelmahjong.engine.wall import HandTiles, derived_random, shuffle_hand
+from duelmahjong.replay.fairness import commitment
 from duelmahjong.rules.profiles import get_profile
 
 
 # --- starting a hand ---------------------------------------------------------------------------------------
 def start_hand(
-    table: Sink, seed: int, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
+    table: Sink, seed: int, salt: bytes, items: Any, qiankun: frozenset[int], stacked: HandTiles | None
 ) -> None:
     state = table.state
     settings = state.settings
@@ -46,6 +47,9 @@ def start_hand(
         "progressive": 2**state.hand_number if settings.is_duel else 1,  # T7
     }
     server: dict[str, Any] = {}
+    if salt:  # a hand dealt without a salt (a simulation, an older log) shows no commitment
+        public["commitment"] = commitment(seed, salt).hex()
+        server["salt"] = salt.hex()
     if qiankun:
         tiles = _use_qiankun(tiles, settings.profile, seed, dealer, items, qiankun)
         server["qiankun"] = tuple(sorted(qiankun))

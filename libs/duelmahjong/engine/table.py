@@ -123,11 +123,15 @@ class Table:
         self,
         seed: int,
         *,
+        salt: bytes = b"",
         items: Sequence[Mapping[str, int]] | None = None,
         qiankun: Iterable[int] = (),
         stacked: HandTiles | None = None,
     ) -> list[Event]:
         """Deal the next hand of the pairing from ``seed`` (the service draws it from the OS).
+
+        With a ``salt`` (drawn with the seed), ``hand_started`` shows both seats the commitment to the
+        seed (:func:`duelmahjong.replay.fairness.commitment`) and keeps the salt in its server part.
 
         ``items`` are each seat's item counts from the wallet (T6); ``qiankun`` the seats using
         乾坤大挪移 for this hand. ``stacked`` replaces the shuffled tiles with given ones (scripted tests
@@ -142,7 +146,7 @@ class Table:
         counts = items or ({}, {})
         dealing.check_qiankun(self.settings, counts, frozenset(qiankun))
         start = len(self.events)
-        dealing.start_hand(self, seed, counts, frozenset(qiankun), stacked)
+        dealing.start_hand(self, seed, salt, counts, frozenset(qiankun), stacked)
         return self.events[start:]
 
     def apply(self, action: Action) -> list[Event]:

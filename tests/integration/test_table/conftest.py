@@ -175,7 +175,7 @@ def check_hidden(client: SeatClient, table: LiveTable) -> int:
     own = rules_pb2.SEAT_FIRST if client.seat == 0 else rules_pb2.SEAT_SECOND
     for response in client.received:
         text = str(response)
-        for field in ("seed", "unused_pool", "wall:", "tenpai"):
+        for field in ("seed", "salt", "unused_pool", "wall:", "tenpai"):
             assert field not in text
         if response.HasField("event"):
             event = response.event

@@ -27,9 +27,9 @@ from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.rules.tiles import parse_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.views import codec
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
-from services.table import codec
 from services.wallet.sources import Namespace
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]

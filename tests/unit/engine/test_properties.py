@@ -124,9 +124,9 @@ def _accepted(table: Table, action: Action) -> bool:
 
 def test_views_never_show_hidden_information() -> None:
     table = Table(RoomSettings())
-    table.start_hand(42)
+    table.start_hand(42, salt=bytes(range(16)))
     text = repr(table.view(0)) + repr(table.view(1))
-    for secret in ("'seed'", "'wall'", "'pool'"):
+    for secret in ("'seed'", "'salt'", "'wall'", "'pool'"):
         assert secret not in text
     opponent = table.view(0)["seats"][1]
     assert "hand" not in opponent and opponent["hand_size"] in (13, 14)

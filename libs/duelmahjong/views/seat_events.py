@@ -17,9 +17,9 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import DISCARD_DRAWN, TableState
 from duelmahjong.rules.tiles import Tile, format_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
-from services.table import codec, items
-from services.table.codec import timestamp
-from services.table.views import OUTCOMES, TableFacts, hand_task, meld, notation
+from duelmahjong.views import codec, items
+from duelmahjong.views.codec import timestamp
+from duelmahjong.views.seat_views import OUTCOMES, TableFacts, hand_task, meld, notation
 
 DRAW_SOURCES = {
     "wall": play_pb2.DRAW_SOURCE_WALL,
@@ -157,6 +157,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
         started.multipliers.progressive = seen["progressive"]
         started.multipliers.fan_rate = facts.fan_rate
         started.revealed_bonus_tiles = notation(tuple(seen.get("bonus", ())))
+        started.wall_commitment = bytes.fromhex(seen.get("commitment", ""))
         task = hand_task(seen.get("task"))
         if task is not None:
             started.task.CopyFrom(task)

@@ -5,7 +5,7 @@ melds, outcomes).
 The engine already decides visibility (``Table.view(seat)`` and ``Event.for_seat(seat)`` never carry
 the opponent's concealed tiles, the wall, the pool or the seed); this module only re-shapes those
 values into the contract's messages and adds the table's own facts (ids, players, connections). The
-events a seat is sent are built in :mod:`services.table.seat_events`.
+events a seat is sent are built in :mod:`duelmahjong.views.seat_events`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from duelmahjong.engine.view import seat_view as engine_seat_view
 from duelmahjong.rules.analysis import waits
 from duelmahjong.rules.tiles import Tile, format_tiles, parse_tiles, tile_name, tiles_of
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
-from services.table import codec, items
+from duelmahjong.views import codec, items
 
 TASK_KINDS = {
     "pong": rules_pb2.TASK_KIND_PONG,
