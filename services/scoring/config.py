@@ -32,6 +32,12 @@ class ScoringConfig(ServiceConfig):
     log_fetch_seconds: float = setting(
         2.0, env="SCORING_LOG_FETCH_SECONDS", help="longest wait for one batch of a table's log"
     )
+    archive_workers: int = setting(
+        1,
+        env="SCORING_ARCHIVE_WORKERS",
+        help="workers per replica for each archive consumer (closed tables' void hands, the wallet's "
+        "settlements)",
+    )
 
     def validate(self) -> list[str]:
         problems = super().validate()

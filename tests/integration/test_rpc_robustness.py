@@ -582,8 +582,11 @@ def scoring_cases() -> list[Case]:
 
 
 @pytest_asyncio.fixture
-async def scoring(start_service: Any, service_env: dict[str, str], issue: Any) -> AsyncIterator[Caller]:
-    runtime = await start_service(SCORING, ScoringConfig.from_env(service_env))
+async def scoring(
+    start_service: Any, service_env: dict[str, str], database_url: str, issue: Any
+) -> AsyncIterator[Caller]:
+    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         tokens = {"me": issue("p-sweep"), "forged": auth.bearer_metadata("not.a.token")}
         yield Caller(channel, scoring_pb2_grpc.ScoringServiceStub(channel), SCORING_NAME, tokens)
