@@ -4,6 +4,8 @@
   (matchmaking), then :meth:`~duelmahjong.client.session.DuelClient.play` at the table.
 - :mod:`duelmahjong.client.play` — one seat's ``Play`` stream driven by a policy and a
   :class:`~duelmahjong.client.play.MatchPlan` (how many hands, or escape).
+- :class:`~duelmahjong.client.history.MatchHistory` — a player's pairings, their hands and the
+  replay of any finished hand (scoring's ``ArchiveService``).
 - :mod:`duelmahjong.client.policy` — :class:`~duelmahjong.client.policy.BaselineBot`, the engine's
   bot over the seat's view.
 """
