@@ -18,8 +18,9 @@ from typing import Any
 
 from duelmahjong.platform import ids
 from duelmahjong.platform.auth import current_principal
-from duelmahjong.platform.errors import InvalidArgument, NotFound, PermissionDenied
+from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from duelmahjong.replay.build import build_replay
+from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, server_state_pb2
 from services.scoring import archive_codec
 from services.scoring.archive_store import ArchiveStore, PageKey, PairingRow
@@ -129,5 +130,10 @@ class ArchiveApi(archive_pb2_grpc.ArchiveServiceServicer):
         records = [server_state_pb2.TableLogRecord.FromString(raw) for raw in stored]
         result = archive_codec.archived_hand(hand, pairing)
         # CPU-bound (the whole hand through the engine): in a thread, so other calls go on.
-        replay = await asyncio.to_thread(build_replay, records, hand.hand_id, result=result)
+        try:
+            replay = await asyncio.to_thread(build_replay, records, hand.hand_id, result=result)
+        except ReplayError as err:
+            raise FailedPrecondition(
+                f"hand {hand.hand_id!r} cannot be replayed from its archived log: {err}"
+            ) from None
         return archive_pb2.GetReplayResponse(replay=replay)

@@ -42,8 +42,18 @@ def opened_table(profile: str = "duel") -> LoggedTable:
         players=table.players,
         negotiated_multiplier=1,
     )
-    table._write([server_state_pb2.TableLogRecord(table_opening=opening)], [])
+    table.records.clear()  # a real table's log starts with its opening, then the engine's first event
+    table._write([server_state_pb2.TableLogRecord(table_opening=opening)], table.engine.events[:1])
     return table
+
+
+async def write_table_log(bus: Bus, table: LoggedTable) -> None:
+    """The log on NATS, each HandBegun naming its hand as a real table's does."""
+    for appended in table.records:
+        if appended.record.WhichOneof("kind") == "hand_begun":
+            appended.record.hand_begun.hidden.table_id = table.table_id
+            appended.record.hand_begun.hidden.hand_id = appended.hand_id
+    await write_log(bus, table)
 
 
 def won_hand() -> tuple[LoggedTable, rules_pb2.HandResult]:
@@ -123,7 +133,7 @@ async def test_a_verified_hand_is_archived_once_with_what_the_ledger_moved(
     tx = secrets.token_hex(4)
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}1", hand_postings, own=True))
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}2", exchange, own=False))
-    await write_log(bus, table)
+    await write_table_log(bus, table)
     await hand_ended(bus, result)
     await hand_ended(bus, result, event_id="hand_ended:redelivered")
 
@@ -202,7 +212,7 @@ async def test_a_table_closed_mid_hand_leaves_its_hand_void(
                 table.play(legal[0])
                 break
     assert table.engine.outcome is None
-    await write_log(bus, table)
+    await write_table_log(bus, table)
     closed_at = Timestamp(seconds=1_800_000_000)
     closed = events_pb2.TableClosed(
         envelope=events_pb2.EventEnvelope(
