@@ -12,13 +12,22 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from duelmahjong.platform import ids
 from duelmahjong.platform.auth import current_principal
-from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from duelmahjong.platform.db import database_unavailable
+from duelmahjong.platform.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+)
 from duelmahjong.replay.build import build_replay
 from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, server_state_pb2
@@ -59,6 +68,17 @@ def _page_size(requested: int) -> int:
     return requested
 
 
+@contextlib.contextmanager
+def _database() -> Iterator[None]:
+    """The database out of reach (down, restarting) is UNAVAILABLE: the caller may retry."""
+    try:
+        yield
+    except Exception as err:
+        if database_unavailable(err):
+            raise Unavailable("the archive's database is out of reach; retry in a moment") from None
+        raise
+
+
 def _plays(pairing: PairingRow, player_id: str) -> bool:
     return any(p.player_id == player_id for p in pairing.players)
 
@@ -70,6 +90,22 @@ class ArchiveApi(archive_pb2_grpc.ArchiveServiceServicer):
     async def ListMatches(
         self, request: archive_pb2.ListMatchesRequest, context: Any
     ) -> archive_pb2.ListMatchesResponse:
+        with _database():
+            return await self._list_matches(request)
+
+    async def GetMatch(
+        self, request: archive_pb2.GetMatchRequest, context: Any
+    ) -> archive_pb2.GetMatchResponse:
+        with _database():
+            return await self._get_match(request)
+
+    async def GetReplay(
+        self, request: archive_pb2.GetReplayRequest, context: Any
+    ) -> archive_pb2.GetReplayResponse:
+        with _database():
+            return await self._get_replay(request)
+
+    async def _list_matches(self, request: archive_pb2.ListMatchesRequest) -> archive_pb2.ListMatchesResponse:
         caller = current_principal().player_id
         player_id = request.player_id or caller
         if not ids.is_entity_id(player_id):
@@ -103,9 +139,7 @@ class ArchiveApi(archive_pb2_grpc.ArchiveServiceServicer):
             raise NotFound(f"no archived pairing {pairing_id!r}")
         return pairing
 
-    async def GetMatch(
-        self, request: archive_pb2.GetMatchRequest, context: Any
-    ) -> archive_pb2.GetMatchResponse:
+    async def _get_match(self, request: archive_pb2.GetMatchRequest) -> archive_pb2.GetMatchResponse:
         caller = current_principal().player_id
         pairing = await self._pairing(request.pairing_id, caller)
         hands = (await self._store.hands([pairing.pairing_id])).get(pairing.pairing_id, [])
@@ -114,9 +148,7 @@ class ArchiveApi(archive_pb2_grpc.ArchiveServiceServicer):
             hands=[archive_codec.archived_hand(hand, pairing) for hand in hands],
         )
 
-    async def GetReplay(
-        self, request: archive_pb2.GetReplayRequest, context: Any
-    ) -> archive_pb2.GetReplayResponse:
+    async def _get_replay(self, request: archive_pb2.GetReplayRequest) -> archive_pb2.GetReplayResponse:
         caller = current_principal().player_id
         if not ids.is_entity_id(request.hand_id):
             raise InvalidArgument(f"hand_id must be {ids.ENTITY_ID_RULE}")

@@ -19,7 +19,7 @@ from duelmahjong.platform import subjects
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.streams import ConsumerSpec
-from duelmahjong.v1 import events_pb2
+from duelmahjong.v1 import archive_pb2, events_pb2
 from services.scoring.archive_facts import VOID, HandNotInLog, HandResult, hand_entry, unended_hand
 from services.scoring.archive_store import ArchiveStore, Posting, TransactionRow
 from services.scoring.tablelog import WHOLE_LOG, LoggedRecord, TableLogReader
@@ -65,7 +65,8 @@ class Archiver:
             )
             return
         if await self._store.archive_hand(entry):
-            self.archived.labels(outcome=str(entry.outcome)).inc()
+            outcome = archive_pb2.ArchivedOutcome.Name(entry.outcome)  # type: ignore[arg-type]
+            self.archived.labels(outcome=outcome.removeprefix("ARCHIVED_OUTCOME_").lower()).inc()
 
 
 class TableClosedHandler:
