@@ -37,7 +37,7 @@ def _stamp(when: datetime) -> Timestamp:
 def _player(player: ArchivedPlayer) -> play_pb2.TablePlayer:
     return play_pb2.TablePlayer(
         seat=player.seat, player_id=player.player_id, display_name=player.display_name
-    )  # type: ignore[arg-type]
+    )
 
 
 def moved_by(hand: HandRow, player_id: str, reasons: frozenset[int] | None = None) -> int:
@@ -57,11 +57,11 @@ def archived_hand(hand: HandRow, pairing: PairingRow) -> archive_pb2.ArchivedHan
         pairing_id=hand.pairing_id,
         table_id=hand.table_id,
         hand_number=hand.hand_number,
-        outcome=hand.outcome,  # type: ignore[arg-type]
-        winner=hand.winner,  # type: ignore[arg-type]
-        escaper=hand.escaper,  # type: ignore[arg-type]
+        outcome=hand.outcome,
+        winner=hand.winner,
+        escaper=hand.escaper,
         moved=[
-            archive_pb2.SeatMovement(seat=p.seat, player_id=p.player_id, amount=moved_by(hand, p.player_id))  # type: ignore[arg-type]
+            archive_pb2.SeatMovement(seat=p.seat, player_id=p.player_id, amount=moved_by(hand, p.player_id))
             for p in pairing.players
         ],
         started_at=_stamp(hand.started_at),
@@ -95,7 +95,7 @@ def match_summary(pairing: PairingRow, hands: Sequence[HandRow], player_id: str)
         pairing_id=pairing.pairing_id,
         table_id=pairing.table_id,
         room_id=pairing.room_id,
-        profile=pairing.profile,  # type: ignore[arg-type]
+        profile=pairing.profile,
         player=_player(me),
         opponent=_player(opponent),
         opponent_is_bot=opponent.is_bot,

@@ -65,7 +65,7 @@ class Archiver:
             )
             return
         if await self._store.archive_hand(entry):
-            outcome = archive_pb2.ArchivedOutcome.Name(entry.outcome)  # type: ignore[arg-type]
+            outcome = archive_pb2.ArchivedOutcome.Name(entry.outcome)
             self.archived.labels(outcome=outcome.removeprefix("ARCHIVED_OUTCOME_").lower()).inc()
 
 

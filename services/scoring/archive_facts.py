@@ -24,7 +24,7 @@ class HandNotInLog(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ArchivedPlayer:
-    seat: int  # rules.proto Seat
+    seat: rules_pb2.Seat.ValueType
     player_id: str
     display_name: str
     is_bot: bool
@@ -32,19 +32,19 @@ class ArchivedPlayer:
 
 @dataclass(frozen=True, slots=True)
 class HandEntry:
-    """One hand as the archive stores it (enum fields hold the contract's numbers)."""
+    """One hand as the archive stores it."""
 
     hand_id: str
     pairing_id: str
     table_id: str
     room_id: str
-    profile: int
+    profile: rules_pb2.Profile.ValueType
     hand_number: int
     private_table: bool
     players: tuple[ArchivedPlayer, ...]
-    outcome: int  # archive.proto ArchivedOutcome
-    winner: int
-    escaper: int
+    outcome: archive_pb2.ArchivedOutcome.ValueType
+    winner: rules_pb2.Seat.ValueType
+    escaper: rules_pb2.Seat.ValueType
     evaluation: bytes | None  # rules.proto Evaluation, won hands only
     started_at: datetime
     ended_at: datetime
@@ -55,9 +55,9 @@ class HandEntry:
 class HandResult:
     """How a hand ended, as scoring verified it (or VOID)."""
 
-    outcome: int
-    winner: int = rules_pb2.SEAT_UNSPECIFIED
-    escaper: int = rules_pb2.SEAT_UNSPECIFIED
+    outcome: archive_pb2.ArchivedOutcome.ValueType
+    winner: rules_pb2.Seat.ValueType = rules_pb2.SEAT_UNSPECIFIED
+    escaper: rules_pb2.Seat.ValueType = rules_pb2.SEAT_UNSPECIFIED
     evaluation: rules_pb2.Evaluation | None = None
 
 

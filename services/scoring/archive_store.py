@@ -14,6 +14,7 @@ from datetime import datetime
 import asyncpg
 
 from duelmahjong.platform.db import Connection
+from duelmahjong.v1 import archive_pb2, rules_pb2
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 
 
@@ -21,7 +22,7 @@ from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 class Posting:
     account: str
     amount: int
-    reason: int  # rules.proto PostingReason
+    reason: rules_pb2.PostingReason.ValueType
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class PairingRow:
     pairing_id: str
     table_id: str
     room_id: str
-    profile: int
+    profile: rules_pb2.Profile.ValueType
     private_table: bool
     started_at: datetime
     players: tuple[ArchivedPlayer, ...]  # seat order
@@ -55,9 +56,9 @@ class HandRow:
     pairing_id: str
     table_id: str
     hand_number: int
-    outcome: int
-    winner: int
-    escaper: int
+    outcome: archive_pb2.ArchivedOutcome.ValueType
+    winner: rules_pb2.Seat.ValueType
+    escaper: rules_pb2.Seat.ValueType
     evaluation: bytes | None
     started_at: datetime
     ended_at: datetime

@@ -98,7 +98,7 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
     try:
         for client, name in zip(clients, ("ann", "bob"), strict=True):
             await client.login(name)
-        outcomes = {room["profile"]: await play_pairing(clients, room["room_id"]) for room in ROOMS}
+        outcomes = {str(room["profile"]): await play_pairing(clients, str(room["room_id"])) for room in ROOMS}
         tables = {profile: played[0].table_id for profile, played in outcomes.items()}
         for played in outcomes.values():
             assert [o.hands_settled for o in played] == [HANDS, HANDS], [o.ended_reason for o in played]

@@ -57,22 +57,22 @@ async def test_service_comes_up_healthy_and_answers_over_reflection(
     await _check_healthy_reflected_and_measured(runtime, name, full_name)
 
 
-async def test_wallet_comes_up_healthy_on_its_own_database(
-    service_env: dict[str, str], start_service: Any, database_url: str
-) -> None:
-    config = WalletConfig.from_env({**service_env, "DATABASE_URL": database_url})
-    runtime = await start_service(WALLET, config)
-    await _check_healthy_reflected_and_measured(runtime, "wallet", "duelmahjong.v1.WalletService")
+# Services that keep data: each on a database of its own, and every gRPC service it offers.
+WITH_DATABASE: dict[str, tuple[type[ServiceConfig], ServiceSpec, tuple[str, ...]]] = {
+    "wallet": (WalletConfig, WALLET, ("duelmahjong.v1.WalletService",)),
+    "scoring": (ScoringConfig, SCORING, ("duelmahjong.v1.ScoringService", "duelmahjong.v1.ArchiveService")),
+}
 
 
-async def test_scoring_comes_up_healthy_on_its_own_database(
-    service_env: dict[str, str], start_service: Any, database_url: str
+@pytest.mark.parametrize("name", sorted(WITH_DATABASE))
+async def test_a_service_that_keeps_data_comes_up_healthy_on_its_own_database(
+    name: str, service_env: dict[str, str], start_service: Any, database_url: str
 ) -> None:
-    config = ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": database_url})
-    runtime = await start_service(SCORING, config)
-    await _check_healthy_reflected_and_measured(runtime, "scoring", "duelmahjong.v1.ScoringService")
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
-        assert "duelmahjong.v1.ArchiveService" in await _reflected_services(channel)
+    config_class, spec, offered = WITH_DATABASE[name]
+    config = config_class.from_env({**service_env, config_class.database_variable(): database_url})
+    runtime = await start_service(spec, config)
+    for full_name in offered:
+        await _check_healthy_reflected_and_measured(runtime, name, full_name)
 
 
 async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_name: str) -> None:

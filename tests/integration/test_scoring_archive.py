@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -59,15 +59,21 @@ async def write_table_log(bus: Bus, table: LoggedTable) -> None:
 def won_hand() -> tuple[LoggedTable, rules_pb2.HandResult]:
     for seed in range(1, 200):
         table = opened_table()
-        if bot_hand(table, seed)["outcome"] == "win":
-            return table, hand_result(table, table.engine.outcome)
+        outcome = bot_hand(table, seed)
+        if outcome["outcome"] == "win":
+            return table, hand_result(table, outcome)
     raise AssertionError("no won hand in 200 seeds")
 
 
 def applied(
-    table_id: str, hand_id: str, transaction: str, postings: list[tuple[str, int, int]], *, own: bool
+    table_id: str,
+    hand_id: str,
+    transaction: str,
+    postings: Sequence[tuple[str, int, rules_pb2.PostingReason.ValueType]],
+    *,
+    own: bool,
 ) -> events_pb2.SettlementApplied:
-    entries = [rules_pb2.Posting(account=a, amount=n, reason=r) for a, n, r in postings]  # type: ignore[arg-type]
+    entries = [rules_pb2.Posting(account=a, amount=n, reason=r) for a, n, r in postings]
     event = events_pb2.SettlementApplied(
         envelope=events_pb2.EventEnvelope(event_id=f"wallet:{transaction}"),
         source_event_id=f"source:{transaction}",
@@ -129,7 +135,10 @@ async def test_a_verified_hand_is_archived_once_with_what_the_ledger_moved(
         (f"player:{bob}", -5, rules_pb2.POSTING_REASON_FEE),
         ("house:fees", 10, rules_pb2.POSTING_REASON_FEE),
     ]
-    exchange = [(f"player:{ann}", -3, rules_pb2.POSTING_REASON_EXCHANGE), ("house:exchanges", 3, 4)]
+    exchange = [
+        (f"player:{ann}", -3, rules_pb2.POSTING_REASON_EXCHANGE),
+        ("house:exchanges", 3, rules_pb2.POSTING_REASON_EXCHANGE),
+    ]
     tx = secrets.token_hex(4)
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}1", hand_postings, own=True))
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}2", exchange, own=False))
@@ -251,8 +260,8 @@ def entry(pairing: str, players: tuple[str, str], started: datetime, *, private:
             ArchivedPlayer(SEATS[i], p, p.upper(), p.startswith("bot-")) for i, p in enumerate(players)
         ),
         outcome=archive_pb2.ARCHIVED_OUTCOME_DRAWN,
-        winner=0,
-        escaper=0,
+        winner=rules_pb2.SEAT_UNSPECIFIED,
+        escaper=rules_pb2.SEAT_UNSPECIFIED,
         evaluation=None,
         started_at=started,
         ended_at=started + timedelta(minutes=3),

@@ -11,29 +11,20 @@ and replays").
 
 from __future__ import annotations
 
-from types import TracebackType
-
 import grpc.aio
 
+from duelmahjong.client.closing import Closing
 from duelmahjong.platform.auth import bearer_metadata
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc
 
 
-class MatchHistory:
+class MatchHistory(Closing):
     def __init__(self, *, scoring: str, token: str) -> None:
         if not token:
             raise ValueError("the archive serves signed-in players: log in first")
         self._channel = grpc.aio.insecure_channel(scoring)
         self.archive = archive_pb2_grpc.ArchiveServiceStub(self._channel)
         self._metadata = bearer_metadata(token)
-
-    async def __aenter__(self) -> MatchHistory:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._channel.close()
