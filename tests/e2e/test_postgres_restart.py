@@ -1,8 +1,8 @@
 """The wallet's Postgres restarts mid-match (stopped — open transactions rolled back, every connection
 cut — and, once a hand's settlement has met the closed database, started again on the same port): the
 wallet reconnects by itself, that settlement applies when the database is back, every hand's exactly
-once, and play never stops; scoring's archive, on the same server, holds every hand once, settled. The stack is
-``make run``'s, on a Postgres this test owns so that it can restart it."""
+once, and play never stops; scoring's archive, on the same server, holds every hand once, settled.
+The stack is ``make run``'s, on a Postgres this test owns so that it can restart it."""
 
 from __future__ import annotations
 

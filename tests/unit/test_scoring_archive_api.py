@@ -38,3 +38,24 @@ def test_each_service_reads_its_database_url_where_make_run_puts_it() -> None:
 def test_scoring_refuses_to_start_without_its_archive_naming_the_variable() -> None:
     with pytest.raises(ConfigError, match="SCORING_DATABASE_URL is required"):
         ScoringConfig.from_env({"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1"})
+
+
+def test_only_a_replay_reveals_what_play_hid_and_never_as_the_servers_own_state() -> None:
+    """The archive's answers never nest a server-only message (server_state.proto); the seed and
+    the wall reach a client only inside a Replay, which the archive serves for hands that are over."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from duelmahjong.v1 import archive_pb2, server_state_pb2
+    from tests.unit.test_proto_contract import hidden_state_leaks, reachable_fields
+
+    server_only = {m.full_name for m in server_state_pb2.DESCRIPTOR.message_types_by_name.values()}
+    for method in archive_pb2.DESCRIPTOR.services_by_name["ArchiveService"].methods:
+        fields: list[tuple[str, FieldDescriptor]] = list(reachable_fields(method.output_type))
+        assert not [
+            p for p, f in fields if f.message_type is not None and f.message_type.full_name in server_only
+        ]
+        leaks = hidden_state_leaks(method.output_type)
+        if method.name == "GetReplay":
+            assert leaks and all(".replay." in path for path in leaks), leaks
+        else:
+            assert leaks == [], f"{method.name} could reveal hidden tiles: {leaks}"
