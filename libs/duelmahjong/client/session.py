@@ -16,11 +16,11 @@ raises :class:`QueueEnded` with the server's reason.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 
 import grpc
 import grpc.aio
 
+from duelmahjong.client.closing import Closing
 from duelmahjong.client.play import MatchPlan, PlayOutcome, Watcher, play_table
 from duelmahjong.client.policy import Policy
 from duelmahjong.client.spectate import watch_table
@@ -35,7 +35,7 @@ class QueueEnded(Exception):
     """The queue entry ended without a table (expired, cancelled, declined)."""
 
 
-class DuelClient:
+class DuelClient(Closing):
     def __init__(self, *, wallet: str, matchmaking: str) -> None:
         self._wallet_channel = grpc.aio.insecure_channel(wallet)
         self._mm_channel = grpc.aio.insecure_channel(matchmaking)
@@ -44,14 +44,6 @@ class DuelClient:
         self.player_id = ""
         self.display_name = ""
         self.token = ""
-
-    async def __aenter__(self) -> DuelClient:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._wallet_channel.close()
