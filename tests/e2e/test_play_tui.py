@@ -190,7 +190,7 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         assert re.search(r"time █*░* +\d+\.\d s +bank +\d+\.\d s", first), first
 
         middle: list[str] = []
-        seen = _play_the_hand(term, lambda text: middle.append(text) if text.count("🀫") >= 13 else None)
+        seen = _play_the_hand(term, lambda text: middle.append(text) if "your move" in text else None)
         walls = seen["walls"]
         assert seen["hands"] <= {13, 14} and seen["hands"], seen["hands"]
         assert len(walls) >= 3 and walls == sorted(walls, reverse=True) and walls[-1] < walls[0], walls
@@ -218,6 +218,17 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
     try:
         rooms = again.wait_for("Enter play")
         assert remembered["player_id"] in rooms and "welcome back" in rooms, rooms
+        again.press("j")  # a friend's private code: refused with a readable message, back to the rooms
+        again.wait_for("Your friend's code")
+        again.press("abc def\r")
+        again.wait_for("Carry (携带威望)")
+        again.press("\r")
+        refused = again.wait_for(
+            lambda t: "private tables (UNIMPLEMENTED)" in t or "matchmaking refused" in t
+        )
+        assert "Enter back to the rooms" in refused, refused
+        again.press("\r")
+        again.wait_for("Enter play")
         again.press("q")
         again.child.expect(pexpect.EOF, timeout=10)
     finally:

@@ -19,7 +19,7 @@ from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.styles import Style
 
-from duelmahjong.tui.board import Board, Line
+from duelmahjong.tui.board import Board, Line, fit
 from duelmahjong.tui.seat import PersonSeat
 from duelmahjong.tui.settlement import SettlementView
 from duelmahjong.tui.tiles import TileStyle
@@ -162,7 +162,7 @@ class PlayUi:
             footer += f" · reconnected {self.screen.seat.reconnects}×"
         if size.columns < MIN_WIDTH or size.rows < MIN_HEIGHT:
             footer = f" the terminal is {size.columns}×{size.rows}: make it at least 80×24"
-        lines.append([("class:dim", footer[: width - 1])])
+        lines.append([("class:dim", fit(footer, width - 1))])
         fragments: StyleAndTextTuples = []
         for index, line in enumerate(lines):
             if index:

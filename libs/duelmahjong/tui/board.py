@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from wcwidth import wcswidth
 
+from duelmahjong.tui.choices import PICKS_AS_KEYS
+from duelmahjong.tui.events import item_name
 from duelmahjong.tui.seat import PersonSeat
 from duelmahjong.tui.tiles import TileStyle, split_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
@@ -54,9 +56,20 @@ def melds_line(style: TileStyle, melds: list[tiles_pb2.Meld]) -> Line:
     line: Line = []
     for meld in melds:
         tiles = meld.tiles
-        shown = style.tiles(tiles, "") if tiles else style.back() * 4
-        line += [("class:meld", f"[{shown.rstrip()}]"), ("", " ")]
+        shown = style.tiles(tiles) if tiles else _backs(style, 4)
+        line += [("class:meld", f"[{shown}]"), ("", " ")]
     return line or [("class:dim", "—")]
+
+
+def melds_and_flowers(style: TileStyle, seat: play_pb2.PublicSeatState) -> Line:
+    """A seat's melds, then its erren flowers set aside (E14)."""
+    line = melds_line(style, list(seat.melds))
+    if seat.flowers:
+        line = [f for f in line if f[0] != "class:dim"] + [
+            ("class:dim", "花 "),
+            ("class:tile", style.tiles(seat.flowers)),
+        ]
+    return line
 
 
 def river(style: TileStyle, seat: play_pb2.PublicSeatState, width: int) -> list[Line]:
@@ -92,14 +105,16 @@ class Board:
         m = table.multipliers
         phase = _PHASES.get(table.phase, "")
         times = f"×{m.negotiated}×{m.progressive}"
-        left = f" {self.room_name} · hand {table.hand_number} · 1番={m.fan_rate} · {times}"
-        right = f"{phase} · wall {table.wall_remaining} "
-        line: Line = [("class:title", left)]
+        # The room name last: on a narrow terminal it is what is cut.
+        left = f" hand {table.hand_number} · {times} · 1番={m.fan_rate} · {self.room_name}"
+        task = _task(table.task) if table.HasField("task") else ""
+        right = " · ".join(part for part in (task, phase, f"wall {table.wall_remaining} ") if part)
         bonus: Line = []
         if table.revealed_bonus_tiles:
             bonus = [("", " · 花牌 "), ("class:tile", self.style.tiles(table.revealed_bonus_tiles))]
+        left = fit(left, width - _columns(right) - sum(_columns(t) for _, t in bonus) - 1)
         used = _columns(left) + _columns(right) + sum(_columns(t) for _, t in bonus)
-        return [*line, *bonus, ("", " " * max(1, width - used)), ("class:wall", right)]
+        return [("class:title", left), *bonus, ("", " " * max(1, width - used)), ("class:wall", right)]
 
     def _who(self, seat: play_pb2.PublicSeatState, table: play_pb2.PublicTableState) -> str:
         marks = [_WINDS.get(seat.seat_wind, "")]
@@ -127,10 +142,10 @@ class Board:
         count = seat.concealed_count + (1 if seat.holding_drawn_tile else 0)
         head = f" {name} · {self._who(seat, table)} · {count} concealed"
         out: list[Line] = [_spread([("class:opponent", head)], self._balance(seat), width)]
-        hidden = self.style.back() * seat.concealed_count
-        drawn = f" {self.style.back()}" if seat.holding_drawn_tile else ""
-        out.append([("", INDENT + "hand".ljust(LABEL)), ("class:back", (hidden + drawn).rstrip())])
-        out.append([("", INDENT + "melds".ljust(LABEL)), *melds_line(self.style, list(seat.melds))])
+        hidden = _backs(self.style, seat.concealed_count)
+        drawn = f"  {_backs(self.style, 1)}" if seat.holding_drawn_tile else ""
+        out.append([("", INDENT + "hand".ljust(LABEL)), ("class:back", hidden + drawn)])
+        out.append([("", INDENT + "melds".ljust(LABEL)), *melds_and_flowers(self.style, seat)])
         out += self._river_lines(seat, width)
         return out
 
@@ -147,12 +162,12 @@ class Board:
         head = f" you · {self._who(seat, view.table)}"
         if view.waits:
             head += f" · waiting on {' '.join(split_tiles(view.waits))}"
-        items = ", ".join(f"{_item_name(i.item)} ×{i.count}" for i in view.items if i.count)
+        items = ", ".join(f"{item_name(i.item)} ×{i.count}" for i in view.items if i.count)
         if items:
             head += f" · items {items}"
         out: list[Line] = [_spread([("class:me", head)], self._balance(seat), width)]
         out += self._river_lines(seat, width)
-        out.append([("", INDENT + "melds".ljust(LABEL)), *melds_line(self.style, list(seat.melds))])
+        out.append([("", INDENT + "melds".ljust(LABEL)), *melds_and_flowers(self.style, seat)])
         out += self._hand(width)
         return out
 
@@ -186,27 +201,37 @@ class Board:
             waiting = "the opponent is deciding" if seat.view and not seat.ended else ""
             return [[("class:dim", f" {waiting}")], [("", "")], [("", "")]]
         keys: list[str] = []
+        more = [f"{c.key} {c.label}" for c in seat.choices()]
         if seat.typing is not None:
+            what, choices = ("搓牌 take", seat.picks()) if seat.typing_pick else ("item", seat.items())
             return [
-                [("class:prompt", " item: "), ("class:typing", seat.typing + "_")],
-                [("class:dim", " " + fit("choices: " + " ".join(seat.items()), width - 2))],
+                [
+                    ("class:prompt", f" {what}: "),
+                    ("class:typing", seat.typing + "_"),
+                    ("class:dim", "  Esc back"),
+                ],
+                [("class:dim", " " + fit("choices: " + " ".join(choices), width - 2))],
                 self._clock_line(width),
             ]
         if (entry := seat.exchange()) is not None:
             keys.append(f"换牌: Space mark (≤ {entry.max_tiles}) · Enter exchange the marked (none: keep)")
         elif seat.discards():
-            keys.append("←/→ pick · Enter discard")
+            keys.append("←/→ pick a tile · Enter discard it")
             if seat.ready_discards():
-                keys.append("r 报听 with the picked tile")
+                keys.append("r 报听 discarding it")
         if (offer := seat.triplet_offer()) is not None:
-            keys.append(f"Space mark 3 · t take triplet {offer.tiles}")
+            keys.append(f"Space mark 3 · t take {offer.tiles}")
         if seat.items():
-            keys.append("i use an item")
-        keys.append("x escape" if not seat.confirm_escape else "x again: ESCAPE")
-        choices = "   ".join(f"{c.key} {c.label}" for c in seat.choices())
+            more.append("i item")
+        if len(seat.picks()) > PICKS_AS_KEYS:
+            more.append("p 搓牌 take a tile")
+        more.append("x escape" if not seat.confirm_escape else "x again: ESCAPE (penalty)")
+        if not keys:
+            keys, more = more[:1], more[1:]
+        listed = "   ".join(more)
         return [
             [("class:prompt", " your move: "), ("class:keys", fit(" · ".join(keys), width - 13))],
-            [("class:keys", " " + fit(choices, width - 2))],
+            [("class:keys", " " + fit(listed, width - 2))],
             self._clock_line(width),
         ]
 
@@ -227,7 +252,7 @@ class Board:
         return [("class:note", " " + fit(self.seat.note, width - 2))]
 
     def log_lines(self, count: int, width: int) -> list[Line]:
-        lines = [line.strip() for line in self.seat.log if line.strip() and "draws a tile" not in line]
+        lines = [line.strip() for line in self.seat.log if line.strip() and not line.endswith(" a tile")]
         return [[("class:log", " " + fit(text, width - 2))] for text in lines[-count:]] if count > 0 else []
 
 
@@ -245,14 +270,21 @@ def fit(text: str, width: int) -> str:
     return text + "…"
 
 
+def _backs(style: TileStyle, count: int) -> str:
+    return (style.back() * count).rstrip() if style.unicode else " ".join([style.back()] * count)
+
+
 def _spread(left: Line, right: str, width: int) -> Line:
+    left = [(style, fit(text, width - _columns(right) - 2)) for style, text in left]
     used = sum(_columns(t) for _, t in left) + _columns(right)
     return [*left, ("", " " * max(1, width - used - 1)), ("class:balance", right)]
 
 
-def _item_name(item: rules_pb2.ItemKind.ValueType) -> str:
-    return {
-        rules_pb2.ITEM_KIND_GRAND_SHIFT: "乾坤大挪移",
-        rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY: "偷天换日",
-        rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS: "移花接木",
-    }.get(item, "item")
+def _task(task: rules_pb2.HandTask) -> str:
+    """erren T8: the hand's task, as the header shows it."""
+    if not task.multiplier:
+        return ""
+    kind = rules_pb2.TaskKind.Name(task.kind).removeprefix("TASK_KIND_").lower()
+    if task.kind == rules_pb2.TASK_KIND_PATTERN:
+        kind = rules_pb2.PatternId.Name(task.pattern).removeprefix("PATTERN_ID_").lower()
+    return f"task {kind} ×{task.multiplier}"

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from duelmahjong.tui.board import Line, rule
+from duelmahjong.tui.board import Line, fit, rule
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2
 
@@ -41,10 +41,10 @@ class Screen:
 
     def frame(self, body: list[Line], width: int, keys: str) -> list[Line]:
         out: list[Line] = [[("class:title", f" Duel Mahjong · {self.title}")], rule(width), *body]
-        out += [[("", "")], [("class:keys", " " + keys)]]
+        out += [[("", "")], [("class:keys", " " + fit(keys, width - 2))]]
         if self.note:
-            out.append([("class:note", " " + self.note[: width - 1])])
-        return out
+            out.append([("class:note", " " + fit(self.note, width - 2))])
+        return [[(style, fit(text, width)) for style, text in line] for line in out]
 
 
 class TextPrompt(Screen):
@@ -68,7 +68,7 @@ class TextPrompt(Screen):
             [("class:prompt", f" {self.question} "), ("class:typing", self.text + "_")],
         ]
         if self.hint:
-            body += [[("", "")], [("class:dim", f" {self.hint}"[:width])]]
+            body += [[("", "")], [("class:dim", f" {self.hint}")]]
         return self.frame(body, width, "Enter confirm · Backspace erase · Esc back")
 
     def press(self, key: str) -> None:
@@ -118,13 +118,11 @@ class RoomsScreen(Screen):
         for index, room in enumerate(self.rooms):
             first, second = room_lines(room)
             picked = index == self.selected
-            body.append(
-                [("class:picked" if picked else "class:me", f" {'▶' if picked else ' '} {first}"[:width])]
-            )
-            body.append([("class:dim", f"     {second}"[:width])])
+            body.append([("class:picked" if picked else "class:me", f" {'▶' if picked else ' '} {first}")])
+            body.append([("class:dim", f"     {second}")])
         if not self.rooms:
             body.append([("class:dim", " matchmaking lists no rooms")])
-        keys = "↑/↓ choose · Enter play · o open a private table · j join a friend's code · q quit"
+        keys = "↑/↓ choose · Enter play · o open a private table · j join with a code · q quit"
         return self.frame(body, width, keys)
 
     def press(self, key: str) -> None:
@@ -205,7 +203,7 @@ class QueueScreen(Screen):
             left = max(0.0, self.bot_fill - waited)
             body.append([("class:dim", f" a house bot sits down if nobody comes within {left:.0f} s")])
         body.append([("", "")])
-        body += [[("", f" {line}"[:width])] for line in self.status]
+        body += [[("", f" {line}")] for line in self.status]
         keys = "Esc leave the queue"
         n = self.negotiation
         if n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
@@ -237,7 +235,7 @@ class MessageScreen(Screen):
         self.title, self.body = title, body
 
     def lines(self, width: int) -> list[Line]:
-        body: list[Line] = [[("", "")], *[[("", f" {line}"[:width])] for line in self.body]]
+        body: list[Line] = [[("", "")], *[[("", f" {line}")] for line in self.body]]
         return self.frame(body, width, "Enter back to the rooms · q quit")
 
     def press(self, key: str) -> None:

@@ -9,7 +9,8 @@ is seen gone) and its watcher (every message folds into what the board draws). K
 * ``Space`` marks tiles: 换牌 (T4: ``Enter`` gives the marked ones back, none keeps the hand) and
   the three tiles given back for a T5 triplet offer (``t``);
 * ``1`` … ``9`` the other actions, listed with their keys (胡, 碰, 吃, 杠, pass, 搓牌 picks, 开始加倍,
-  胡加倍, 猜大小 …); ``i`` types an item's choice (T6: ``5m>7z`` 偷天换日, ``123m`` 移花接木);
+  胡加倍, 猜大小 …); ``i`` types an item's choice (T6: ``5m>7z`` 偷天换日, ``123m`` 移花接木) and
+  ``p`` the tile taken from a 搓牌 offer of many tiles;
 * between hands ``c`` continues (``g`` with 乾坤大挪移 when the seat has one) and ``x`` leaves; during
   a hand ``x`` is escape (逃跑, the H3 penalty) and asks again before it is sent.
 """
@@ -20,87 +21,16 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from duelmahjong.client.narrate import Narrator
-from duelmahjong.client.policy import pass_action
+from duelmahjong.tui.choices import PICKS_AS_KEYS, Choice, make_action, numbered_choices
+from duelmahjong.tui.events import event_line
 from duelmahjong.tui.tiles import split_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 
 K = play_pb2
-_GUESSES = {"big": rules_pb2.GUESS_BIG, "small": rules_pb2.GUESS_SMALL}
-# The order numbered actions are listed in: the winning and claiming ones first.
-_ORDER = [
-    K.ACTION_KIND_WIN,
-    K.ACTION_KIND_DECLINE_WIN,
-    K.ACTION_KIND_KONG,
-    K.ACTION_KIND_PONG,
-    K.ACTION_KIND_CHI,
-    K.ACTION_KIND_RESPOND_OFFER,
-    K.ACTION_KIND_CHOOSE_DOUBLING,
-    K.ACTION_KIND_GUESS,
-    K.ACTION_KIND_DRAW,
-    K.ACTION_KIND_PASS,
-]
 LOG_LINES = 40
 _SECOND_PERSON = {"discards": "discard", "draws": "draw", "wins": "win", "is": "are", "left": "left"}
-
-
-@dataclass(frozen=True)
-class Choice:
-    key: str
-    label: str
-    action: play_pb2.Action
-
-
-def _action(**kind: object) -> play_pb2.Action:
-    return play_pb2.Action(**kind)  # type: ignore[arg-type]
-
-
-def numbered_choices(legal: play_pb2.LegalActions) -> list[Choice]:
-    """The actions offered as number keys (all but the hand's tile picks, items and leaving)."""
-    found: list[tuple[str, play_pb2.Action]] = []
-    for kind in _ORDER:
-        for entry in (e for e in legal.actions if e.kind == kind):
-            found += _entries(entry)
-    return [Choice(str(i), label, action) for i, (label, action) in enumerate(found[:9], 1)]
-
-
-def _entries(entry: play_pb2.LegalAction) -> list[tuple[str, play_pb2.Action]]:
-    kind = entry.kind
-    if kind == K.ACTION_KIND_WIN:
-        return [("胡 win", _action(win=K.WinAction()))]
-    if kind == K.ACTION_KIND_DECLINE_WIN:
-        return [("胡加倍 decline the win to double", _action(decline_win=K.DeclineWinAction()))]
-    if kind == K.ACTION_KIND_PONG:
-        return [("碰 pong", _action(pong=K.PongAction()))]
-    if kind == K.ACTION_KIND_CHI:
-        return [(f"吃 chi {c}", _action(chi=K.ChiAction(tiles=c))) for c in entry.choices]
-    if kind == K.ACTION_KIND_KONG:
-        return [(f"杠 kong {c}", _action(kong=K.KongAction(tile=c))) for c in entry.choices]
-    if kind == K.ACTION_KIND_RESPOND_OFFER:  # 搓牌 picks; a triplet offer is taken with marks and t
-        picks = [c for c in entry.choices if len(split_tiles(c)) == 1]
-        return [
-            (f"搓牌 take {c}", _action(respond_offer=K.RespondOfferAction(accept=True, pick=c)))
-            for c in picks
-        ]
-    if kind == K.ACTION_KIND_CHOOSE_DOUBLING:
-        return [
-            ("开始加倍 double", _action(choose_doubling=K.ChooseDoublingAction(start_doubled=True))),
-            ("no doubling", _action(choose_doubling=K.ChooseDoublingAction(start_doubled=False))),
-        ]
-    if kind == K.ACTION_KIND_GUESS:
-        out = [
-            (f"猜大小 {c}", _action(guess=K.GuessAction(guess=_GUESSES[c])))
-            for c in entry.choices
-            if c in _GUESSES
-        ]
-        return [*out, ("keep the winnings", _action(guess=K.GuessAction(skip=True)))]
-    if kind == K.ACTION_KIND_DRAW:
-        return [("draw", _action(draw=K.DrawAction()))]
-    if kind == K.ACTION_KIND_PASS:
-        return [("pass", pass_action())]
-    return []
 
 
 def _entry(legal: play_pb2.LegalActions | None, kind: int) -> play_pb2.LegalAction | None:
@@ -122,13 +52,15 @@ class PersonSeat:
         self.pending: asyncio.Future[play_pb2.Action] | None = None
         self.cursor = 0
         self.marked: set[int] = set()
-        self.typing: str | None = None  # the item choice being typed
+        self.typing: str | None = None  # an item choice or a 搓牌 pick being typed
+        self.typing_pick = False  # what is typed is the 搓牌 pick (else an item's choice)
         self.confirm_escape = False
         self.note = ""  # one line for the person: a refusal, a reminder
         self.reconnecting = ""
         self.reconnects = 0
         self.log: deque[str] = deque(maxlen=LOG_LINES)
-        self.names: dict[int, str] = {}
+        self.names: dict[int, str] = {}  # seat index → "you" or the opponent's name
+        self.players: dict[str, str] = {}  # player id → the same
         self.narrator = Narrator(self.names, self._say)
         self.won: play_pb2.HandWon | None = None
         self.revealed: play_pb2.HandRevealed | None = None
@@ -151,7 +83,8 @@ class PersonSeat:
         self.view, self.legal, self.offered_at = view, legal, time.monotonic()
         self.pending = asyncio.get_running_loop().create_future()
         self.marked.clear()
-        self.cursor = max(0, len(self.hand()) - 1)  # the drawn tile (the default discard)
+        # On the drawn tile (the default discard), else on the first.
+        self.cursor = max(0, len(self.hand()) - 1) if view.drawn_tile else 0
         self.changed()
         return self.pending
 
@@ -201,9 +134,9 @@ class PersonSeat:
             self.info = event.table_opened
             for player in event.table_opened.players:
                 mine = player.player_id == self.me
-                self.names[0 if player.seat == rules_pb2.SEAT_FIRST else 1] = (
-                    "you" if mine else player.display_name or player.player_id
-                )
+                name = "you" if mine else player.display_name or player.player_id
+                self.names[0 if player.seat == rules_pb2.SEAT_FIRST else 1] = name
+                self.players[player.player_id] = name
         elif which == "hand_started":
             self.won = self.revealed = self.settled = self.guess = None
         elif which == "won":
@@ -217,8 +150,10 @@ class PersonSeat:
             self.guess = event.guess_made
         elif which == "table_ended":
             self.ended = event.table_ended.reason or "the table closed"
-        response = table_pb2.PlayResponse(event=event)
-        self.narrator(response)
+        self.narrator(table_pb2.PlayResponse(event=event))
+        line = event_line(event, self.names)
+        if line is not None:
+            self.log.append(line)
 
     # -- what the board asks ---------------------------------------------------------------------
     def hand(self) -> list[str]:
@@ -248,6 +183,11 @@ class PersonSeat:
         if not self.deciding() or self.view is None:
             return None
         return next((o for o in self.view.offers if o.kind == play_pb2.Offer.KIND_TRIPLET), None)
+
+    def picks(self) -> list[str]:
+        """The tiles a 搓牌 offer lets the seat take (T5)."""
+        entry = _entry(self.legal, K.ACTION_KIND_RESPOND_OFFER) if self.deciding() else None
+        return [c for c in entry.choices if len(split_tiles(c)) == 1] if entry else []
 
     def items(self) -> list[str]:
         entry = _entry(self.legal, K.ACTION_KIND_USE_ITEM) if self.deciding() else None
@@ -286,11 +226,11 @@ class PersonSeat:
 
     def _between_hands(self, key: str) -> None:
         if key == "c":
-            self._answer(_action(continue_playing=K.ContinueAction()))
+            self._answer(make_action(continue_playing=K.ContinueAction()))
         elif key == "g" and self.has_grand_shift():
-            self._answer(_action(continue_playing=K.ContinueAction(use_grand_shift=True)))
+            self._answer(make_action(continue_playing=K.ContinueAction(use_grand_shift=True)))
         elif key == "x":
-            self._answer(_action(leave=K.LeaveAction()))
+            self._answer(make_action(leave=K.LeaveAction()))
 
     def _in_hand(self, key: str) -> None:
         hand = self.hand()
@@ -305,21 +245,23 @@ class PersonSeat:
         elif key == "r" and hand:
             tile = hand[self.cursor]
             if tile in self.ready_discards():
-                self._answer(_action(declare_ready=K.DeclareReadyAction(discard=tile)))
+                self._answer(make_action(declare_ready=K.DeclareReadyAction(discard=tile)))
             else:
                 self.note = f"报听 is not possible discarding {tile}"
         elif key == "t" and (offer := self.triplet_offer()) is not None:
             give = "".join(sorted(hand[i] for i in self.marked))
             self._answer(
-                _action(
+                make_action(
                     respond_offer=K.RespondOfferAction(offer_id=offer.offer_id, accept=True, give_back=give)
                 )
             )
         elif key == "i" and self.items():
-            self.typing = ""
+            self.typing, self.typing_pick = "", False
+        elif key == "p" and len(self.picks()) > PICKS_AS_KEYS:
+            self.typing, self.typing_pick = "", True
         elif key == "x":
             if self.confirm_escape:
-                self._answer(_action(leave=K.LeaveAction()))
+                self._answer(make_action(leave=K.LeaveAction()))
             else:
                 self.confirm_escape = True
                 self.note = (
@@ -337,9 +279,9 @@ class PersonSeat:
             if len(given) > exchange.max_tiles:
                 self.note = f"at most {exchange.max_tiles} tiles may be exchanged"
                 return
-            self._answer(_action(exchange=K.ExchangeAction(tiles="".join(given))))
+            self._answer(make_action(exchange=K.ExchangeAction(tiles="".join(given))))
         elif hand and hand[self.cursor] in self.discards():
-            self._answer(_action(discard=K.DiscardAction(tile=hand[self.cursor])))
+            self._answer(make_action(discard=K.DiscardAction(tile=hand[self.cursor])))
         elif self.discards():
             self.note = f"{hand[self.cursor] if hand else 'that tile'} cannot be discarded now"
 
@@ -349,10 +291,27 @@ class PersonSeat:
             self.typing = None
         elif key == "backspace":
             self.typing = self.typing[:-1]
+        elif key == "enter" and self.typing_pick:
+            self._pick(self.typing.strip())
         elif key == "enter":
             self._use_item(self.typing.strip())
         elif len(key) == 1 and (key.isalnum() or key == ">"):
             self.typing += key
+
+    def _pick(self, tile: str) -> None:
+        if tile not in self.picks():
+            self.note = f"{tile!r} cannot be taken: pick one of {' '.join(self.picks())}"
+            self.typing = None
+            return
+        offer = (
+            next((o for o in self.view.offers if o.kind == play_pb2.Offer.KIND_PICK), None)
+            if self.view
+            else None
+        )
+        offer_id = offer.offer_id if offer else ""
+        self._answer(
+            make_action(respond_offer=K.RespondOfferAction(offer_id=offer_id, accept=True, pick=tile))
+        )
 
     def _use_item(self, text: str) -> None:
         if text not in self.items():
@@ -364,4 +323,4 @@ class PersonSeat:
             use = K.UseItemAction(item=rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY, tiles=given, target=target)
         else:
             use = K.UseItemAction(item=rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS, tiles=text)
-        self._answer(_action(use_item=use))
+        self._answer(make_action(use_item=use))

@@ -10,7 +10,7 @@ then the keys: continue or leave.
 from __future__ import annotations
 
 from duelmahjong.client.narrate import pattern_id
-from duelmahjong.tui.board import INDENT, Line, melds_line, rule
+from duelmahjong.tui.board import INDENT, Line, fit, melds_line, rule
 from duelmahjong.tui.seat import PersonSeat
 from duelmahjong.tui.tiles import TileStyle
 from duelmahjong.v1 import play_pb2, rules_pb2
@@ -26,11 +26,7 @@ class SettlementView:
         return self.seat.names.get(0 if seat == rules_pb2.SEAT_FIRST else 1, "?")
 
     def _player(self, player_id: str) -> str:
-        if player_id == self.seat.me:
-            return "you"
-        view = self.seat.view
-        seats = view.table.seats if view else []
-        return next((s.display_name for s in seats if s.player_id == player_id and s.display_name), player_id)
+        return "you" if player_id == self.seat.me else self.seat.players.get(player_id, player_id)
 
     def lines(self, width: int) -> list[Line]:
         revealed = self.seat.revealed
@@ -106,7 +102,7 @@ class SettlementView:
             f"{s.total_fan} fan × {m.negotiated} negotiated × {m.progressive} progressive × {m.fan_rate}"
             f" = {s.fan_amount}"
         )
-        out: list[Line] = [[("", INDENT + "amount".ljust(11)), ("", amount[: width - 14])]]
+        out: list[Line] = [[("", INDENT + "amount".ljust(11)), ("", fit(amount, width - 14))]]
         if s.HasField("transfer") and s.transfer.amount:
             capped = " (capped by a carry)" if s.capped_by_carry else ""
             payer, payee = self._player(s.transfer.from_player_id), self._player(s.transfer.to_player_id)
@@ -128,7 +124,9 @@ class SettlementView:
             before, after = change.before.rating, change.after.rating
             ratings.append(f"{self._name(change.seat)} {before:.0f} → {after:.0f} ({after - before:+.0f})")
         if ratings:
-            out.append([("", INDENT + "rating".ljust(11)), ("class:keys", " · ".join(ratings)[: width - 14])])
+            out.append(
+                [("", INDENT + "rating".ljust(11)), ("class:keys", fit(" · ".join(ratings), width - 14))]
+            )
         return out
 
     def _extras(self, width: int) -> list[Line]:
@@ -142,7 +140,7 @@ class SettlementView:
                 said = rules_pb2.Guess.Name(guess.guess).removeprefix("GUESS_").lower()
                 result = f"won ×{guess.payout_multiplier}" if guess.won else "lost"
                 text = f"{said} · dice {dice} ({sum(guess.dice)}) · {result}"
-            out.append([("", INDENT + "猜大小".ljust(8)), ("", text[: width - 14])])
+            out.append([("", INDENT + "猜大小".ljust(8)), ("", fit(text, width - 14))])
         revealed = self.seat.revealed
         if revealed is not None and revealed.HasField("task") and revealed.task.multiplier:
             done = "completed" if revealed.task.completed_by_winner else "not completed"
