@@ -76,25 +76,34 @@ class GuestStore:
         partial.replace(self.path)
 
 
+async def renew(client: DuelClient, store: GuestStore, wallet: str) -> Guest | None:
+    """A fresh session for the guest remembered for ``wallet`` (a session token lives an hour:
+    ``WALLET_SESSION_TTL_SECONDS``); None when the wallet no longer knows the refresh token."""
+    known = store.get(wallet)
+    if known is None:
+        return None
+    try:
+        reply = await client.wallet.RefreshToken(
+            wallet_pb2.RefreshTokenRequest(refresh_token=known.refresh_token)
+        )
+    except grpc.aio.AioRpcError as err:
+        if err.code() not in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.NOT_FOUND):
+            raise
+        return None
+    client.use_session(reply.player_id, reply.session.token, known.display_name)
+    guest = Guest(reply.player_id, known.display_name, reply.session.refresh_token)
+    store.put(wallet, guest)
+    return guest
+
+
 async def log_in(client: DuelClient, store: GuestStore, wallet: str, name: str) -> tuple[Guest, bool]:
     """Log ``client`` in as the guest remembered for ``wallet`` (True), else as a new guest named
     ``name`` (False); the guest to come back as next time is stored either way."""
-    known = store.get(wallet)
+    known = await renew(client, store, wallet)
     if known is not None:
-        try:
-            reply = await client.wallet.RefreshToken(
-                wallet_pb2.RefreshTokenRequest(refresh_token=known.refresh_token)
-            )
-        except grpc.aio.AioRpcError as err:
-            if err.code() not in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.NOT_FOUND):
-                raise
-        else:
-            client.use_session(reply.player_id, reply.session.token, known.display_name)
-            guest = Guest(reply.player_id, known.display_name, reply.session.refresh_token)
-            store.put(wallet, guest)
-            return guest, True
-    reply_login = await client.wallet.GuestLogin(wallet_pb2.GuestLoginRequest(display_name=name))
-    client.use_session(reply_login.player_id, reply_login.session.token, name)
-    guest = Guest(reply_login.player_id, name, reply_login.session.refresh_token)
+        return known, True
+    reply = await client.wallet.GuestLogin(wallet_pb2.GuestLoginRequest(display_name=name))
+    client.use_session(reply.player_id, reply.session.token, name)
+    guest = Guest(reply.player_id, name, reply.session.refresh_token)
     store.put(wallet, guest)
     return guest, False

@@ -17,10 +17,10 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from duelmahjong.client.play import MatchPlan, TableLost
+from duelmahjong.client.play import MatchPlan, PlayOutcome, TableLost
 from duelmahjong.client.session import DuelClient
 from duelmahjong.tui.app import PlayUi, Quit, TableScreen
-from duelmahjong.tui.guest import GuestStore, log_in
+from duelmahjong.tui.guest import GuestStore, log_in, renew
 from duelmahjong.tui.screens import MessageScreen, QueueScreen, RoomsScreen, TextPrompt
 from duelmahjong.tui.seat import PersonSeat
 from duelmahjong.tui.tiles import TileStyle
@@ -29,6 +29,8 @@ from duelmahjong.v1 import matchmaking_pb2 as mm
 # A person's Play stream lives as long as the table (a gRPC deadline would end it mid-hand).
 STREAM_SECONDS = 24 * 3600.0
 HOLD_WAIT_SECONDS = 15.0
+# Renew the session this long after the last renewal (the wallet's tokens live an hour by default).
+RENEW_AFTER_SECONDS = 30 * 60.0
 # Enqueue, OpenPrivateTable and JoinPrivateTable: a stream of replies that each hold a QueueUpdate.
 QueueStream = grpc.aio.UnaryStreamCall[Any, Any]
 
@@ -51,7 +53,11 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
             return
     guest, known = await log_in(client, options.store, options.wallet, name or "guest")
     ui.footer = f"{guest.display_name} ({'welcome back' if known else 'new guest'})"
+    renewed = asyncio.get_running_loop().time()
     while True:
+        if asyncio.get_running_loop().time() - renewed > RENEW_AFTER_SECONDS:
+            await renew(client, options.store, options.wallet)
+            renewed = asyncio.get_running_loop().time()
         rooms = await client.rooms()
         balance = await client.balance()
         money = f"威望 {balance.balance} (available {balance.available}) · {balance.level_name or ''}"
@@ -196,9 +202,7 @@ async def _table(
     seat = PersonSeat(client.player_id, ui.invalidate)
     ui.show(TableScreen(seat, options.style, title))
     plan = MatchPlan(ask_between_hands=True, drop_after_actions=options.drop_after_actions)
-    playing = asyncio.ensure_future(
-        client.play(ready, seat, plan, watch=seat, on_break=seat.on_break, stream_seconds=STREAM_SECONDS)
-    )
+    playing = asyncio.ensure_future(_play(client, ready, seat, plan, options))
     waits: set[asyncio.Future[Any]] = {playing, ui.quitting}
     done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     if playing not in done:
@@ -218,6 +222,25 @@ async def _table(
         lines = [f"the table refused: {err.details()} ({err.code().name})"]
     lines.append(await _settled_balance(client))
     return str(await ui.ask(MessageScreen("table closed", lines)))
+
+
+async def _play(
+    client: DuelClient, ready: mm.TableReady, seat: PersonSeat, plan: MatchPlan, options: PlayOptions
+) -> PlayOutcome:
+    """Play the table; a reconnect refused for an expired session renews it and plays on (the
+    table resends what the seat missed)."""
+    while True:
+        try:
+            return await client.play(
+                ready, seat, plan, watch=seat, on_break=seat.on_break, stream_seconds=STREAM_SECONDS
+            )
+        except grpc.aio.AioRpcError as err:
+            if (
+                err.code() != grpc.StatusCode.UNAUTHENTICATED
+                or await renew(client, options.store, options.wallet) is None
+            ):
+                raise
+            seat.on_break("the session expired: renewed")
 
 
 async def _settled_balance(client: DuelClient) -> str:

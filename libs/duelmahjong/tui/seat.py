@@ -68,6 +68,7 @@ class PersonSeat:
         self.guess: play_pb2.GuessMade | None = None
         self.ended = ""
         self.hands_settled = 0
+        self.seen = 0  # the last event sequence folded
 
     def _say(self, line: str) -> None:
         words = line.strip().split(" ", 2)
@@ -129,6 +130,9 @@ class PersonSeat:
             self.cursor = max(0, len(self.hand()) - 1)
 
     def _event(self, event: play_pb2.SeatEvent) -> None:
+        if event.sequence and event.sequence <= self.seen:
+            return  # sent again on a resume from an earlier sequence
+        self.seen = max(self.seen, event.sequence)
         which = event.WhichOneof("kind")
         if which == "table_opened":
             self.info = event.table_opened
