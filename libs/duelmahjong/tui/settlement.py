@@ -102,7 +102,15 @@ class SettlementView:
             f"{s.total_fan} fan × {m.negotiated} negotiated × {m.progressive} progressive × {m.fan_rate}"
             f" = {s.fan_amount}"
         )
-        out: list[Line] = [[("", INDENT + "amount".ljust(11)), ("", fit(amount, width - 14))]]
+        out: list[Line] = []
+        d = s.doubling
+        if s.HasField("doubling") and d.doubled_fan:  # erren H2: F from B, S, H and T
+            amount = f"{d.doubled_fan} fan × {m.fan_rate} = {s.fan_amount}"
+            terms = (
+                f"B {d.base_fan} · S {d.s} (开始加倍) · H {d.h} (胡加倍) · T {d.t} (task) → F {d.doubled_fan}"
+            )
+            out.append([("", INDENT + "doubling".ljust(11)), ("", fit(terms, width - 14))])
+        out.append([("", INDENT + "amount".ljust(11)), ("", fit(amount, width - 14))])
         if s.HasField("transfer") and s.transfer.amount:
             capped = " (capped by a carry)" if s.capped_by_carry else ""
             payer, payee = self._player(s.transfer.from_player_id), self._player(s.transfer.to_player_id)
@@ -152,11 +160,13 @@ class SettlementView:
         if seat.ended:
             return [("class:prompt", f" table closed: {seat.ended}")]
         if not seat.between_hands():
-            if seat.deciding():  # 猜大小 comes after the win, before the settlement
-                return [("class:keys", " " + "   ".join(f"{c.key} {c.label}" for c in seat.choices()))]
-            return [("class:dim", " …")]
-        progressive = (seat.view.table.multipliers.progressive if seat.view else 1) * 2
-        keys = f" c continue (next hand ×{progressive} progressive)   x leave the table"
+            return [("class:dim", " waiting for the other player to continue or leave…")]
+        table = seat.view.table if seat.view else None
+        if table is not None and table.profile == rules_pb2.PROFILE_DUEL:  # T7: it doubles each hand
+            doubled = table.multipliers.progressive * 2
+            keys = f" c continue (next hand ×{doubled} progressive)   x leave the table"
+        else:
+            keys = " c continue with the next hand   x leave the table"
         if seat.has_grand_shift():
             keys += "   g continue with 乾坤大挪移"
         own, _ = seat.clocks()
