@@ -229,6 +229,16 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         assert "Enter back to the rooms" in refused, refused
         again.press("\r")
         again.wait_for("Enter play")
+        again.press("o")  # open a private table: its code, or the same refusal
+        again.wait_for("Carry (携带威望)")
+        again.press("\r")
+        opened = again.wait_for(lambda t: "private tables (UNIMPLEMENTED)" in t or "private code:" in t)
+        if "private code:" in opened:
+            assert re.search(r"private code:  [2-9A-HJKMNP-Z]{6} ", opened), opened
+            again.press("\x1b")  # leave it: back to the rooms
+        else:
+            again.press("\r")
+        again.wait_for("Enter play")
         again.press("q")
         again.child.expect(pexpect.EOF, timeout=10)
     finally:

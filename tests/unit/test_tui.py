@@ -341,3 +341,16 @@ def test_the_guest_file_keeps_one_guest_per_wallet(tmp_path: Path) -> None:
     assert (store.path.stat().st_mode & 0o777) == 0o600
     assert default_path({"DUEL_PLAY_CONFIG": "/x/g.json", "XDG_CONFIG_HOME": "/c"}) == Path("/x/g.json")
     assert default_path({"XDG_CONFIG_HOME": "/c"}) == Path("/c/duelmahjong/guest.json")
+
+
+def test_a_claim_points_at_the_opponents_last_discard() -> None:
+    async def main() -> None:
+        legal = _legal(K.LegalAction(kind=K.ACTION_KIND_PONG), K.LegalAction(kind=K.ACTION_KIND_PASS))
+        seat, _ = await _deciding(legal, drawn="")
+        rows = ["".join(t for _, t in line) for line in Board(seat, ASCII, "room").lines(80)]
+        opponent_river = rows[5:7]
+        assert opponent_river[-1].rstrip().endswith("3s ◀"), rows
+        assert not any("◀" in row for row in rows[8:]), rows
+        assert "1 碰 pong   2 pass" in "\n".join(rows)
+
+    asyncio.run(main())

@@ -72,12 +72,20 @@ def melds_and_flowers(style: TileStyle, seat: play_pb2.PublicSeatState) -> Line:
     return line
 
 
-def river(style: TileStyle, seat: play_pb2.PublicSeatState, width: int) -> list[Line]:
+def river(
+    style: TileStyle, seat: play_pb2.PublicSeatState, width: int, claimable: bool = False
+) -> list[Line]:
+    """The seat's discards in order; ``claimable``: the last one is the tile the person may claim
+    now, drawn picked and pointed at."""
     tiles = []
     for discard in seat.discards:
         klass = "class:claimed" if discard.claimed else "class:ready" if discard.declared_ready else ""
         tiles.append((klass, discard.tile))
-    rows = wrap_tiles(style, tiles, width - LABEL - len(INDENT))
+    if claimable and tiles:
+        tiles[-1] = ("class:picked", tiles[-1][1])
+    rows = wrap_tiles(style, tiles, width - LABEL - len(INDENT) - 2)
+    if claimable and tiles:
+        rows[-1].append(("class:cursor", "◀"))
     return rows[-2:]  # the latest two rows: a long river keeps its end in view
 
 
@@ -146,11 +154,11 @@ class Board:
         drawn = f"  {_backs(self.style, 1)}" if seat.holding_drawn_tile else ""
         out.append([("", INDENT + "hand".ljust(LABEL)), ("class:back", hidden + drawn)])
         out.append([("", INDENT + "melds".ljust(LABEL)), *melds_and_flowers(self.style, seat)])
-        out += self._river_lines(seat, width)
+        out += self._river_lines(seat, width, self.seat.claim_window())
         return out
 
-    def _river_lines(self, seat: play_pb2.PublicSeatState, width: int) -> list[Line]:
-        rows = river(self.style, seat, width)
+    def _river_lines(self, seat: play_pb2.PublicSeatState, width: int, claimable: bool = False) -> list[Line]:
+        rows = river(self.style, seat, width, claimable)
         lines = [
             [("", INDENT + ("river" if i == 0 else "").ljust(LABEL)), *row] for i, row in enumerate(rows)
         ]
@@ -226,8 +234,9 @@ class Board:
         if len(seat.picks()) > PICKS_AS_KEYS:
             more.append("p 搓牌 take a tile")
         more.append("x escape" if not seat.confirm_escape else "x again: ESCAPE (penalty)")
-        if not keys:
-            keys, more = more[:1], more[1:]
+        first = len(seat.choices()) or 1
+        if not keys:  # no tile to pick: the numbered actions come first
+            keys, more = ["   ".join(more[:first])], more[first:]
         listed = "   ".join(more)
         return [
             [("class:prompt", " your move: "), ("class:keys", fit(" · ".join(keys), width - 13))],

@@ -188,6 +188,10 @@ class PersonSeat:
             return None
         return next((o for o in self.view.offers if o.kind == play_pb2.Offer.KIND_TRIPLET), None)
 
+    def claim_window(self) -> bool:
+        """The decision is on the opponent's last discard (pass is offered: claim, win or let it go)."""
+        return self.deciding() and _entry(self.legal, K.ACTION_KIND_PASS) is not None
+
     def picks(self) -> list[str]:
         """The tiles a 搓牌 offer lets the seat take (T5)."""
         entry = _entry(self.legal, K.ACTION_KIND_RESPOND_OFFER) if self.deciding() else None
