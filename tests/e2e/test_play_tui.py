@@ -7,7 +7,8 @@ the room's options), the carry, the T7 proposal, the hand drawn as 13 or 14 tile
 keys, the wall count going down, the settlement with its breakdown, leaving, the end screen, and the
 guest remembered for the next run. It plays like a patient beginner: discard the drawn tile, else the
 first numbered action, keep the hand at 换牌. The second drops its Play stream after a few actions
-(``--drop-after-actions``) and checks that the hand goes on and ends on the screen as before.
+(``--drop-after-actions``) and checks that the hand goes on and ends on the screen as before, then
+shrinks the terminal below 80 × 24 and sees the client ask for a larger one.
 """
 
 from __future__ import annotations
@@ -258,6 +259,9 @@ def test_the_client_reconnects_by_itself(stack: StackState, tmp_path: Path) -> N
         term.press("x")
         closed = term.wait_for("hands played: 1")
         assert "reconnected 1 time(s)" in closed, closed
+        term.screen.resize(20, 60)  # a terminal made too small is told so
+        term.child.setwinsize(20, 60)
+        term.wait_for("the terminal is 60×20: make it at least 80×24")
     finally:
         term.close()
 
