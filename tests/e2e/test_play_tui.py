@@ -180,7 +180,7 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         term.wait_for("Your name at the table")
         term.press("Tester\r")
         rooms = _to_the_table(term)
-        assert "Tester" in rooms and "威望 1000" in rooms, rooms
+        assert "Tester" in rooms and "威望 1000" in rooms and "rating duel 1500 ±" in rooms, rooms
         assert "决斗麻将 · 测试" in rooms and "[tui-duel] · duel" in rooms, rooms
         assert "1番=10 威望 · fee 2 · carry 100–1000" in rooms, rooms
         assert "[tui-extras] · duel" in rooms and "猜大小" in rooms, rooms
@@ -198,6 +198,7 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         settlement = seen["settlement"]
         for part in ("amount", "× 2 negotiated × 1 progressive × 10 =", "transfer", "fees", "balances"):
             assert part in settlement, settlement
+        assert re.search(r"rating +(you|Bot \d) \d+ → \d+ \([+-]\d+\)", settlement), settlement
         assert "c continue (next hand ×2 progressive)" in settlement and "x leave" in settlement, settlement
         _keep(tmp_path, "play-screen.txt", _busiest(middle))
         _keep(tmp_path, "settlement-screen.txt", settlement)

@@ -21,7 +21,7 @@ from duelmahjong.client.play import MatchPlan, PlayOutcome, TableLost
 from duelmahjong.client.session import DuelClient
 from duelmahjong.tui.app import PlayUi, Quit, TableScreen
 from duelmahjong.tui.guest import GuestStore, log_in, renew
-from duelmahjong.tui.screens import MessageScreen, QueueScreen, RoomsScreen, TextPrompt
+from duelmahjong.tui.screens import PROFILE_NAMES, MessageScreen, QueueScreen, RoomsScreen, TextPrompt
 from duelmahjong.tui.seat import PersonSeat
 from duelmahjong.tui.tiles import TileStyle
 from duelmahjong.v1 import matchmaking_pb2 as mm
@@ -61,7 +61,8 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
         rooms = await client.rooms()
         balance = await client.balance()
         money = f"威望 {balance.balance} (available {balance.available}) · {balance.level_name or ''}"
-        what, room = await ui.ask(RoomsScreen(rooms, f"{guest.display_name} · {guest.player_id}", money))
+        about = f"player {guest.player_id}{await _ratings(client)}"
+        what, room = await ui.ask(RoomsScreen(rooms, guest.display_name, money, about))
         if what == "quit":
             return
         if what == "join":
@@ -91,6 +92,16 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
             continue
         if await _table(ui, client, ready, title, options) == "quit":
             return
+
+
+async def _ratings(client: DuelClient) -> str:
+    """`` · rating duel 1512 ± 290 · erren 1500 ± 350`` ("" if the wallet does not tell)."""
+    try:
+        reply = await client.ratings()
+    except grpc.aio.AioRpcError:
+        return ""
+    shown = [f"{PROFILE_NAMES.get(r.profile, '?')} {r.rating:.0f} ± {r.deviation:.0f}" for r in reply.ratings]
+    return " · rating " + " · ".join(shown) if shown else ""
 
 
 async def _ask_carry(ui: PlayUi, room: mm.Room | None, rooms: list[mm.Room], available: int) -> int | None:

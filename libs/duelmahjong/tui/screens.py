@@ -106,13 +106,14 @@ class RoomsScreen(Screen):
 
     title = "rooms"
 
-    def __init__(self, rooms: list[mm.Room], player: str, balance: str) -> None:
+    def __init__(self, rooms: list[mm.Room], player: str, balance: str, about: str = "") -> None:
         super().__init__()
-        self.rooms, self.player, self.balance, self.selected = rooms, player, balance, 0
+        self.rooms, self.player, self.balance, self.about, self.selected = rooms, player, balance, about, 0
 
     def lines(self, width: int) -> list[Line]:
         body: list[Line] = [
             [("class:me", f" {self.player}"), ("class:balance", f" · {self.balance}")],
+            [("class:dim", f" {self.about}")],
             [("", "")],
         ]
         for index, room in enumerate(self.rooms):
