@@ -8,7 +8,9 @@ keys, the wall count going down, the settlement with its breakdown, leaving, the
 guest remembered for the next run. It plays like a patient beginner: discard the drawn tile, else the
 first numbered action, keep the hand at 换牌. The second drops its Play stream after a few actions
 (``--drop-after-actions``) and checks that the hand goes on and ends on the screen as before, then
-shrinks the terminal below 80 × 24 and sees the client ask for a larger one.
+shrinks the terminal below 80 × 24 and sees the client ask for a larger one. The third stops the
+client (Ctrl-C) in the middle of a hand and starts it again: it sits down at the same table and plays
+the hand to its end.
 """
 
 from __future__ import annotations
@@ -265,6 +267,28 @@ def test_the_client_reconnects_by_itself(stack: StackState, tmp_path: Path) -> N
         term.wait_for("the terminal is 60×20: make it at least 80×24")
     finally:
         term.close()
+
+
+def test_a_client_stopped_mid_hand_sits_down_again(stack: StackState, tmp_path: Path) -> None:
+    env = _environment(stack, tmp_path / "guest.json")
+    term = Terminal(["--name", "Quitter"], env)
+    try:
+        _to_the_table(term)
+        term.wait_for(lambda t: "your move" in t and "wall" in t, within=30)
+        term.press("\x03")  # Ctrl-C in the middle of the hand: the client stops, the table holds the seat
+        term.child.expect(pexpect.EOF, timeout=10)
+    finally:
+        term.close()
+    back = Terminal([], env)
+    try:
+        board = back.wait_for(lambda t: "wall" in t and "concealed" in t, within=30)
+        assert "your table" in board and "welcome back" in board, board
+        seen = _play_the_hand(back)
+        assert "is over" in seen["settlement"], seen
+        back.press("x")
+        back.wait_for("hands played: 1")
+    finally:
+        back.close()
 
 
 def _without_clocks(text: str) -> str:

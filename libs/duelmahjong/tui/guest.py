@@ -6,21 +6,25 @@ written back at once). The file (JSON, mode 0600) is ``$DUEL_PLAY_CONFIG``, else
 ``$XDG_CONFIG_HOME/duelmahjong/guest.json``, else ``~/.config/duelmahjong/guest.json``; it keeps one
 guest per wallet address, since a refresh token means something only to the wallet that issued it.
 A refresh the wallet refuses (the token expired, or the stack was started afresh) logs in a new guest
-under the remembered name.
+under the remembered name. The file also keeps the guest's seat while a table is open (its
+``TableReady``): a client stopped in the middle of a hand sits down there again when it starts.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import grpc
 import grpc.aio
+from google.protobuf.message import DecodeError
 
 from duelmahjong.client.session import DuelClient
+from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import wallet_pb2
 
 CONFIG_VARIABLE = "DUEL_PLAY_CONFIG"
@@ -39,6 +43,22 @@ class Guest:
     player_id: str
     display_name: str
     refresh_token: str
+    # The seat at a table not yet closed (a TableReady, base64): a client that quit or crashed in
+    # the middle of a hand sits down there again when it starts.
+    table: str = ""
+
+    def seat(self) -> mm.TableReady | None:
+        if not self.table:
+            return None
+        try:
+            return mm.TableReady.FromString(base64.b64decode(self.table))
+        except (ValueError, DecodeError):
+            return None
+
+    def at(self, ready: mm.TableReady | None) -> Guest:
+        """This guest seated at ``ready`` (None: at no table)."""
+        table = base64.b64encode(ready.SerializeToString()).decode() if ready is not None else ""
+        return replace(self, table=table)
 
 
 class GuestStore:
@@ -91,7 +111,7 @@ async def renew(client: DuelClient, store: GuestStore, wallet: str) -> Guest | N
             raise
         return None
     client.use_session(reply.player_id, reply.session.token, known.display_name)
-    guest = Guest(reply.player_id, known.display_name, reply.session.refresh_token)
+    guest = replace(known, player_id=reply.player_id, refresh_token=reply.session.refresh_token)
     store.put(wallet, guest)
     return guest
 

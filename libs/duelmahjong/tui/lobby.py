@@ -54,6 +54,10 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
     guest, known = await log_in(client, options.store, options.wallet, name or "guest")
     ui.footer = f"{guest.display_name} ({'welcome back' if known else 'new guest'})"
     renewed = asyncio.get_running_loop().time()
+    seated = guest.seat()
+    if seated is not None and await _still_open(client, seated):
+        if await _table(ui, client, seated, "your table", options) == "quit":
+            return
     while True:
         if asyncio.get_running_loop().time() - renewed > RENEW_AFTER_SECONDS:
             await renew(client, options.store, options.wallet)
@@ -207,9 +211,24 @@ async def _negotiate(
         screen.note = f"refused: {err.details()}"
 
 
+async def _still_open(client: DuelClient, ready: mm.TableReady) -> bool:
+    """The table this guest sat at when the client last stopped is still open (LocateTable)."""
+    try:
+        return bool((await client.locate_table(ready.table_id)).open)
+    except grpc.aio.AioRpcError:
+        return False  # unknown to matchmaking (a restarted stack): nothing to go back to
+
+
+def _remember_seat(options: PlayOptions, ready: mm.TableReady | None) -> None:
+    guest = options.store.get(options.wallet)
+    if guest is not None:
+        options.store.put(options.wallet, guest.at(ready))
+
+
 async def _table(
     ui: PlayUi, client: DuelClient, ready: mm.TableReady, title: str, options: PlayOptions
 ) -> str:
+    _remember_seat(options, ready)  # a client stopped mid-hand comes back here when it starts again
     seat = PersonSeat(client.player_id, ui.invalidate)
     ui.show(TableScreen(seat, options.style, title))
     plan = MatchPlan(ask_between_hands=True, drop_after_actions=options.drop_after_actions)
@@ -219,6 +238,7 @@ async def _table(
     if playing not in done:
         playing.cancel()
         raise Quit
+    _remember_seat(options, None)
     try:
         outcome = playing.result()
         lines = [
