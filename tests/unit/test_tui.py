@@ -354,3 +354,17 @@ def test_a_claim_points_at_the_opponents_last_discard() -> None:
         assert "1 碰 pong   2 pass" in "\n".join(rows)
 
     asyncio.run(main())
+
+
+def test_the_guest_file_keeps_the_seat_of_an_open_table(tmp_path: Path) -> None:
+    store = GuestStore(tmp_path / "guest.json")
+    ready = mm.TableReady(
+        table_id="t-1", address="127.0.0.1:1", table_ticket="ticket", seat=rules_pb2.SEAT_SECOND
+    )
+    store.put("w", Guest("p1", "Ana", "r1").at(ready))
+    kept = store.get("w")
+    assert kept is not None and kept.seat() == ready
+    store.put("w", kept.at(None))
+    left = store.get("w")
+    assert left is not None and left.seat() is None and left.refresh_token == "r1"
+    assert Guest("p", "n", "r", table="not base64!").seat() is None
