@@ -4,6 +4,7 @@ what the page shows from the DOM's data attributes and compare it with a ``Repla
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -123,3 +124,70 @@ def go_to_step(page: Any, index: int) -> None:
     for _ in range(index):
         page.keyboard.press("ArrowRight")
     assert page.get_attribute("#step-counter", "data-step") == str(index)
+
+
+# The engine's meld kinds as the page names them, written out here rather than taken from the
+# library's codec, so the comparison does not go through the code that built the replay.
+_MELDS = {
+    "chi": ("MELD_KIND_CHI", (0, 1, 2)),
+    "pong": ("MELD_KIND_PONG", (0, 0, 0)),
+    "kong": ("MELD_KIND_EXPOSED_KONG", (0, 0, 0, 0)),
+    "exposed_kong": ("MELD_KIND_EXPOSED_KONG", (0, 0, 0, 0)),
+    "concealed_kong": ("MELD_KIND_CONCEALED_KONG", (0, 0, 0, 0)),
+    "added_kong": ("MELD_KIND_ADDED_KONG", (0, 0, 0, 0)),
+}
+_SEAT_NAMES = ("SEAT_FIRST", "SEAT_SECOND")
+
+
+def _engine_seats(state: Any) -> Shown:
+    """Both seats of the engine's table state: every tile in hand (concealed and drawn together, as
+    the engine keeps them), melds, discards and flowers."""
+    from duelmahjong.engine.state import DISCARD_CLAIMED, DISCARD_READY
+
+    seats: Shown = {}
+    for seat, name in enumerate(_SEAT_NAMES):
+        hand = [kind for kind, copies in enumerate(state.hands[seat]) for _ in range(copies)]
+        melds = []
+        for kind, tile in state.melds[seat]:
+            meld_name, offsets = _MELDS[kind]
+            melds.append((meld_name, " ".join(format_tiles([tile + o]) for o in offsets)))
+        seats[name] = {
+            "in_hand": sorted(format_tiles([k]) for k in hand),
+            "melds": melds,
+            "discards": [
+                (format_tiles([tile]), bool(flags & DISCARD_CLAIMED), bool(flags & DISCARD_READY))
+                for tile, flags in state.river_marks[seat]
+            ],
+            "flowers": [format_tiles([k]) for k in sorted(state.flowers[seat])],
+        }
+    return seats
+
+
+def engine_tables(records: list[Any]) -> dict[int, Shown]:
+    """An independent replay of a table's log: every engine event folded into the engine's own table
+    state, and both seats as they stood after each event both seats were shown (by its sequence)."""
+    from duelmahjong.engine.events import Event
+    from duelmahjong.engine.state import TableState
+
+    state = TableState()
+    after: dict[int, Shown] = {}
+    for record in records:
+        if not record.HasField("engine_event"):
+            continue
+        state.fold(Event.from_json(json.loads(record.engine_event.canonical_json)))
+        if record.engine_event.seat_sequence:
+            after[record.engine_event.seat_sequence] = _engine_seats(state)
+    return after
+
+
+def as_engine_sees(shown: Shown) -> Shown:
+    """What the page shows in the engine's terms: concealed and drawn tiles as one sorted hand."""
+    return {
+        seat: {
+            "in_hand": sorted(s["concealed"] + s["drawn"]),
+            "melds": s["melds"],
+            "discards": s["discards"],
+            "flowers": sorted(s["flowers"]),
+        }
+        for seat, s in shown.items()
+    }
