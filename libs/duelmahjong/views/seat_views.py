@@ -25,6 +25,7 @@ from duelmahjong.engine.state import (
     EXTRA_DRAW,
     OVER,
     TURN,
+    TableState,
 )
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.view import seat_view as engine_seat_view
@@ -101,9 +102,23 @@ def meld(kind: str, tiles: str, claimed_tile: str = "") -> tiles_pb2.Meld:
     return contract.meld_message(kind, tiles, claimed_tile)
 
 
-def _holding_drawn(table: Table, seat: int) -> bool:
-    state = table.state
+def holding_drawn(state: TableState, seat: int) -> bool:
+    """Whether ``seat`` holds the tile it just drew (its turn, before it discards)."""
     return state.current == seat and state.last_draw >= 0 and state.phase in (TURN, EXTRA_DRAW)
+
+
+def seat_melds(state: TableState, seat: int, shown: list[dict[str, str]]) -> list[tiles_pb2.Meld]:
+    """A seat's melds as the engine shows them (``kind``, ``tiles``), each with the discard it took."""
+    claims = state.meld_claims[seat]
+    return [
+        meld(m["kind"], m["tiles"], tile_name(claims[i]) if claims[i] >= 0 else "")
+        for i, m in enumerate(shown)
+    ]
+
+
+def river(state: TableState, seat: int) -> list[play_pb2.Discard]:
+    """Every tile a seat's river ever held, with what became of it."""
+    return [_discard(tile, flags) for tile, flags in state.river_marks[seat]]
 
 
 def seat_view(
@@ -144,7 +159,7 @@ def seat_view(
     revealing = bool(result) and view["phase"] == OVER
     for entry in view["seats"]:
         number = entry["seat"]
-        holding = _holding_drawn(table, number)
+        holding = holding_drawn(state, number)
         player = facts.players[number]
         shown = public.seats.add()
         shown.seat = codec.seat_enum(number)
@@ -155,15 +170,9 @@ def seat_view(
         shown.concealed_count = entry["hand_size"] - (1 if holding else 0)
         shown.holding_drawn_tile = holding
         if entry["melds"]:
-            claims = state.meld_claims[number]
-            shown.melds.extend(
-                [
-                    meld(m["kind"], m["tiles"], tile_name(claims[i]) if claims[i] >= 0 else "")
-                    for i, m in enumerate(entry["melds"])
-                ]
-            )
+            shown.melds.extend(seat_melds(state, number, entry["melds"]))
         if state.river_marks[number]:
-            shown.discards.extend([_discard(tile, flags) for tile, flags in state.river_marks[number]])
+            shown.discards.extend(river(state, number))
         if entry["flowers"]:
             shown.flowers = notation(tuple(entry["flowers"]))
         shown.declared_ready = entry["declared_ready"]
@@ -175,7 +184,7 @@ def seat_view(
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
     # from the counts rather than parse that text back.
     own = tiles_of(state.hands[seat]) if "hand" in view["seats"][seat] else []
-    drawn = view.get("drawn", "") if _holding_drawn(table, seat) else ""
+    drawn = view.get("drawn", "") if holding_drawn(state, seat) else ""
     if drawn:
         own.remove(Tile.parse(drawn).kind)
         message.drawn_tile = drawn
