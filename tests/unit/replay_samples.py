@@ -1,9 +1,39 @@
-"""Replays for the page's tests."""
+"""Replays for the page's tests: real ones built from real table logs, and a short one by hand."""
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+
 from duelmahjong.replay import fairness
-from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.replay.build import build_replay
+from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, server_state_pb2, tiles_pb2
+from services.scoring import codec as scoring_codec
+from services.scoring.core import ScoringCore
+from tests.unit.table_logs import played
+
+
+@dataclass(frozen=True)
+class RealHand:
+    replay: archive_pb2.Replay
+    records: list[server_state_pb2.TableLogRecord]
+
+
+@functools.cache
+def won_hand_with_melds(profile: str, seed: int, hands: int = 3) -> RealHand:
+    """The first hand won with a meld of a match a real ``LiveTable`` played (tests/unit/table_logs.py),
+    as build_replay makes it from the table's log. The test table's wallet never answers, so the
+    settlement is scoring's for the hand (as scored: the transfer before the carry caps)."""
+    match = played(profile, seed, hands)
+    result = next(
+        r for r in match.quiet.results if r.outcome == rules_pb2.HAND_OUTCOME_WIN and r.description.melds
+    )
+    records = match.records()
+    replay = build_replay(records, result.hand_id)
+    scored = ScoringCore().score(scoring_codec.hand_claim(result))
+    replay.result.settlement.CopyFrom(scoring_codec.settlement_message(scored.settlement))
+    return RealHand(replay, records)
+
 
 _D = play_pb2.Discard
 _DISCARD_1P = play_pb2.DiscardAction(tile="1p")

@@ -12,8 +12,15 @@ import pytest
 
 from duelmahjong.replay.html import render_html
 from duelmahjong.v1 import archive_pb2
-from tests.unit.replay_page import browser_page, expected_table, go_to_step, shown_table
-from tests.unit.replay_samples import hand_made_replay
+from tests.unit.replay_page import (
+    as_engine_sees,
+    browser_page,
+    engine_tables,
+    expected_table,
+    go_to_step,
+    shown_table,
+)
+from tests.unit.replay_samples import hand_made_replay, won_hand_with_melds
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -90,3 +97,51 @@ def test_a_tampered_commitment_is_shown_as_a_mismatch(tmp_path: Path) -> None:
     page_file.write_text(render_html(replay, None), encoding="utf-8")
     with browser_page(page_file) as page:
         assert page.get_attribute("#fairness-browser", "data-status") == "mismatch"
+
+
+@pytest.mark.parametrize(("profile", "seed"), [("duel", 1), ("erren", 1)])
+def test_a_real_won_hand_is_shown_as_the_engine_played_it(profile: str, seed: int, tmp_path: Path) -> None:
+    hand = won_hand_with_melds(profile, seed)
+    replay = hand.replay
+    engine = engine_tables(hand.records)
+    page_file = tmp_path / f"{profile}.html"
+    page_file.write_text(render_html(replay, None), encoding="utf-8")
+    with browser_page(page_file) as page:
+        assert page.get_attribute("#fairness-browser", "data-status") == "verified"
+        assert shown_table(page) == expected_table(replay.initial)
+        compared = 0
+        for index, step in enumerate(replay.steps, start=1):
+            page.click("#next")
+            assert page.get_attribute("#step-counter", "data-step") == str(index)
+            shown = shown_table(page)
+            assert shown == expected_table(step.state), f"step {index}: the page is not the replay's state"
+            if step.HasField("event") and step.event.sequence in engine:
+                # The page against the log folded by the engine itself, not through build_replay.
+                assert as_engine_sees(shown) == engine[step.event.sequence], f"step {index}"
+                compared += 1
+        assert compared > len(replay.steps) // 2, "most steps are events both seats were shown"
+        assert any(seat["melds"] for seat in shown.values()), "the hand has a meld"
+        assert page.is_visible("#result") and "wins" in page.inner_text("#result-title")
+        won = next(s.event.first_seat.won for s in replay.steps if s.event.first_seat.HasField("won"))
+        assert page.get_attribute("#winning-hand .win-tile", "data-tile") == won.win_tile
+        shown_patterns = page.locator("#patterns tr[data-pattern]").count()
+        assert shown_patterns == len(replay.result.evaluation.patterns) > 0
+        assert page.get_attribute("#settlement .formula", "data-fan-amount") == str(
+            replay.result.settlement.fan_amount
+        )
+        end_png = page.screenshot(full_page=True)
+
+        # Back to the middle with the keys: the same tiles as on the way forward.
+        middle = len(replay.steps) // 2
+        go_to_step(page, middle)
+        assert shown_table(page) == expected_table(replay.steps[middle - 1].state)
+        page.keyboard.press("End")
+        page.keyboard.press("ArrowLeft")
+        assert page.get_attribute("#step-counter", "data-step") == str(len(replay.steps) - 1)
+        go_to_step(page, middle)
+        middle_png = page.screenshot(full_page=True)
+    for name, png in (("middle", middle_png), ("end", end_png)):
+        (tmp_path / f"{profile}-{name}.png").write_bytes(png)
+        width, height, colours = _png_size_and_colours(png)
+        assert width >= 1000 and height >= 700, f"{name}: {width}x{height}"
+        assert colours >= 40, f"{name}: a picture of a table has many colours, not {colours}"

@@ -43,7 +43,10 @@ const POSTING_REASONS = {
 const $ = (sel, root) => (root || document).querySelector(sel);
 const players = {};
 for (const p of REPLAY.players || []) players[p.seat] = p;
-const nameOf = (seat) => (players[seat] && players[seat].display_name) || (seat === "SEAT_FIRST" ? "first seat" : "second seat");
+const nameOf = (seat) => {
+  const p = players[seat] || {};
+  return p.display_name || p.player_id || (seat === "SEAT_FIRST" ? "first seat" : "second seat");
+};
 const playerSeat = (playerId) => SEATS.find((s) => players[s] && players[s].player_id === playerId);
 
 function el(tag, cls, text) {
@@ -238,7 +241,8 @@ function show(i) {
     actor: told.seat,
     ended,
     winner: (REPLAY.result || {}).winner,
-    lastDiscard: told.event === "tile_discarded" || (step && step.decision && step.decision.action && (step.decision.action.discard || step.decision.action.declare_ready)) ? told.seat : null,
+    // A decision's state is the table before its events: the discard is in the river once shown.
+    lastDiscard: told.event === "tile_discarded" ? told.seat : null,
   };
   for (const s of state.seats || []) renderSeat(s, ctx);
 
