@@ -261,7 +261,58 @@ function show(i) {
   $("#prev").disabled = $("#start").disabled = current === 0;
   $("#next").disabled = $("#end").disabled = current === STEPS.length;
   $("#result").classList.toggle("shown", current === STEPS.length);
+  markStep(current);
   document.body.dataset.step = String(current);
+}
+
+// ---- every step, as a list to jump from ---------------------------------------------------------
+
+function buildStepList() {
+  const list = $("#steps");
+  const deal = el("li", "deal", "The deal");
+  deal.dataset.step = "0";
+  list.appendChild(deal);
+  STEPS.forEach((step, i) => {
+    const told = describeStep(step);
+    const item = el("li", told.kind);
+    item.dataset.step = String(i + 1);
+    item.appendChild(sentence(told.parts));
+    list.appendChild(item);
+  });
+  list.addEventListener("click", (e) => {
+    const item = e.target.closest("li");
+    if (item) show(Number(item.dataset.step));
+  });
+}
+
+function markStep(i) {
+  const list = $("#steps");
+  const before = $("li.current", list);
+  if (before) before.classList.remove("current");
+  const item = list.children[i];
+  if (!item) return;
+  item.classList.add("current");
+  // Scroll the list only, never the page.
+  if (item.offsetTop < list.scrollTop || item.offsetTop > list.scrollTop + list.clientHeight - item.offsetHeight) {
+    list.scrollTop = item.offsetTop - list.clientHeight / 2;
+  }
+}
+
+let playing = null;
+
+function togglePlay() {
+  const button = $("#play");
+  if (playing) {
+    clearInterval(playing);
+    playing = null;
+  } else {
+    if (current === STEPS.length) show(0);
+    playing = setInterval(() => {
+      if (current >= STEPS.length) return togglePlay();
+      show(current + 1);
+    }, 900);
+  }
+  button.classList.toggle("playing", Boolean(playing));
 }
 
 // ---- the result and the settlement ----------------------------------------------------------------
@@ -292,8 +343,11 @@ function renderResult() {
   const result = REPLAY.result || {};
   const box = $("#result");
   const outcome = result.outcome || "ARCHIVED_OUTCOME_UNSPECIFIED";
+  const won = wonEvent();
+  const fan = (result.evaluation || (won && won.evaluation) || {}).total_fan;
+  const how = won ? (won.self_drawn ? " 自摸, on the own draw" : ` on ${nameOf(result.winner === "SEAT_FIRST" ? "SEAT_SECOND" : "SEAT_FIRST")}'s discard`) : "";
   const headline = {
-    ARCHIVED_OUTCOME_WIN: `${nameOf(result.winner)} wins`,
+    ARCHIVED_OUTCOME_WIN: `${nameOf(result.winner)} wins${how}${fan ? ` · ${fan} 番` : ""}`,
     ARCHIVED_OUTCOME_DRAWN: "Drawn hand (荒庄)",
     ARCHIVED_OUTCOME_ESCAPE: `${nameOf(result.escaper)} escaped (逃跑)`,
     ARCHIVED_OUTCOME_VOID: "Void: the table closed during the hand",
@@ -301,7 +355,6 @@ function renderResult() {
   $("#result-title").textContent = headline;
   box.dataset.outcome = outcome;
 
-  const won = wonEvent();
   const handBox = $("#winning-hand");
   handBox.replaceChildren();
   if (won) {
@@ -471,14 +524,21 @@ function setUp() {
   $("#prev").addEventListener("click", () => show(current - 1));
   $("#next").addEventListener("click", () => show(current + 1));
   $("#end").addEventListener("click", () => show(STEPS.length));
+  $("#play").addEventListener("click", togglePlay);
   document.addEventListener("keydown", (e) => {
     if (e.target && e.target.tagName === "INPUT" && e.target.type !== "range") return;
+    // Space on a focused button presses that button.
+    if (e.key === " " && !(e.target && e.target.tagName === "BUTTON")) {
+      e.preventDefault();
+      return togglePlay();
+    }
     const moves = { ArrowRight: current + 1, ArrowLeft: current - 1, Home: 0, End: STEPS.length };
     if (e.key in moves) {
       e.preventDefault();
       show(moves[e.key]);
     }
   });
+  buildStepList();
   renderResult();
   renderVerification();
   show(0);
