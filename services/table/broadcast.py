@@ -69,7 +69,7 @@ class Broadcast:
             for seat, state in enumerate(self._state.seats):
                 if state.session is None:
                     continue
-                if item.event is not None and item.event.private:
+                if item.event is not None and not seat_events.same_for_both(item.event):
                     state.session.send(self.response(item, seat, facts))
                     continue
                 if shared is None:

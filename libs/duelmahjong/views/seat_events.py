@@ -82,6 +82,16 @@ class Narrator:
         return NO_NOTE
 
 
+# Kinds whose seat copies differ even without a private part: a 搓牌 offer (T5) tells its own seat
+# the offer's id and kind, and so does the swap that takes it.
+_OWN_COPY_KINDS = frozenset({"offered", "swapped"})
+
+
+def same_for_both(event: Event) -> bool:
+    """Whether both seats' copies of ``event`` are one message (built once, sent to both)."""
+    return not event.private and event.kind not in _OWN_COPY_KINDS
+
+
 def is_shown(event: Event) -> bool:
     """Whether both seats are shown ``event``: not a seat-only pass (docs/engine.md "Claim windows"),
     not a T5 roll that offered nothing (a dice roll of the server's, not a fact of the table), not the
