@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from duelmahjong.replay.html import render_html
+from duelmahjong.replay.verify import verify_replay
 from duelmahjong.v1 import archive_pb2
 from tests.unit.replay_page import (
     as_engine_sees,
@@ -99,15 +100,39 @@ def test_a_tampered_commitment_is_shown_as_a_mismatch(tmp_path: Path) -> None:
         assert page.get_attribute("#fairness-browser", "data-status") == "mismatch"
 
 
+def test_a_changed_draw_fails_the_verification_the_page_shows(tmp_path: Path) -> None:
+    replay = archive_pb2.Replay()
+    replay.CopyFrom(won_hand_with_melds("duel", 1).replay)
+    step = next(s for s in replay.steps if s.event.first_seat.tile_drawn.tile)
+    drawn = step.event.first_seat.tile_drawn
+    drawn.tile = "1z" if drawn.tile != "1z" else "2z"
+    verification = verify_replay(replay)
+    assert not verification.ok and verification.step == step.index
+    page_file = tmp_path / "tampered.html"
+    page_file.write_text(render_html(replay, verification), encoding="utf-8")
+    with browser_page(page_file) as page:
+        # The commitment still holds (seed and salt are untouched); the re-derived tiles do not.
+        assert page.get_attribute("#fairness-browser", "data-status") == "verified"
+        assert page.get_attribute("#fairness-server", "data-status") == "failed"
+        assert verification.problem in page.inner_text("#fairness-server")
+        page.click("#fairness-server .go-step")
+        assert page.get_attribute("#step-counter", "data-step") == str(step.index)
+
+
 @pytest.mark.parametrize(("profile", "seed"), [("duel", 1), ("erren", 1)])
 def test_a_real_won_hand_is_shown_as_the_engine_played_it(profile: str, seed: int, tmp_path: Path) -> None:
     hand = won_hand_with_melds(profile, seed)
     replay = hand.replay
     engine = engine_tables(hand.records)
+    verification = verify_replay(replay)
+    assert verification.ok, verification.problem
     page_file = tmp_path / f"{profile}.html"
-    page_file.write_text(render_html(replay, None), encoding="utf-8")
+    page_file.write_text(render_html(replay, verification), encoding="utf-8")
     with browser_page(page_file) as page:
         assert page.get_attribute("#fairness-browser", "data-status") == "verified"
+        assert page.get_attribute("#fairness-server", "data-status") == "verified"
+        checks = page.locator("#fairness-server .check-chip.ok")
+        assert checks.count() == len(verification.checks)
         assert shown_table(page) == expected_table(replay.initial)
         compared = 0
         for index, step in enumerate(replay.steps, start=1):

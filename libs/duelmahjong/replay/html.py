@@ -8,28 +8,15 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any
 
 from google.protobuf import json_format
 
+from duelmahjong.replay.verify import Verification
 from duelmahjong.v1 import archive_pb2
 
 _PAGE = resources.files("duelmahjong.replay") / "page"
 _PLACEHOLDER = re.compile(r"/\*@(CSS|JS|DATA)@\*/")
-
-
-class VerificationSummary(Protocol):
-    """What the page shows of the full verification (duel verify): whether it passed, in a line, and
-    each problem it found."""
-
-    @property
-    def passed(self) -> bool: ...
-
-    @property
-    def summary(self) -> str: ...
-
-    @property
-    def problems(self) -> list[str]: ...
 
 
 def _asset(name: str) -> str:
@@ -47,7 +34,7 @@ def script_json(value: Any) -> str:
     return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
-def page_data(replay: archive_pb2.Replay, verification: VerificationSummary | None) -> dict[str, Any]:
+def page_data(replay: archive_pb2.Replay, verification: Verification | None) -> dict[str, Any]:
     """What the page renders: the replay as proto JSON (field names as in the .proto, enums by name,
     bytes in base64) and the verification's result."""
     data: dict[str, Any] = {
@@ -56,16 +43,18 @@ def page_data(replay: archive_pb2.Replay, verification: VerificationSummary | No
     }
     if verification is not None:
         data["verification"] = {
-            "passed": verification.passed,
-            "summary": verification.summary,
-            "problems": list(verification.problems),
+            "ok": verification.ok,
+            "checks": [{"name": c.name, "count": c.count, "ok": c.ok} for c in verification.checks],
+            "problem": verification.problem,
+            "step": verification.step,
         }
     return data
 
 
-def render_html(replay: archive_pb2.Replay, verification: VerificationSummary | None) -> str:
-    """The page of one replay; ``verification`` is duel verify's result, or None when it was not run
-    (the page then says so, and still recomputes the commitment itself)."""
+def render_html(replay: archive_pb2.Replay, verification: Verification | None) -> str:
+    """The page of one replay; ``verification`` is :func:`~duelmahjong.replay.verify.verify_replay`'s
+    result, or None when it was not run (the page then says so, and still recomputes the commitment
+    itself)."""
     script = "\n".join(
         [
             f"const GLYPHS = {script_json(json.loads(_asset('glyphs.json')))};",

@@ -481,6 +481,14 @@ async function checkFairness() {
   else say("mismatch", `✗ Mismatch: the seed and salt hash to ${hex(digest)}, not to the commitment the seats received.`);
 }
 
+const CHECK_NAMES = {
+  commitment: "commitment",
+  steps: "steps replayed",
+  deal: "tiles of the deal",
+  initial: "the dealt table",
+  result: "the result",
+};
+
 function renderVerification() {
   const line = $("#fairness-server");
   if (!VERIFICATION) {
@@ -488,13 +496,23 @@ function renderVerification() {
     line.textContent = "The full verification (every tile re-derived from the seed) was not run for this page: duel verify does it.";
     return;
   }
-  line.dataset.status = VERIFICATION.passed ? "verified" : "failed";
-  line.replaceChildren(el("span", "", (VERIFICATION.passed ? "✓ " : "✗ ") + VERIFICATION.summary));
-  if ((VERIFICATION.problems || []).length) {
-    const ul = el("ul", "problems");
-    for (const p of VERIFICATION.problems) ul.appendChild(el("li", "", p));
-    line.appendChild(ul);
+  line.dataset.status = VERIFICATION.ok ? "verified" : "failed";
+  const head = VERIFICATION.ok
+    ? "✓ Verified by duel verify: a fresh engine dealt the hand again from the seed and replayed every decision; every tile and every step matched."
+    : `✗ duel verify found a difference: ${VERIFICATION.problem}`;
+  line.replaceChildren(el("span", "", head));
+  if (!VERIFICATION.ok && VERIFICATION.step) {
+    const go = el("button", "go-step", `show step ${VERIFICATION.step}`);
+    go.addEventListener("click", () => show(VERIFICATION.step));
+    line.appendChild(go);
   }
+  const checks = el("span", "checks");
+  for (const c of VERIFICATION.checks || []) {
+    const chip = el("span", "check-chip " + (c.ok ? "ok" : "bad"), `${c.ok ? "✓" : "✗"} ${CHECK_NAMES[c.name] || c.name}${c.ok ? ` (${c.count})` : ""}`);
+    chip.dataset.check = c.name;
+    checks.appendChild(chip);
+  }
+  line.appendChild(checks);
 }
 
 // ---- set-up ---------------------------------------------------------------------------------------
