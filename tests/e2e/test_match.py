@@ -316,6 +316,7 @@ async def test_duel_demo_json_reports_every_hand_and_a_ledger_that_sums_the_same
     assert len(summary["hands"]) == 2
     for hand in summary["hands"]:
         assert {"winner", "total_fan", "patterns", "transfer"} <= set(hand)
+        assert hand["hand_id"].endswith(f"-h{hand['hand_number']}")
         if hand["outcome"] == "win":
             assert hand["total_fan"] >= 1 and hand["patterns"] and hand["transfer"] > 0
     accounts = summary["accounts"]

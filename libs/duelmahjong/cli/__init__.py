@@ -30,6 +30,8 @@ _register("status", "duelmahjong.cli.status", "health of every service of a runn
 _register("simulate", "duelmahjong.cli.simulate", "bot-vs-bot hands through the engine")
 _register("bot", "duelmahjong.cli.bot", "play as a bot client over gRPC")
 _register("demo", "duelmahjong.cli.demo", "a visible match between two bots on the whole stack")
+_register("replay", "duelmahjong.cli.replay", "a finished hand turn by turn (archive or saved file)")
+_register("verify", "duelmahjong.cli.verify", "check a finished hand's wall and steps against its seed")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

@@ -5,8 +5,9 @@ are SERVING; otherwise starts one for the demo (embedded NATS and Postgres, as `
 stops it afterwards. Two guest bots log in at the wallet, queue in a room of the chosen profile,
 negotiate (T7), play ``--hands`` hands with the baseline bot policy and leave between hands. Each
 hand prints as it happens (draws hidden), then the final balances; ``--json`` prints one summary
-object instead: ``hands``, ``accounts`` (every ledger account, players and house) and the ledger's
-total before the first hand and after the last (the double-entry ledger sums to the same total).
+object instead: ``hands`` (each with its ``hand_id``, for ``duel replay`` and ``duel verify``),
+``accounts`` (every ledger account, players and house) and the ledger's total before the first hand
+and after the last (the double-entry ledger sums to the same total).
 """
 
 from __future__ import annotations
@@ -157,8 +158,13 @@ async def _match(
     if watched.hands_settled == 0:
         raise DemoError(f"no hand was settled at table {watched.table_id}: {watched.ended_reason}")
     players = {seat: bot.player_id for seat, bot in seats.items()}
+    hand_ids = dict(enumerate(watched.hand_ids, 1))
     hands = [
-        {"hand_number": number, **hand_summary(revealed, settled, players, watched.wins.get(number))}
+        {
+            "hand_number": number,
+            "hand_id": hand_ids.get(number, ""),  # what duel replay / duel verify take
+            **hand_summary(revealed, settled, players, watched.wins.get(number)),
+        }
         for number, (revealed, settled) in enumerate(
             zip(watched.reveals, watched.settlements, strict=False), 1
         )

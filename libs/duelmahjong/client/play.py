@@ -59,6 +59,8 @@ class PlayOutcome:
     rejections: list[table_pb2.ActionRejected] = field(default_factory=list)
     settlements: list[play_pb2.HandSettled] = field(default_factory=list)
     reveals: list[play_pb2.HandRevealed] = field(default_factory=list)
+    # Each hand's id (HandStarted.hand_id), in the order the hands started: the archive's key.
+    hand_ids: list[str] = field(default_factory=list)
     # The won event (SeatEvent.won) of each won hand, by hand number.
     wins: dict[int, play_pb2.HandWon] = field(default_factory=dict)
     messages: int = 0
@@ -180,6 +182,7 @@ class _Seat:
         if which == "hand_started":
             self.hand_number = event.hand_started.hand_number
             self.actions_this_hand = 0
+            self.outcome.hand_ids.append(event.hand_started.hand_id)
         elif which == "hand_revealed":
             self.outcome.reveals.append(event.hand_revealed)
         elif which == "hand_settled":

@@ -12,7 +12,7 @@ from duelmahjong.engine.state import TableState
 from duelmahjong.rules.tiles import format_tiles, tile_name, tile_names, tiles_of
 from duelmahjong.v1 import archive_pb2
 from duelmahjong.views import codec, items
-from duelmahjong.views.seat_views import holding_drawn, river, seat_melds
+from duelmahjong.views.seat_views import holding_drawn, notation, river, seat_melds
 
 
 def replay_state(state: TableState) -> archive_pb2.ReplayState:
@@ -98,16 +98,20 @@ def summary(event: Event) -> str:
     """The event in words with every tile in it, both seats' parts together (never the server part)."""
     seen = event.to_json()
     public, private = seen.get("public") or {}, seen.get("private") or {}
+
+    def tiles(value: Any) -> str:
+        return notation(tuple(value or ()))
+
     who = SEAT_NAMES[event.seat] if event.seat in (0, 1) else ""
     kind = event.kind
     if kind == "hand_started":
         text = f"hand {public['hand_number']} starts: {SEAT_NAMES[public['dealer']]} deals"
         if public.get("bonus"):
-            text += f", bonus tiles {''.join(public['bonus'])}"
+            text += f", bonus tiles {tiles(public['bonus'])}"
         return text
     if kind == "dealt":
-        flowers = "".join(public.get("flowers", ()))
-        return f"{who} is dealt {''.join(private.get('tiles', ()))}" + (f" and {flowers}" if flowers else "")
+        flowers = tiles(public.get("flowers"))
+        return f"{who} is dealt {tiles(private.get('tiles'))}" + (f" and {flowers}" if flowers else "")
     if kind == "drew":
         tile = public.get("tile") or private.get("tile", "")
         return f"{who} draws {tile} from {_SOURCES.get(public.get('source', ''), public.get('source'))}"
@@ -116,10 +120,14 @@ def summary(event: Event) -> str:
     if kind in ("claimed", "konged"):
         tile = public.get("tile") or private.get("tile", "")
         return f"{who} makes a {public['meld'].replace('_', ' ')} of {tile}"
-    given, received = "".join(private.get("given", ())), "".join(private.get("received", ()))
+    given, received = tiles(private.get("given")), tiles(private.get("received"))
     if kind == "exchanged":
+        if not given:
+            return f"{who} keeps its hand (no exchange)"
         paid = f", paying {public['paid']}" if public.get("paid") else ""
-        return f"{who} exchanges {given or 'nothing'} for {received or 'nothing'}{paid}"
+        return f"{who} exchanges {given} for {received}{paid}"
+    if kind == "play_started":
+        return f"play starts: {who} to move"
     if kind == "swapped":
         return f"{who} swaps {given} for {received} ({public.get('reason', '')})"
     if kind == "offered":
@@ -128,7 +136,7 @@ def summary(event: Event) -> str:
         return f"{who} is offered a {offer} of {tile}" if offer else f"{who} is offered nothing"
     if kind == "won":
         how = "self-drawn" if public.get("self_drawn") else "on a discard"
-        return f"{who} wins on {public['tile']} ({how}) with {''.join(public.get('tiles', ()))}"
+        return f"{who} wins on {public['tile']} ({how}) with {tiles(public.get('tiles'))}"
     if kind == "hand_ended":
         result = public["result"]
         return f"the hand ends: {result['outcome']}; hands {' / '.join(result.get('hands', ()))}"
@@ -139,5 +147,5 @@ def summary(event: Event) -> str:
 
 def _words(value: Any) -> str:
     if isinstance(value, list | tuple):
-        return "".join(str(v) for v in value) if all(isinstance(v, str) for v in value) else str(list(value))
+        return notation(tuple(value)) if all(isinstance(v, str) for v in value) else str(list(value))
     return str(value)
