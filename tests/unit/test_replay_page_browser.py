@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from duelmahjong.cli import main
+from duelmahjong.cli.replay import write_replay
 from duelmahjong.replay.html import render_html
 from duelmahjong.replay.verify import verify_replay
 from duelmahjong.v1 import archive_pb2
@@ -120,14 +122,21 @@ def test_a_changed_draw_fails_the_verification_the_page_shows(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize(("profile", "seed"), [("duel", 1), ("erren", 1)])
-def test_a_real_won_hand_is_shown_as_the_engine_played_it(profile: str, seed: int, tmp_path: Path) -> None:
+def test_a_real_won_hand_is_shown_as_the_engine_played_it(
+    profile: str, seed: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     hand = won_hand_with_melds(profile, seed)
     replay = hand.replay
     engine = engine_tables(hand.records)
     verification = verify_replay(replay)
     assert verification.ok, verification.problem
-    page_file = tmp_path / f"{profile}.html"
-    page_file.write_text(render_html(replay, verification), encoding="utf-8")
+    # The page as `duel replay --file F --html FILE` writes it.
+    saved, page_file = tmp_path / f"{profile}.json", tmp_path / f"{profile}.html"
+    write_replay(replay, saved)
+    assert main(["replay", "--file", str(saved), "--html", str(page_file)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"{page_file}: hand {replay.hand_id}, {len(replay.steps)} steps, verified"
+    )
     with browser_page(page_file) as page:
         assert page.get_attribute("#fairness-browser", "data-status") == "verified"
         assert page.get_attribute("#fairness-server", "data-status") == "verified"
