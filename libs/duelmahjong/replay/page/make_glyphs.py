@@ -15,10 +15,6 @@ import json
 import sys
 from pathlib import Path
 
-from fontTools.pens.svgPathPen import SVGPathPen  # type: ignore[import-untyped]
-from fontTools.pens.transformPen import TransformPen  # type: ignore[import-untyped]
-from fontTools.ttLib import TTCollection  # type: ignore[import-untyped]
-
 CHARACTERS = "一二三四五六七八九萬東南西北發中春夏秋冬梅蘭竹菊"
 DEFAULT_FONT = "/usr/share/fonts/opentype/noto/NotoSerifCJK-Bold.ttc"
 FAMILY = "Noto Serif CJK TC"
@@ -27,6 +23,11 @@ BASELINE = 880
 
 
 def outlines(font_path: str) -> dict[str, str]:
+    # Imported here: fontTools is no dependency of the project (the test run imports this module).
+    from fontTools.pens.svgPathPen import SVGPathPen  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from fontTools.pens.transformPen import TransformPen  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    from fontTools.ttLib import TTCollection  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
     collection = TTCollection(font_path)
     font = next(f for f in collection.fonts if f["name"].getDebugName(1) == FAMILY)
     if font["head"].unitsPerEm != 1000:
