@@ -10,13 +10,13 @@ Who owns what (each message family is built in one module, from engine values or
   ``GetTableStatusResponse``); ``live_state``: its declared state; ``broadcast``: what its seats are
   shown (``PlayResponse``, ``ActionRejected``), written ahead first; ``hands``: what moves its hands on;
   ``seats``: one seat's stream and clocks; ``tickets``: table tickets;
-- ``codec``: the contract's words for engine values every other module uses — seats, phases, room
-  rules, actions and legal actions, refusal texts, timestamps;
-- ``views``: ``SeatView`` and ``LegalActions`` (and the tile, task and meld pieces seat messages share);
-  ``seat_events``: ``SeatEvent`` (engine events as a seat sees them, the table's own events);
+- in ``duelmahjong.views`` (a library, so the replay and the scoring service build the same messages):
+  ``codec``, the contract's words for engine values — seats, phases, room rules, actions and legal
+  actions, refusal texts, timestamps; ``seat_views``: ``SeatView`` and ``LegalActions`` (and the tile,
+  task, meld and river pieces seat messages share); ``seat_events``: ``SeatEvent`` (engine events as a
+  seat sees them, the table's own events); ``items``: ``ItemCount``, ``ItemUsed`` (T6);
 - ``records``: the write-ahead log's ``TableLogRecord``; ``rebuild``: a live table's state rebuilt
-  from its log (pure); ``results``: ``HandResult``,
-  ``ExchangeCharged``, ``GuessResolved``; ``items``: ``ItemCount``, ``ItemUsed`` (T6);
+  from its log (pure); ``results``: ``HandResult``, ``ExchangeCharged``, ``GuessResolved``;
 - on NATS: ``wal`` (``TableEventAppended``, and a table's log read back), ``publishers`` (envelopes,
   ``HandEnded``, ``TableOpened``, ``TableClosed``, the events above), ``settlements`` (the wallet's
   ``SettlementApplied``), ``announcer`` (``TableServerAnnounced``); ``metrics``: the server's metrics;

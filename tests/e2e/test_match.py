@@ -120,13 +120,16 @@ async def _balance_becomes(player: Player, expected: int) -> int:
 
 
 def _check_nothing_hidden(player: Player, secrets: list[bytes]) -> None:
-    """No message to ``player`` holds the opponent's concealed tiles or draws, nor any hand's seed."""
+    """No message to ``player`` holds the opponent's concealed tiles or draws, nor any hand's seed or
+    salt; every hand it was shown started with the commitment to them (32 bytes, before the deal)."""
     me = player.seat
     for message in player.received:
         raw = message.SerializeToString()
         for seed in secrets:
-            assert seed not in raw, "a client message carries a hand's seed"
+            assert seed not in raw, "a client message carries a hand's seed or salt"
         kind = message.WhichOneof("kind")
+        if kind == "event" and message.event.HasField("hand_started"):
+            assert len(message.event.hand_started.wall_commitment) == 32
         views = []
         if kind == "view":
             views.append(message.view)
@@ -177,7 +180,8 @@ async def _seeds(stack: StackState, table_id: str, stored_messages: StoredMessag
     for payload in await stored_messages(stack.nats_url, subjects.table_log_subject(table_id)):
         record = events_pb2.TableEventAppended.FromString(payload)
         if record.record.WhichOneof("kind") == "hand_begun":
-            seeds.append(record.record.hand_begun.hidden.seed)
+            hidden = record.record.hand_begun.hidden
+            seeds.extend((hidden.seed, hidden.salt))  # what the commitment hides
     return [seed for seed in seeds if len(seed) >= 8]
 
 
@@ -229,7 +233,7 @@ async def test_a_full_match_then_one_leaves_between_hands(
     assert ledger.get("house:fees", 0) >= 2 * FEE * hands
 
     secrets = await _seeds(stack, readies[0].table_id, stored_messages)
-    assert len(secrets) == hands
+    assert len(secrets) == 2 * hands  # each hand's seed and salt
     for player in players:
         _check_nothing_hidden(player, secrets)
         await player.client.close()

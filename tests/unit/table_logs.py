@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from duelmahjong.replay.build import log_records
 from duelmahjong.v1 import rules_pb2, server_state_pb2, table_pb2
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
@@ -37,7 +38,7 @@ class RecordedMatch(Match):
 
     def records(self) -> list[server_state_pb2.TableLogRecord]:
         """The table's log records in order, as the log's messages hold them."""
-        return [record for message in self.log.messages for record in (message.record, *message.following)]
+        return log_records(self.log.messages)
 
     def sent(self, seat: int) -> list[list[table_pb2.PlayResponse]]:
         """What each of ``seat``'s sessions was sent, session by session, in order."""

@@ -129,7 +129,10 @@ def test_a_replay_shows_every_step_of_every_hand_as_the_table_played_it(
                 }[outcome]
             )
             assert events[-1].event.first_seat.HasField("hand_revealed")
-        assert replay.initial.seats[0].concealed or replay.initial.seats[0].drawn_tile
+        # The table as dealt: after the step that dealt (erren deals after 开始加倍), 补花 included.
+        dealt = next(i for i, s in enumerate(replay.steps) if s.event.first_seat.HasField("tiles_dealt"))
+        last = next(i for i in range(dealt, len(replay.steps)) if replay.steps[i].HasField("decision")) - 1
+        assert replay.initial == replay.steps[last].state
     assert compared > 100
 
 

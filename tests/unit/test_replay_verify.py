@@ -110,3 +110,16 @@ def test_a_decision_the_engine_refuses_names_its_step() -> None:
     step.decision.action.CopyFrom(play_pb2.Action(pong=play_pb2.PongAction()))
     verification = verify_replay(replay)
     assert not verification.ok and verification.step == step.index, verification.problem
+
+
+def test_a_void_hand_verifies_up_to_where_its_log_stops() -> None:
+    records = played("erren", 3, offers=0.0).records()
+    end = next(
+        i for i, r in enumerate(records) if r.HasField("engine_event") and r.engine_event.kind == "hand_ended"
+    )
+    actions = [i for i, r in enumerate(records[:end]) if r.HasField("action_applied")]
+    first = next(r.hand_begun.hidden.hand_id for r in records if r.HasField("hand_begun"))
+    replay = build_replay(records[: actions[len(actions) // 2]], first)
+    assert replay.result.outcome == archive_pb2.ARCHIVED_OUTCOME_VOID
+    verification = verify_replay(replay)
+    assert verification.ok, verification.problem

@@ -16,7 +16,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
-from duelmahjong.replay.hand_log import HandLog, LoggedEvent, ReplayError, read_hand
+from duelmahjong.replay.hand_log import HandLog, LoggedEvent, ReplayError, log_records, read_hand
 from duelmahjong.replay.stepping import ORIGINS, HandPlayer, hand_facts
 from duelmahjong.replay.tables import counts_at_deal, revealed_deal
 from duelmahjong.rules.tiles import WIND_NAMES
@@ -24,7 +24,7 @@ from duelmahjong.v1 import archive_pb2, play_pb2, server_state_pb2
 from duelmahjong.views import codec
 from duelmahjong.views.seat_events import hand_revealed
 
-__all__ = ["ReplayError", "build_replay"]
+__all__ = ["ReplayError", "build_replay", "log_records"]
 
 OUTCOMES = {
     "win": archive_pb2.ARCHIVED_OUTCOME_WIN,
@@ -39,10 +39,10 @@ def build_replay(
     *,
     result: archive_pb2.ArchivedHand | None = None,
 ) -> archive_pb2.Replay:
-    """The replay of hand ``hand_id`` from its table's whole log ``records`` (in order, as
-    services/table/wal.py ``read_table_log`` returns its messages: each message's ``record`` then its
-    ``following``). ``result``: the archive's record of the hand; without it the replay carries the
-    result the log shows (the outcome, the score and the settlement the table showed, if any)."""
+    """The replay of hand ``hand_id`` from its table's whole log ``records`` (in order: each log
+    message's ``record`` then its ``following``, :func:`log_records` of what services/table/wal.py
+    ``read_table_log`` returns). ``result``: the archive's record of the hand; without it the replay
+    carries the result the log shows (the outcome, the score and the settlement the table showed)."""
     log = read_hand(records, hand_id)
     opening, begun = log.opening, log.begun
     try:
@@ -54,7 +54,10 @@ def build_replay(
     server = log.server
     if "seed" not in server:
         raise ReplayError(f"hand {hand_id!r}: its hand_started carries no seed")
-    salt = bytes.fromhex(str(server.get("salt", "")))
+    try:
+        salt = bytes.fromhex(str(server.get("salt", "")))
+    except ValueError:
+        raise ReplayError(f"hand {hand_id!r}: its hand_started carries a salt that is not hex") from None
     counts = counts_at_deal(server)
     _played(
         player,

@@ -17,7 +17,7 @@ from typing import Any
 
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
-from duelmahjong.v1 import play_pb2, server_state_pb2
+from duelmahjong.v1 import events_pb2, play_pb2, server_state_pb2
 
 
 class ReplayError(Exception):
@@ -60,6 +60,12 @@ class HandLog:
     def server(self) -> dict[str, Any]:
         """The hand_started event's server part: seed, salt, wall, pool, items, 乾坤大挪移 seats."""
         return dict(self.started.server or {})
+
+
+def log_records(log: Sequence[events_pb2.TableEventAppended]) -> list[server_state_pb2.TableLogRecord]:
+    """A table's log messages (as services/table/wal.py ``read_table_log`` returns them) as its
+    records in order: each message's ``record``, then its ``following``."""
+    return [record for message in log for record in (message.record, *message.following)]
 
 
 def _logged(record: server_state_pb2.EngineEventRecord, where: int) -> LoggedEvent:
