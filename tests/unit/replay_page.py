@@ -46,29 +46,48 @@ def chromium_or_skip() -> str:
     return CHROMIUM
 
 
+class Browser:
+    """A fresh headless Chromium with its own profile; :meth:`open` opens pages in it."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.errors: list[str] = []
+
+    def open(self, html_file: Path) -> Any:
+        """The page opened from ``html_file`` (file://), once its script finished (the fairness check
+        included). Script errors are collected in ``errors``."""
+        page = self.context.new_page()
+        page.on("pageerror", lambda error: self.errors.append(f"{html_file.name}: {error}"))
+        page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        page.goto(html_file.resolve().as_uri())
+        page.wait_for_selector("body[data-ready=true]", state="attached")
+        return page
+
+
 @contextmanager
-def browser_page(html_file: Path) -> Iterator[Any]:
-    """The page opened from ``html_file`` (file://) in a fresh headless Chromium with its own profile,
-    once its script finished (the fairness check included). Page errors fail the test."""
+def chromium() -> Iterator[Browser]:
+    """A browser for the test; every step it takes is bounded, and any script error fails the test."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium_or_skip()
-    errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix="replay-page-profile-") as profile, sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
             profile, executable_path=executable, args=FLAGS, headless=True, viewport=VIEWPORT
         )
+        browser = Browser(context)
         try:
             context.set_default_timeout(STEP_TIMEOUT_MS)
-            page = context.new_page()
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(html_file.resolve().as_uri())
-            page.wait_for_selector("body[data-ready=true]", state="attached")
-            yield page
+            yield browser
         finally:
             context.close()
-    assert not errors, f"the page reported errors: {errors}"
+    assert not browser.errors, f"the page reported errors: {browser.errors}"
+
+
+@contextmanager
+def browser_page(html_file: Path) -> Iterator[Any]:
+    """One page in a browser of its own (:func:`chromium`)."""
+    with chromium() as browser:
+        yield browser.open(html_file)
 
 
 _READ_TABLE = """() => {
@@ -90,13 +109,24 @@ _READ_TABLE = """() => {
 }"""
 
 
-def shown_table(page: Any) -> Shown:
-    """What the page shows of both seats: each tile as the notation in its data-tile attribute."""
-    shown: Shown = page.evaluate(_READ_TABLE)
+def _tupled(shown: Shown) -> Shown:
     for seat in shown.values():
         seat["melds"] = [tuple(m) for m in seat["melds"]]
         seat["discards"] = [tuple(d) for d in seat["discards"]]
     return shown
+
+
+def shown_table(page: Any) -> Shown:
+    """What the page shows of both seats: each tile as the notation in its data-tile attribute."""
+    return _tupled(page.evaluate(_READ_TABLE))
+
+
+def shown_at_every_step(page: Any) -> list[Shown]:
+    """What the page shows at step 0, 1, … to the end, each step drawn by the page's own ``show`` in
+    one call (the controls are exercised elsewhere; this reads every state quickly)."""
+    read_all = f"() => {{ const read = {_READ_TABLE}; const out = [];"
+    read_all += " for (let i = 0; i <= STEPS.length; i++) { show(i); out.push(read()); } return out; }"
+    return [_tupled(shown) for shown in page.evaluate(read_all)]
 
 
 def _singles(notation: str) -> list[str]:

@@ -10,7 +10,7 @@ from duelmahjong.replay.build import build_replay
 from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, server_state_pb2, tiles_pb2
 from services.scoring import codec as scoring_codec
 from services.scoring.core import ScoringCore
-from tests.unit.table_logs import played
+from tests.unit.table_logs import RecordedMatch, played
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ def won_hand_with_melds(profile: str, seed: int, hands: int = 3) -> RealHand:
     """The first hand won with a meld of a match a real ``LiveTable`` played (tests/unit/table_logs.py),
     as build_replay makes it from the table's log. The test table's wallet never answers, so the
     settlement is scoring's for the hand (as scored: the transfer before the carry caps)."""
-    match = played(profile, seed, hands)
+    match = _match(profile, seed, hands, 0.0)
     result = next(
         r for r in match.quiet.results if r.outcome == rules_pb2.HAND_OUTCOME_WIN and r.description.melds
     )
@@ -56,6 +56,17 @@ def _state(
     return archive_pb2.ReplayState(
         seats=seats, wall_remaining=wall, pool_remaining=65, turn=turn, phase=phase
     )
+
+
+@functools.cache
+def _match(profile: str, seed: int, hands: int, offers: float) -> RecordedMatch:
+    return played(profile, seed, hands, offers=offers)
+
+
+def every_hand(profile: str, seed: int, hands: int = 3, *, offers: float = 0.0) -> list[archive_pb2.Replay]:
+    """Every hand a real ``LiveTable`` finished in a match, as build_replay makes it."""
+    match = _match(profile, seed, hands, offers)
+    return [build_replay(match.records(), result.hand_id) for result in match.quiet.results]
 
 
 def hand_made_replay() -> archive_pb2.Replay:

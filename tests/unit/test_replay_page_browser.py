@@ -14,16 +14,18 @@ from duelmahjong.cli import main
 from duelmahjong.cli.replay import write_replay
 from duelmahjong.replay.html import render_html
 from duelmahjong.replay.verify import verify_replay
-from duelmahjong.v1 import archive_pb2
+from duelmahjong.v1 import archive_pb2, tiles_pb2
 from tests.unit.replay_page import (
     as_engine_sees,
     browser_page,
+    chromium,
     engine_tables,
     expected_table,
     go_to_step,
+    shown_at_every_step,
     shown_table,
 )
-from tests.unit.replay_samples import hand_made_replay, won_hand_with_melds
+from tests.unit.replay_samples import every_hand, hand_made_replay, won_hand_with_melds
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -145,7 +147,11 @@ def test_a_real_won_hand_is_shown_as_the_engine_played_it(
         assert shown_table(page) == expected_table(replay.initial)
         compared = 0
         for index, step in enumerate(replay.steps, start=1):
-            page.click("#next")
+            # Both controls: the next button (a real click) and the right arrow key.
+            if index % 4 == 1:
+                page.click("#next")
+            else:
+                page.keyboard.press("ArrowRight")
             assert page.get_attribute("#step-counter", "data-step") == str(index)
             shown = shown_table(page)
             assert shown == expected_table(step.state), f"step {index}: the page is not the replay's state"
@@ -179,3 +185,43 @@ def test_a_real_won_hand_is_shown_as_the_engine_played_it(
         width, height, colours = _png_size_and_colours(png)
         assert width >= 1000 and height >= 700, f"{name}: {width}x{height}"
         assert colours >= 40, f"{name}: a picture of a table has many colours, not {colours}"
+
+
+OUTCOME_HEADLINES = {
+    archive_pb2.ARCHIVED_OUTCOME_WIN: "wins",
+    archive_pb2.ARCHIVED_OUTCOME_DRAWN: "Drawn",
+    archive_pb2.ARCHIVED_OUTCOME_ESCAPE: "escaped",
+    archive_pb2.ARCHIVED_OUTCOME_VOID: "Void",
+}
+
+
+def test_every_hand_of_real_matches_is_shown_to_its_end(tmp_path: Path) -> None:
+    """Won, drawn and escaped hands of both profiles, with 换牌, triplet offers and 搓牌, items, chi,
+    pong and kongs (a concealed one too): the tiles the page draws at every step are the replay's."""
+    hands = [*every_hand("duel", 9, offers=0.3), every_hand("duel", 2)[0], every_hand("erren", 2)[2]]
+    assert {replay.result.outcome for replay in hands} >= {
+        archive_pb2.ARCHIVED_OUTCOME_WIN,
+        archive_pb2.ARCHIVED_OUTCOME_DRAWN,
+        archive_pb2.ARCHIVED_OUTCOME_ESCAPE,
+    }
+    melds = {m.kind for r in hands for s in r.steps for seat in s.state.seats for m in seat.melds}
+    assert tiles_pb2.MELD_KIND_CONCEALED_KONG in melds and tiles_pb2.MELD_KIND_CHI in melds
+    with chromium() as browser:
+        for replay in hands:
+            page_file = tmp_path / f"{replay.hand_id}.html"
+            page_file.write_text(render_html(replay, verify_replay(replay)), encoding="utf-8")
+            page = browser.open(page_file)
+            assert page.get_attribute("#fairness-browser", "data-status") == "verified"
+            assert page.get_attribute("#fairness-server", "data-status") == "verified", replay.hand_id
+            states = [replay.initial, *(step.state for step in replay.steps)]
+            shown = shown_at_every_step(page)
+            for index, (state, seen) in enumerate(zip(states, shown, strict=True)):
+                assert seen == expected_table(state), f"{replay.hand_id} step {index}"
+            last = len(replay.steps)
+            page.keyboard.press("Home")
+            page.keyboard.press("End")
+            assert page.get_attribute("#step-counter", "data-step") == str(last)
+            told = page.locator("#steps li").all_text_contents()
+            assert len(told) == last + 1 and all(line.strip() for line in told), "every step is told"
+            assert OUTCOME_HEADLINES[replay.result.outcome] in page.inner_text("#result-title")
+            page.close()

@@ -187,6 +187,27 @@ function meldEl(meld) {
   return box;
 }
 
+// Replaces a zone's tiles only when what it shows changed: most steps change one or two zones, and
+// drawing fewer tiles keeps stepping quick.
+function fill(zone, key, make) {
+  if (zone.dataset.key === key) return;
+  zone.dataset.key = key;
+  zone.replaceChildren(...make());
+}
+
+function riverTile(d, latest) {
+  let cls = "river-tile";
+  if (d.claimed) cls += " claimed";
+  if (d.declared_ready) cls += " ready";
+  if (latest) cls += " latest";
+  const t = tileEl(d.tile, cls);
+  t.dataset.claimed = d.claimed ? "true" : "false";
+  t.dataset.declaredReady = d.declared_ready ? "true" : "false";
+  if (d.claimed) t.title += " (claimed)";
+  if (d.declared_ready) t.title += " (报听)";
+  return t;
+}
+
 function renderSeat(seatState, ctx) {
   const seat = seatState.seat;
   const panel = $(`.seat[data-seat="${seat}"]`);
@@ -195,32 +216,20 @@ function renderSeat(seatState, ctx) {
   panel.classList.toggle("winner", ctx.winner === seat && ctx.ended);
   $(".ready-badge", panel).hidden = !seatState.declared_ready;
 
-  const concealed = $('[data-zone="concealed"]', panel);
-  concealed.replaceChildren(...parseTiles(seatState.concealed).map((t) => tileEl(t, "hand-tile")));
-  const drawn = $('[data-zone="drawn"]', panel);
-  drawn.replaceChildren(...(seatState.drawn_tile ? [tileEl(seatState.drawn_tile, "hand-tile drawn")] : []));
+  const concealed = seatState.concealed || "";
+  fill($('[data-zone="concealed"]', panel), concealed, () => parseTiles(concealed).map((t) => tileEl(t, "hand-tile")));
+  const drawn = seatState.drawn_tile || "";
+  fill($('[data-zone="drawn"]', panel), drawn, () => (drawn ? [tileEl(drawn, "hand-tile drawn")] : []));
+  const melds = seatState.melds || [];
+  fill($('[data-zone="melds"]', panel), JSON.stringify(melds), () => melds.map(meldEl));
+  const flowers = seatState.flowers || "";
+  fill($('[data-zone="flowers"]', panel), flowers, () => parseTiles(flowers).map((t) => tileEl(t, "flower-tile")));
+  $(".flowers-box", panel).hidden = !flowers;
 
-  const melds = $('[data-zone="melds"]', panel);
-  melds.replaceChildren(...(seatState.melds || []).map(meldEl));
-  const flowers = $('[data-zone="flowers"]', panel);
-  flowers.replaceChildren(...parseTiles(seatState.flowers).map((t) => tileEl(t, "flower-tile")));
-  $(".flowers-box", panel).hidden = !seatState.flowers;
-
-  const river = $('[data-zone="discards"]', panel);
   const discards = seatState.discards || [];
-  river.replaceChildren(
-    ...discards.map((d, i) => {
-      let cls = "river-tile";
-      if (d.claimed) cls += " claimed";
-      if (d.declared_ready) cls += " ready";
-      if (ctx.lastDiscard === seat && i === discards.length - 1) cls += " latest";
-      const t = tileEl(d.tile, cls);
-      t.dataset.claimed = d.claimed ? "true" : "false";
-      t.dataset.declaredReady = d.declared_ready ? "true" : "false";
-      if (d.claimed) t.title += " (claimed)";
-      if (d.declared_ready) t.title += " (报听)";
-      return t;
-    })
+  const latest = ctx.lastDiscard === seat;
+  fill($('[data-zone="discards"]', panel), JSON.stringify([discards, latest]), () =>
+    discards.map((d, i) => riverTile(d, latest && i === discards.length - 1))
   );
 }
 
@@ -292,6 +301,7 @@ function markStep(i) {
   const item = list.children[i];
   if (!item) return;
   item.classList.add("current");
+  if (!list.parentElement.open) return;
   // Scroll the list only, never the page.
   if (item.offsetTop < list.scrollTop || item.offsetTop > list.scrollTop + list.clientHeight - item.offsetHeight) {
     list.scrollTop = item.offsetTop - list.clientHeight / 2;

@@ -158,7 +158,8 @@ const faceCache = new Map();
 // The SVG of one tile: an ivory face on a green back, the face drawn for the tile.
 function tileSvg(tile) {
   if (!faceCache.has(tile)) {
-    faceCache.set(tile, `<svg viewBox="-3 -3 ${TILE_W + 6} ${TILE_H + 10}" aria-hidden="true">
+    faceCache.set(tile, `<svg viewBox="-3 -3 ${TILE_W + 6} ${TILE_H + 12}" aria-hidden="true">
+      <rect x="-1.5" y="3.5" width="${TILE_W + 3}" height="${TILE_H + 5}" rx="8" fill="#000" opacity="0.28"/>
       <rect x="-2" y="1" width="${TILE_W + 4}" height="${TILE_H + 6}" rx="8" fill="#0d5e3b"/>
       <rect x="-2" y="-2" width="${TILE_W + 4}" height="${TILE_H + 4}" rx="8" fill="#e9e0c6"/>
       <rect x="0" y="0" width="${TILE_W}" height="${TILE_H}" rx="6.5" fill="#fdfaf0"/>
@@ -167,12 +168,19 @@ function tileSvg(tile) {
   return faceCache.get(tile);
 }
 
-// A tile element with its notation in data-tile (what tests and scripts read back).
+const tileProtos = new Map();
+
+// A tile element with its notation in data-tile (what tests and scripts read back). Each tile's SVG
+// is parsed once and cloned after: a step redraws every tile on the table.
 function tileEl(tile, extraClass) {
-  const el = document.createElement("span");
+  if (!tileProtos.has(tile)) {
+    const proto = document.createElement("span");
+    proto.dataset.tile = tile;
+    proto.title = tileName(tile);
+    proto.innerHTML = tileSvg(tile);
+    tileProtos.set(tile, proto);
+  }
+  const el = tileProtos.get(tile).cloneNode(true);
   el.className = "tile" + (extraClass ? " " + extraClass : "");
-  el.dataset.tile = tile;
-  el.title = tileName(tile);
-  el.innerHTML = tileSvg(tile);
   return el;
 }
