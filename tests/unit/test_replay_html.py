@@ -3,8 +3,11 @@ as JSON that no player name can break out of. tests/unit/test_replay_page_browse
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
+import tomllib
+from pathlib import Path
 
 from duelmahjong.replay.html import page_data, render_html, script_json
 from tests.unit.replay_samples import hand_made_replay
@@ -50,3 +53,14 @@ def test_the_embedded_replay_is_the_proto_json() -> None:
     assert data["verification"] is None
     assert len(data["replay"]["steps"]) == len(replay.steps)
     assert data["replay"]["steps"][1]["state"]["seats"][1]["melds"][0]["tiles"] == "111p"
+
+
+def test_every_file_of_the_page_ships_with_the_package() -> None:
+    root = Path(__file__).resolve().parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["duelmahjong.replay"]
+    page = root / "libs/duelmahjong/replay/page"
+    needed = {p.name for p in page.iterdir() if p.suffix in {".html", ".css", ".js", ".json"}}
+    assert {"replay.html", "replay.css", "replay.js", "tiles.js", "glyphs.json"} <= needed
+    for name in needed:
+        assert any(fnmatch.fnmatch(f"page/{name}", pattern) for pattern in patterns), name
