@@ -27,6 +27,7 @@ from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
+from duelmahjong.replay.tables import counts_at_deal
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import RulesError
 
@@ -143,10 +144,8 @@ def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
     server = {**(started.public or {}), **(started.server or {})}
     if "seed" not in server:
         raise ReplayMismatch("the hand_started record carries no seed", sequence)
-    items = [dict(counts) for counts in server.get("items", ({}, {}))]
+    items = counts_at_deal(server)  # the event records the counts after 乾坤大挪移 was spent
     qiankun = tuple(server.get("qiankun", ()))
-    for seat in qiankun:  # the event records the counts after the item was spent
-        items[seat]["qiankun"] = items[seat].get("qiankun", 0) + 1
     try:
         salt = bytes.fromhex(server.get("salt", ""))  # a hand dealt without one (older logs) has none
         return list(table.start_hand(server["seed"], salt=salt, items=items, qiankun=qiankun))

@@ -137,4 +137,4 @@ class HandPlayer:
     def _step(self) -> archive_pb2.ReplayStep:
         step = archive_pb2.ReplayStep(index=len(self.steps) + 1)
         self.steps.append(step)
-        return self.steps[-1]
+        return step
