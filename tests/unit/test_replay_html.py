@@ -61,6 +61,6 @@ def test_every_file_of_the_page_ships_with_the_package() -> None:
     patterns = config["tool"]["setuptools"]["package-data"]["duelmahjong.replay"]
     page = root / "libs/duelmahjong/replay/page"
     needed = {p.name for p in page.iterdir() if p.suffix in {".html", ".css", ".js", ".json"}}
-    assert {"replay.html", "replay.css", "replay.js", "tiles.js", "glyphs.json"} <= needed
+    assert {"replay.html", "replay.css", "replay.js", "story.js", "result.js", "glyphs.json"} <= needed
     for name in needed:
         assert any(fnmatch.fnmatch(f"page/{name}", pattern) for pattern in patterns), name

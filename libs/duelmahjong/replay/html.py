@@ -58,8 +58,8 @@ def render_html(replay: archive_pb2.Replay, verification: Verification | None) -
     script = "\n".join(
         [
             f"const GLYPHS = {script_json(json.loads(_asset('glyphs.json')))};",
-            _asset("tiles.js"),
-            _asset("replay.js"),
+            # In this order: each file uses what the ones before it define.
+            *(_asset(name) for name in ("tiles.js", "data.js", "story.js", "result.js", "replay.js")),
         ]
     )
     # The assets are ours; a closing tag inside them would end their element early.
