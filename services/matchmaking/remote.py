@@ -71,6 +71,7 @@ def room_rules(room: Room) -> rules_pb2.RoomRules:
         decision_millis=room.decision_millis,
         time_bank_millis=room.time_bank_millis,
         reconnect_grace_millis=room.reconnect_grace_millis,
+        claim_window_ms=room.claim_window_ms,
     )
 
 

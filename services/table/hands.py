@@ -15,10 +15,10 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.state import CLOSED
+from duelmahjong.engine.state import CLAIM, CLOSED, ROB_KONG
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
-from services.table import items, records, results, seat_events
+from services.table import claim_window, items, records, results, seat_events
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
@@ -40,6 +40,9 @@ class HandCycle:
         self._host = host
         self._events = events
         self._settlements = settlements
+        # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
+        # are shown: (the hand_ended event, if the step ended the hand).
+        self._held_step: tuple[Event | None] | None = None
 
     async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
         """Apply one legal action: write its records ahead, then show its events, then what follows.
@@ -60,6 +63,14 @@ class HandCycle:
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
                 self._host.metrics.escapes.inc()
         ended = next((e for e in events if e.kind == "hand_ended"), None)
+        if self._state.holding():
+            if ended is not None or self._held_step is None:
+                self._held_step = (ended,)
+            return
+        await self._go_on(ended)
+
+    async def _go_on(self, ended: Event | None) -> None:
+        """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
             await self.hand_over((ended.public or {})["result"])
         elif self._state.engine.phase != CLOSED:
@@ -89,6 +100,8 @@ class HandCycle:
 
     def offer_decisions(self) -> None:
         now, sequence = self._host.now(), self._state.last_event_sequence()
+        windows = self._state.windows
+        window_end = windows.deciding_until() if windows is not None else None
         fresh = []
         for seat, state in enumerate(self._state.seats):
             if self._state.deciding(seat):
@@ -96,6 +109,8 @@ class HandCycle:
                 # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
                 if state.offer(now, sequence):
                     fresh.append(seat)
+                    if window_end is not None and windows is not None:
+                        state.window_until = window_end - claim_window.answer_margin(windows.seconds)
             else:
                 state.no_decision()
         # Only a seat with a new decision gets a view (with its legal actions): the events already told
@@ -106,6 +121,8 @@ class HandCycle:
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             return self._state.opened_at + self._host.join_seconds
         times = [t for t in (self._state.deadline(0), self._state.deadline(1)) if t is not None]
+        if self._state.windows is not None and self._state.windows.open:
+            times.append(self._state.windows.open[0].ends_at)
         times += [
             s.left_at + self._state.grace
             for s in self._state.seats
@@ -115,6 +132,9 @@ class HandCycle:
 
     async def on_clock(self) -> None:
         now = self._host.now()
+        if self._out.release(now) and self._held_step is not None and not self._state.holding():
+            (ended,), self._held_step = self._held_step, None
+            await self._go_on(ended)
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             if now >= self._state.opened_at + self._host.join_seconds:
                 self._state.ending("a seat never joined the table")  # nobody played
@@ -135,7 +155,13 @@ class HandCycle:
                 continue
             if self._host.metrics is not None:
                 self._host.metrics.timeouts.inc()
-            if self._state.between:
+            if state.window_until is not None:
+                # A claim window not answered in time is passed, connected or not: no 托管 and no bank
+                # spent, which both seats would be shown (the window's length is the room's, not T11's).
+                default = self._state.engine.default_action(seat)
+                if default is not None:
+                    await self.apply(default, "timeout")
+            elif self._state.between:
                 await self.between_hands(seat, "leave", origin="timeout")
             elif not state.connected:
                 # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
@@ -203,7 +229,22 @@ class HandCycle:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
             await self._settle((ended.public or {})["result"])
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
+            self._reopen_window()
             await self.autoplay()
+
+    def _reopen_window(self) -> None:
+        """A log that stops while the opponent decides on a discard (or a kong it may rob) opens that
+        claim window again, whole, from now: the time the server was dead is nobody's (as T11's clocks
+        start again), and the seat decides in the window as it would have, not on T11's clock."""
+        windows = self._state.windows
+        if windows is None or windows.open or self._state.engine.phase not in (CLAIM, ROB_KONG):
+            return
+        windows.open_after(self._host.now())
+        windows.shown_events = len(self._state.engine.events)
+        until = windows.open[-1].ends_at - claim_window.answer_margin(windows.seconds)
+        for state in self._state.seats:
+            if state.decision_since is not None:
+                state.window_until = until
 
     async def _settle(self, result: dict[str, object]) -> None:
         """The hand's result goes to scoring; the wallet's settlement is shown; then between hands."""
