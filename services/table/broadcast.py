@@ -38,6 +38,7 @@ class Broadcast:
         at_once: list[Shown] = []
         sequence = self._state.last_event_sequence()
         counted = len(self._state.engine.events) - len(events)  # engine events before this step's
+        opened_at_once: int | None = None  # the first window this step opened on an opener shown now
         for event in events:
             counted += 1
             window = None
@@ -64,11 +65,18 @@ class Broadcast:
                 else:
                     window.held.append((item, counted))
             written.append(records.engine_event(event, number, when))
-            if windows is not None and claim_window.opens(event):
+            if windows is not None and claim_window.opens(event, self._state.engine.state.ready):
+                if window is None:
+                    opened_at_once = len(windows.open)
                 windows.open_after(now)
+        if windows is not None:
+            windows.catch_up(self._state.engine)
         await self.write(written)
         self._state.log.events.extend(shown)
         self.send(at_once)
+        if windows is not None and opened_at_once is not None:
+            # the window runs from when its opener left for the streams, after the write-ahead
+            windows.delay(opened_at_once, self._now() - now)
         return [(item.sequence, item.event) for item in shown if item.event is not None]
 
     async def announce(
@@ -97,6 +105,9 @@ class Broadcast:
             for item, counted in window.held:
                 windows.shown_events = max(windows.shown_events, counted)
                 self.send([item])
+        if not windows.holding():  # what nobody is shown (a seat-only pass) is past too
+            windows.shown_events = len(self._state.engine.events)
+        windows.catch_up(self._state.engine)
         return bool(ended)
 
     def send(self, shown: list[Shown]) -> None:

@@ -14,13 +14,14 @@ opened by an event that is itself held starts when that event is shown (a declar
 automatic discard after a draw that was held), so the seats see every opener followed by a full window.
 
 While anything is held no seat decides (the engine's state is ahead of what the seats were shown), the
-seats' views are built from the engine as it was after the last event shown (:meth:`Windows.shown_table`,
-a replay of the engine's log up to there), and their sequences stop at the last event shown.
+seats' views are built from the engine as it was after the last event shown
+(:meth:`Windows.shown_table`), and their sequences stop at the last event shown.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -37,10 +38,14 @@ _PUBLIC_ANSWERS = frozenset({"claimed", "won"})
 ItemT = TypeVar("ItemT")
 
 
-def opens(event: Event) -> bool:
-    """Whether the opponent may hold an option on ``event`` (claim or win a discard, rob a kong)."""
+def opens(event: Event, ready: Sequence[bool]) -> bool:
+    """Whether a seat may hold a hidden option on ``event``: the opponent to claim or win a discard or
+    rob an added kong; a declared-ready seat (``ready``, T3) to win on its own draw, which it is asked
+    about while every other draw of it is discarded at once."""
     if event.kind == "discarded":
         return True
+    if event.kind == "drew":
+        return bool(event.private) and ready[event.seat]
     return event.kind == "konged" and (event.public or {}).get("meld") == "added_kong"
 
 
@@ -67,9 +72,12 @@ class Windows(Generic[ItemT]):
     """The open windows of one table, oldest first, and where the seats' picture of the engine stops."""
 
     seconds: float
+    # The engine as the seats were shown it: each engine event is folded here once it is shown (at
+    # once, or when its window ends), so a view asked for while events are held costs what any view
+    # costs, in every case alike.
+    table: Table
     open: deque[Window[ItemT]] = field(default_factory=deque)
-    shown_events: int = 0  # engine events up to and including the last one shown
-    _shown_table: tuple[int, Table] | None = None
+    shown_events: int = 1  # engine events shown (or passed over unseen) so far: table_opened first
 
     def holding(self) -> bool:
         """The engine is ahead of what the seats were shown: nobody decides, views are frozen."""
@@ -95,22 +103,30 @@ class Windows(Generic[ItemT]):
         """The last window that holds anything: an event of the table's own is shown after it."""
         return next((w for w in reversed(self.open) if w.moved or w.held), None)
 
+    def delay(self, first: int, seconds: float) -> None:
+        """The windows from ``first`` on end ``seconds`` later (their opener was shown that much later)."""
+        for index in range(first, len(self.open)):
+            self.open[index].ends_at += seconds
+
     def due(self, now: float) -> list[Window[ItemT]]:
-        """The windows that have ended, taken off."""
-        ended = []
+        """The windows that have ended, taken off. What they held is shown ``now``, maybe later than they
+        ended (a busy loop): the windows after them, opened by what they held, move by as much, so each
+        opener is followed by a whole window from when it is shown."""
+        ended: list[Window[ItemT]] = []
         while self.open and self.open[0].ends_at <= now:
             ended.append(self.open.popleft())
+        if ended:
+            self.delay(0, now - ended[-1].ends_at)
         return ended
 
     def next_end(self) -> float | None:
         return self.open[0].ends_at if self.open else None
 
     def shown_table(self, engine: Table) -> Table:
-        """The engine as the seats were last shown it: the live engine when nothing is held, else its
-        log replayed up to the last event shown (once per window)."""
-        if not self.holding():
-            return engine
-        cached = self._shown_table
-        if cached is None or cached[0] != self.shown_events:
-            cached = self._shown_table = (self.shown_events, Table.replay(engine.events[: self.shown_events]))
-        return cached[1]
+        """The engine as the seats were last shown it: the live engine when nothing is held."""
+        return self.table if self.holding() else engine
+
+    def catch_up(self, engine: Table) -> None:
+        """Fold into :attr:`table` what the seats have been shown of ``engine`` since the last call."""
+        for event in engine.events[len(self.table.events) : self.shown_events]:
+            self.table.emit(event)

@@ -9,13 +9,14 @@ table's :class:`~services.table.ports.TableEvents`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
-from duelmahjong.engine.state import CLAIM, CLOSED, ROB_KONG
+from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
 from services.table import claim_window, items, records, results, seat_events
@@ -57,6 +58,11 @@ class HandCycle:
         if seat.bank != bank:
             leading.insert(0, records.time_bank(action.seat, seat.bank))
         sent = await self._out.publish(leading, events)
+        if self._state.windows is not None and self._state.windows.open:
+            # The seats' streams take the opener before this task builds what follows it (the
+            # opponent's decision view when it has an option): else the discard itself would reach
+            # the discarder later when the opponent can claim it.
+            await asyncio.sleep(0)
         await self._charges(sent)
         if self._host.metrics is not None:
             self._host.metrics.action_applied(action.kind, origin)
@@ -219,6 +225,8 @@ class HandCycle:
         Being this server's first record on the log, it fences the log at once: a former owner that
         was only paused, and resumes with a timer due, finds its next append refused instead of
         playing on a table it no longer owns."""
+        if self._state.holding():  # the log stopped inside a claim window (rebuild reopened it)
+            self._held_step = (None,)
         if not self._state.ended():
             for seat in (0, 1):
                 auto_play = self._state.seats[seat].auto_play
@@ -229,22 +237,7 @@ class HandCycle:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
             await self._settle((ended.public or {})["result"])
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
-            self._reopen_window()
             await self.autoplay()
-
-    def _reopen_window(self) -> None:
-        """A log that stops while the opponent decides on a discard (or a kong it may rob) opens that
-        claim window again, whole, from now: the time the server was dead is nobody's (as T11's clocks
-        start again), and the seat decides in the window as it would have, not on T11's clock."""
-        windows = self._state.windows
-        if windows is None or windows.open or self._state.engine.phase not in (CLAIM, ROB_KONG):
-            return
-        windows.open_after(self._host.now())
-        windows.shown_events = len(self._state.engine.events)
-        until = windows.open[-1].ends_at - claim_window.answer_margin(windows.seconds)
-        for state in self._state.seats:
-            if state.decision_since is not None:
-                state.window_until = until
 
     async def _settle(self, result: dict[str, object]) -> None:
         """The hand's result goes to scoring; the wallet's settlement is shown; then between hands."""

@@ -67,10 +67,14 @@ class LiveState:
     narrator: Narrator = field(default_factory=Narrator)
     # RoomRules.claim_window_ms: what follows a discard is shown when its window ends (None: at once).
     windows: Windows[Shown] | None = None
+    # Where the log's last engine step starts: (engine events, events shown) before it. Set by
+    # services/table/rebuild.py: what a claim window open when the log stopped holds again.
+    last_step: tuple[int, int] = (0, 0)
 
     @classmethod
     def opened(cls, request: OpenRequest) -> LiveState:
         settings = codec.room_settings(request.rules, request.negotiated)
+        window = request.rules.claim_window_ms / 1000
         return cls(
             request=request,
             settings=settings,
@@ -78,7 +82,7 @@ class LiveState:
             seats=[SeatState(request.players[0]), SeatState(request.players[1])],
             item_counts=[items.seat_counts(player, request.rules) for player in request.players],
             grace=(request.rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS,
-            windows=Windows(request.rules.claim_window_ms / 1000) if request.rules.claim_window_ms else None,
+            windows=Windows(window, Table(settings)) if window else None,
         )
 
     @property
