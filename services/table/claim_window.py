@@ -2,10 +2,10 @@
 
 Without the option a discard the opponent cannot claim is followed by the next draw at once, and one it
 can claim waits for the opponent: how long the table waits tells the discarder whether the opponent had
-an option. With it, what follows an *opener* (a discard, an added kong that could be robbed) is held
-back from both seats until the window after the opener has passed, whether the engine moved on at once
-(no option), the opponent passed, or the opponent did not answer. Only a claim or a win, public anyway,
-ends a window sooner.
+an option. With it, what follows an *opener* (a discard, an added kong that could be robbed, a
+declared-ready hand's draw that could win) is held back from both seats until the window after the
+opener has passed, whether the engine moved on at once (no option), the seat with the option passed,
+or it did not answer. Only a claim or a win, public anyway, ends a window sooner.
 
 The engine is not told: it moves on as it always does and every record is written ahead as it happens,
 so the log and its replay are those of a room without the option. What is held is only what the seats

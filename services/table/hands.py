@@ -167,6 +167,8 @@ class HandCycle:
                 default = self._state.engine.default_action(seat)
                 if default is not None:
                     await self.apply(default, "timeout")
+                else:  # the decision went with the hand (the other seat left inside the window)
+                    state.no_decision()
             elif self._state.between:
                 await self.between_hands(seat, "leave", origin="timeout")
             elif not state.connected:

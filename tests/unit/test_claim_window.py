@@ -158,7 +158,7 @@ class Match:
         self.openers: dict[int, Opener] = {}  # by sequence
         self.open: list[Opener | None] = [None, None]  # per watcher: the opener it waits after
         self.frozen: list[tuple[int, int]] = []  # (opener sequence, status sequence) asked in windows
-        self.rejected: list[str] = []
+        self.rejected: list[table_pb2.ActionRejected] = []
 
     async def play(self, discards: int, hands: int = 30) -> None:
         self.table.start()
@@ -190,7 +190,7 @@ class Match:
                 if response.HasField("event"):
                     self._event(seat, response.event, now)
                 elif response.HasField("rejected"):
-                    self.rejected.append(response.rejected.reason)
+                    self.rejected.append(response.rejected)
                 elif response.view.legal_actions.actions:
                     await self._decide(seat, response.view, discards, hands)
 
@@ -215,6 +215,8 @@ class Match:
                 opener.shown = now
                 self.open[seat] = opener
                 asyncio.get_running_loop().create_task(self._status(event.sequence))
+                # a move out of turn: refused with the view as of the opener, whatever is held
+                self._send(seat, PASS, event.sequence, action_id=event.sequence)
 
     async def _status(self, sequence: int) -> None:
         """What anybody asking during the window is told: the table as of the opener."""
@@ -268,8 +270,10 @@ class Match:
         engine = self.table.state.engine
         return bot.choose(engine.state, seat, engine.legal_actions(seat))
 
-    def _send(self, seat: int, action: play_pb2.Action, sequence: int) -> None:
-        request = table_pb2.PlayRequest(action=action, last_seen_sequence=sequence)
+    def _send(self, seat: int, action: play_pb2.Action, sequence: int, action_id: int = 0) -> None:
+        request = table_pb2.PlayRequest(
+            action=action, last_seen_sequence=sequence, client_action_id=action_id
+        )
         self.table.submit(self.sessions[seat], request)
 
 
@@ -331,8 +335,13 @@ def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_
         print(_describe("ready hand's draw → its discard, it could win", ready_option))
     print(_describe("ready hand's draw → its discard, it could not", ready_none))
     assert ready_none and all(abs(w - WINDOW_MS) < 50 for w in ready_option)
-    # asked during a window, the table shows the opener's state and sequence
+    # asked during a window, the table shows the opener's state and sequence; so does the refusal of a
+    # move out of turn, with no decision in it
     assert match.frozen and all(status == opener for opener, status in match.frozen)
+    refused = [r for r in match.rejected if r.client_action_id]
+    assert len(refused) >= len(followed) // 2
+    assert all(r.code == table_pb2.REJECTION_CODE_STALE and not r.view.legal_actions.actions for r in refused)
+    assert all(r.view.table.sequence == r.client_action_id for r in refused)
     # a window not answered is passed (a ready hand's draw discarded) without the bank or 托管
     records = _log_records(match)
     timed_out = [
