@@ -26,6 +26,8 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from services.matchmaking.remote import room_rules
+from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
 from services.table import codec, wal
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
@@ -429,3 +431,12 @@ def test_a_window_is_validated() -> None:
     with pytest.raises(InvalidArgument, match=r"claim_window_ms must be 0\.\.60000"):
         codec.room_settings(rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, claim_window_ms=60_001), 1)
     assert codec.room_settings(rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, claim_window_ms=60_000), 1)
+
+
+def test_a_shipped_room_has_a_window_and_rooms_check_it() -> None:
+    shipped = load_rooms("", "")
+    windowed = [room for room in shipped.values() if room.claim_window_ms]
+    assert windowed and all(room_rules(room).claim_window_ms == room.claim_window_ms for room in windowed)
+    for bad in (60_001, -1, "2000", True):
+        with pytest.raises(RoomConfigError, match=r"claim_window_ms must be a whole number 0\.\.60000"):
+            Room.from_json({"room_id": "r", "profile": "duel", "fan_rate": 1, "claim_window_ms": bad})
