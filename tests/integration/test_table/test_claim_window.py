@@ -69,18 +69,25 @@ async def test_the_draw_after_a_discard_waits_the_window_over_grpc(
     kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any]
 ) -> None:
     rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=0, claim_window_ms=WINDOW_MS)
-    table_id, first, second = await open_table(rules)
-    table = kit.live(table_server, table_id)
-    first.received, second.received = Timed(), Timed()
-    await first.connect()
-    await second.connect()
-    await kit.play_until_over((first, second), within=120.0)
     option: list[float] = []
     none: list[float] = []
-    for discarder, opponent in ((first, second), (second, first)):
-        asked, not_asked = _discard_waits(discarder, opponent)
-        option += asked
-        none += not_asked
+    for _ in range(4):  # hands are dealt at random: play tables until some discards could be claimed
+        table_id, first, second = await open_table(rules)
+        table = kit.live(table_server, table_id)
+        first.received, second.received = Timed(), Timed()
+        await first.connect()
+        await second.connect()
+        await kit.play_until_over((first, second), within=120.0)
+        for discarder, opponent in ((first, second), (second, first)):
+            asked, not_asked = _discard_waits(discarder, opponent)
+            option += asked
+            none += not_asked
+        for client in (first, second):
+            kit.check_hidden(client, table)
+            # every pass sent at once was taken (none refused), and answered by nothing before the draw
+            assert not [r for r in client.received if r.HasField("rejected")]
+        if len(option) >= 3:
+            break
     print(
         f"over gRPC, the opponent asked (passed at once): n={len(option)}",
         sorted(round(w, 1) for w in option),
@@ -89,14 +96,10 @@ async def test_the_draw_after_a_discard_waits_the_window_over_grpc(
         f"over gRPC, not asked: n={len(none)} min={min(none):.1f} median={statistics.median(none):.1f} "
         f"max={max(none):.1f} ms"
     )
-    assert option and len(none) >= 10
+    assert len(option) >= 3 and len(none) >= 10
     # the client (in the server's process, on a loaded machine) may read the discard late: a margin
-    assert min(option + none) >= WINDOW_MS - 20
+    assert min(option + none) >= WINDOW_MS - 25
     assert abs(statistics.median(option) - statistics.median(none)) < 15
-    for client in (first, second):
-        kit.check_hidden(client, table)
-        # every pass sent at once was taken (none refused), and answered by nothing before the draw
-        assert not [r for r in client.received if r.HasField("rejected")]
 
 
 async def test_the_client_library_and_its_bot_play_in_a_window_room(
