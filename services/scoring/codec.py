@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from duelmahjong.contract import (
@@ -36,6 +37,7 @@ from services.scoring.core import (
     TaskClaim,
 )
 from services.scoring.replay import HandBegunFacts, LogRecord
+from services.scoring.tablelog import LoggedRecord, logged_records
 
 SEAT_ENUMS: dict[int, rules_pb2.Seat.ValueType] = {0: rules_pb2.SEAT_FIRST, 1: rules_pb2.SEAT_SECOND}
 SEATS: dict[int, int] = {number: seat for seat, number in SEAT_ENUMS.items()}
@@ -186,10 +188,7 @@ def _hand_begun(begun: server_state_pb2.HandBegun) -> HandBegunFacts:
 def log_records(appended: events_pb2.TableEventAppended) -> list[LogRecord]:
     """The write-ahead records of one log message: ``record`` at ``sequence``, then ``following`` at
     the next sequences (the table writes all one applied action logs as one message)."""
-    return [
-        log_record(appended, record, appended.sequence + offset)
-        for offset, record in enumerate([appended.record, *appended.following])
-    ]
+    return replay_records(logged_records(appended))
 
 
 def log_record(
@@ -200,9 +199,19 @@ def log_record(
     """One write-ahead record as replay reads it (an unreadable one is kept, and refused by replay):
     the message's own ``record`` unless another of its records and that one's sequence are given."""
     record = appended.record if record is None else record
-    which = record.WhichOneof("kind")
     sequence = appended.sequence if sequence is None else sequence
-    base = LogRecord(sequence=sequence, hand_id=appended.hand_id, table_id=appended.table_id)
+    return _log_record(LoggedRecord(sequence, appended.table_id, appended.hand_id, record))
+
+
+def replay_records(logged: Sequence[LoggedRecord]) -> list[LogRecord]:
+    """A table's records as read back (``tablelog``), as replay reads them."""
+    return [_log_record(record) for record in logged]
+
+
+def _log_record(logged: LoggedRecord) -> LogRecord:
+    record = logged.record
+    which = record.WhichOneof("kind")
+    base = LogRecord(sequence=logged.sequence, hand_id=logged.hand_id, table_id=logged.table_id)
     if which == "engine_event":
         return dataclasses.replace(base, canonical=record.engine_event.canonical_json)
     if which == "action_applied":

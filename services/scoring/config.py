@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from duelmahjong.platform.config import ServiceConfig, setting
 
 
 @dataclass(frozen=True, kw_only=True)
 class ScoringConfig(ServiceConfig):
+    REQUIRES_DATABASE: ClassVar[bool] = True
+
     service_name: str = setting("scoring", help="service name, used in logs and metric names")
+    # Its own variable: scoring's archive is a database of its own, beside the wallet's ledger.
+    database_url: str = setting(
+        "",
+        env="SCORING_DATABASE_URL",
+        help="Postgres URL of the archive of finished hands (scoring's own database, "
+        "postgresql://user@host:port/scoring)",
+    )
     log_wait_deliveries: int = setting(
         5,
         env="SCORING_LOG_WAIT_DELIVERIES",
@@ -22,8 +32,14 @@ class ScoringConfig(ServiceConfig):
     log_fetch_seconds: float = setting(
         2.0, env="SCORING_LOG_FETCH_SECONDS", help="longest wait for one batch of a table's log"
     )
+    archive_workers: int = setting(
+        1,
+        env="SCORING_ARCHIVE_WORKERS",
+        help="workers per replica for each archive consumer (closed tables' void hands, the wallet's "
+        "settlements)",
+    )
 
     def validate(self) -> list[str]:
         problems = super().validate()
-        problems += self.at_least_one("log_wait_deliveries", "consumer_workers")
+        problems += self.at_least_one("log_wait_deliveries", "consumer_workers", "archive_workers")
         return problems + self.positive("log_fetch_seconds")

@@ -1,5 +1,6 @@
 """Scoring on NATS: it consumes ``HandEnded`` from the table stream, replays the table's write-ahead
-log, and produces ``HandScored``, ``EscapePenalty`` or ``ReplayRejected`` on its own stream.
+log, and produces ``HandScored``, ``EscapePenalty`` or ``ReplayRejected`` on its own stream; a hand it
+scored goes into the archive (``archive_events``) with the log records it was verified from.
 
 Idempotent end to end: every event scoring publishes has a message id made from the hand id, so a
 redelivered ``HandEnded`` (or a second replica scoring the same hand) publishes nothing new —
@@ -10,15 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from datetime import UTC, datetime
 
-import nats.errors
-import nats.js.errors
 from google.protobuf.message import DecodeError
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
-from nats.js import api
 
 from duelmahjong.contract import PROFILES
 from duelmahjong.platform import subjects
@@ -29,8 +26,11 @@ from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.v1 import events_pb2, rules_pb2
 from services.scoring import codec
+from services.scoring.archive_events import Archiver
+from services.scoring.archive_facts import OUTCOME_OF_RESULT, HandResult
 from services.scoring.core import ScoredHand, ScoringCore
-from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
+from services.scoring.replay import LogIncomplete, ReplayMismatch, verify_hand
+from services.scoring.tablelog import TableLogReader
 
 _log = get_logger("scoring.events")
 
@@ -48,70 +48,8 @@ async def declare(bus: Bus) -> None:
     # Declared here too so scoring may start before the table service.
     await bus.declare_stream(subjects.TABLE_STREAM)
     await bus.declare_stream(subjects.TABLE_LOG_STREAM)
+    await bus.declare_stream(subjects.WALLET_STREAM)
     await bus.declare_consumer(HANDS_ENDED)
-
-
-class TableLogReader:
-    """Reads one table's write-ahead log (``duel.tablelog.<table_id>``) up to a table sequence.
-
-    Each read uses its own short-lived consumer filtered on the table's subject (memory storage, no
-    acks), deleted afterwards; it stops at the claimed last sequence or the subject's last message.
-    """
-
-    def __init__(self, bus: Bus, *, batch: int = 256, fetch_seconds: float = 2.0) -> None:
-        self._bus = bus
-        self._stream = subjects.TABLE_LOG_STREAM.name
-        self._batch = batch
-        self._fetch_seconds = fetch_seconds
-
-    async def read(self, table_id: str, last_sequence: int) -> list[LogRecord]:
-        try:
-            subject = subjects.table_log_subject(table_id)
-        except ValueError as err:  # an id no table could have logged under
-            raise ReplayMismatch(str(err)) from None
-        js = self._bus.js
-        try:
-            end = (await js.get_last_msg(self._stream, subject)).seq or 0
-        except nats.js.errors.NotFoundError:
-            return []  # no log at all: the replay refuses (or waits for) it
-        name = f"scoring-replay-{uuid.uuid4().hex}"
-        config = api.ConsumerConfig(
-            name=name,
-            filter_subject=subject,
-            deliver_policy=api.DeliverPolicy.ALL,
-            ack_policy=api.AckPolicy.NONE,
-            inactive_threshold=60.0,  # the server cleans up after a reader that died
-            mem_storage=True,
-        )
-        await js.add_consumer(self._stream, config=config)
-        records: list[LogRecord] = []
-        try:
-            subscription = await js.pull_subscribe_bind(consumer=name, stream=self._stream)
-            try:
-                while True:
-                    messages = await subscription.fetch(self._batch, timeout=self._fetch_seconds)
-                    for message in messages:
-                        logged = codec.log_records(_appended(message))
-                        records.extend(r for r in logged if r.sequence <= last_sequence)
-                        if logged[-1].sequence >= last_sequence or message.metadata.sequence.stream >= end:
-                            return records
-            except (nats.errors.TimeoutError, TimeoutError):
-                return records  # nothing more arrived: the replay decides what a short log means
-            finally:
-                await subscription.unsubscribe()
-        finally:
-            try:
-                await js.delete_consumer(self._stream, name)
-            except nats.js.errors.NotFoundError:
-                pass
-
-
-def _appended(message: Msg) -> events_pb2.TableEventAppended:
-    try:
-        return events_pb2.TableEventAppended.FromString(message.data)
-    except DecodeError:
-        stream_sequence = message.metadata.sequence.stream
-        raise ReplayMismatch(f"the log's message {stream_sequence} is not a TableEventAppended") from None
 
 
 def _envelope(kind: str, hand_id: str, producer: str) -> events_pb2.EventEnvelope:
@@ -133,11 +71,13 @@ class HandEndedHandler:
         metrics: ServiceMetrics,
         *,
         producer: str,
+        archiver: Archiver,
         reader: TableLogReader | None = None,
         log_wait_deliveries: int = 5,
     ) -> None:
         self._bus = bus
         self._core = core
+        self._archiver = archiver
         self._reader = reader or TableLogReader(bus)
         self._producer = producer
         self._log_wait_deliveries = log_wait_deliveries
@@ -165,9 +105,9 @@ class HandEndedHandler:
             claim = codec.hand_claim(event.result)
             if (claim.table_id, claim.hand_id) != (table_id, hand_id):
                 raise ReplayMismatch("the event's table or hand id differs from its result's")
-            records = await self._reader.read(claim.table_id, claim.last_sequence)
+            log = await self._reader.read(claim.table_id, claim.last_sequence)
             # CPU-bound (tens of ms): in a thread, so gRPC calls and other hands' log reads go on.
-            replayed = await asyncio.to_thread(verify_hand, records, claim)
+            replayed = await asyncio.to_thread(verify_hand, codec.replay_records(log), claim)
             scored = self._core.score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
         except LogIncomplete as short:
             if message.metadata.num_delivered < self._log_wait_deliveries:
@@ -183,6 +123,22 @@ class HandEndedHandler:
         await self.publish(scored, event.envelope.occurred_at)
         self.scored.labels(profile=claim.profile, outcome=claim.outcome).inc()
         self.latency.observe(time.perf_counter() - started)
+        # After the publish, so play never waits on the archive; a failure here naks the HandEnded,
+        # whose redelivery publishes the same ids again (dropped as duplicates) and archives it then.
+        verified = HandResult(
+            OUTCOME_OF_RESULT[event.result.outcome],
+            winner=event.result.winner,
+            escaper=event.result.escaper,
+            evaluation=None if scored.evaluation is None else codec.evaluation_message(scored.evaluation),
+        )
+        ended_at = event.envelope.occurred_at
+        await self._archiver.hand(
+            log,
+            claim.hand_id,
+            verified,
+            last_sequence=claim.last_sequence,
+            ended_at=ended_at.ToDatetime(tzinfo=UTC) if ended_at.ByteSize() else datetime.now(UTC),
+        )
 
     async def publish(self, scored: ScoredHand, hand_ended_at: Timestamp | None = None) -> None:
         claim, figures = scored.claim, scored.settlement

@@ -58,6 +58,15 @@ def player_account(player_id: str) -> str:
 _POSTING_ORDER = {"fee": 0, "hand": 1, "escape": 1}
 
 
+def posting_messages(postings: tuple[tuple[str, int, str], ...]) -> list[rules_pb2.Posting]:
+    """A transaction's entries as messages: fees first, then the transfer, then the rest."""
+    ordered = sorted(postings, key=lambda p: (_POSTING_ORDER.get(p[2], 2), p[0], p[1]))
+    return [
+        rules_pb2.Posting(account=account, amount=amount, reason=POSTING_REASONS[purpose])
+        for account, amount, purpose in ordered
+    ]
+
+
 def applied_settlement(
     scored: rules_pb2.Settlement,
     postings: tuple[tuple[str, int, str], ...],
@@ -73,11 +82,7 @@ def applied_settlement(
     applied.CopyFrom(scored)
     applied.ClearField("transfer")
     applied.ClearField("postings")
-    ordered = sorted(postings, key=lambda p: (_POSTING_ORDER.get(p[2], 2), p[0], p[1]))
-    applied.postings.extend(
-        rules_pb2.Posting(account=account, amount=amount, reason=POSTING_REASONS[purpose])
-        for account, amount, purpose in ordered
-    )
+    applied.postings.extend(posting_messages(postings))
     if payer:
         moved = sum(
             amount

@@ -143,6 +143,8 @@ def settlement_applied(
         hand_transaction=outcome.kind in (HandSettlement.kind, EscapePenalty.kind),
         ratings=[codec.rating_change(move) for move in outcome.ratings],
     )
+    if outcome.status is Status.APPLIED:
+        applied.postings.extend(codec.posting_messages(outcome.postings))
     if settlement is not None:
         applied.settlement.CopyFrom(settlement)
     return applied

@@ -246,6 +246,11 @@ def requires_database(service: str) -> bool:
     return bool(config_class(service).REQUIRES_DATABASE)
 
 
+def database_variable(service: str) -> str:
+    """The variable the service's config reads its database URL from (DATABASE_URL, SCORING_DATABASE_URL)."""
+    return str(config_class(service).database_variable())
+
+
 def config_class(service: str) -> type:
     """The service's own ServiceConfig subclass (services/<name>/config.py)."""
     import importlib

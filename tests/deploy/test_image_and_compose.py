@@ -148,7 +148,7 @@ def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleTy
             host_ports.append(host)
         assert service["healthcheck"]["test"][-1] == "grpc-health-probe"
         assert len(env["TOKEN_SECRET"].encode()) >= 32, "the platform refuses shorter token keys"
-        assert ("DATABASE_URL" in env) == kit.requires_database(name), name
+        assert (kit.database_variable(name) in env) == kit.requires_database(name), name
         unknown = set(env) - kit.known_variables(name)
         assert not unknown, f"{name} is given variables no setting reads: {sorted(unknown)}"
         for other, variable in kit.address_variables().items():

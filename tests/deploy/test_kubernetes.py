@@ -189,7 +189,7 @@ def test_referenced_config_and_secrets_exist_or_are_the_operators(
     assert wanted - present == brought_by_operators
     # Secrets never sit in a ConfigMap.
     config = kit.find(docs, "ConfigMap", next(n for k, n in wanted if k == "ConfigMap"))
-    assert not {"TOKEN_SECRET", "DATABASE_URL"} & set(config["data"])
+    assert not {"TOKEN_SECRET", "DATABASE_URL", "SCORING_DATABASE_URL"} & set(config["data"])
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -251,7 +251,9 @@ def test_only_services_that_keep_data_get_and_reach_postgres(
         template = workload["spec"]["template"]
         wants_db = kit.requires_database(workload["metadata"]["name"])
         env = {e["name"] for e in template["spec"]["containers"][0].get("env", [])}
-        assert ("DATABASE_URL" in env) == wants_db, workload["metadata"]["name"]
+        assert (kit.database_variable(workload["metadata"]["name"]) in env) == wants_db, workload["metadata"][
+            "name"
+        ]
         assert kit.egress_allowed(policies, template, 5432) == wants_db, workload["metadata"]["name"]
         assert kit.egress_allowed(policies, template, 4222), workload["metadata"]["name"]
 

@@ -1,8 +1,8 @@
 """The wallet's Postgres restarts mid-match (stopped — open transactions rolled back, every connection
 cut — and, once a hand's settlement has met the closed database, started again on the same port): the
 wallet reconnects by itself, that settlement applies when the database is back, every hand's exactly
-once, and play never stops. The stack is
-``make run``'s, on a Postgres this test owns so that it can restart it."""
+once, and play never stops; scoring's archive, on the same server, holds every hand once, settled.
+The stack is ``make run``'s, on a Postgres this test owns so that it can restart it."""
 
 from __future__ import annotations
 
@@ -81,3 +81,18 @@ async def test_a_database_restart_mid_match_delays_settlements_and_applies_each_
         assert await pool.fetchval("SELECT count(*) FROM wallet.holds WHERE open") == 0
     finally:
         await pool.close()
+    # Scoring's archive is on the same server: every hand is on the record once, settled, all the same.
+    archive = await asyncpg.connect(with_database(stack.database_url, "scoring"))
+    try:
+        for _ in range(100):
+            hands = await archive.fetch(
+                "SELECT hand_id, (SELECT count(*) FROM archive.transactions t WHERE t.hand_id = h.hand_id "
+                "AND t.hand_transaction) AS settled FROM archive.hands h"
+            )
+            if len(hands) == HANDS and all(row["settled"] == 1 for row in hands):
+                break
+            await asyncio.sleep(0.2)
+        assert sorted(f"hand:{row['hand_id']}" for row in hands) == sorted(keys)
+        assert all(row["settled"] == 1 for row in hands), [dict(row) for row in hands]
+    finally:
+        await archive.close()

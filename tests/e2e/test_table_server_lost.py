@@ -3,7 +3,8 @@
 directory TTL, lost threshold and adoption grace; once matchmaking declares the table lost and the
 grace has passed with no server adopting it (no TableAdopted: there is no other table server), it
 closes the table on the server's behalf, the wallet releases both holds (the void hand moved nothing),
-both players may queue again, and a late TableClosed of the same table changes nothing."""
+scoring archives the hand as VOID (it never ended: the players' match history shows it, and its
+replay), both players may queue again, and a late TableClosed of the same table changes nothing."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ import nats
 import pytest
 
 from duelmahjong.cli.demo import ledger_balances
+from duelmahjong.client.history import MatchHistory
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import subjects
 from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stackfile import StackState
-from duelmahjong.v1 import events_pb2, table_pb2, table_pb2_grpc
+from duelmahjong.v1 import archive_pb2, events_pb2, table_pb2, table_pb2_grpc
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.wallet.audit import audit_ledger
 
@@ -80,6 +82,23 @@ async def _held_becomes_zero(clients: list[DuelClient], within: float) -> None:
         await asyncio.sleep(0.2)
 
 
+async def _archived_void(
+    stack: StackState, client: DuelClient, pairing_id: str
+) -> archive_pb2.GetMatchResponse:
+    """The pairing as the archive holds it, once its hand is there (scoring consumes the TableClosed)."""
+    async with MatchHistory(scoring=stack.services["scoring"].grpc, token=client.token) as history:
+        for _ in range(100):
+            try:
+                match = await history.match(pairing_id)
+                if match.hands:
+                    return match
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.NOT_FOUND:
+                    raise
+            await asyncio.sleep(0.2)
+    pytest.fail(f"the void hand of pairing {pairing_id} was not archived")
+
+
 def _table_lost_total(stack: StackState) -> float:
     with urllib.request.urlopen(stack.services["matchmaking"].metrics, timeout=5) as response:
         text = response.read().decode()
@@ -129,6 +148,18 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         assert closed.reason == "the table server was lost"
         assert closed.envelope.producer == "matchmaking" and closed.pairing_id and closed.server_id
         assert _table_lost_total(stack) == 1
+
+        # The hand the table never ended is on the record, VOID, as of the close; nothing moved.
+        archived = await _archived_void(stack, clients[0], closed.pairing_id)
+        (hand,) = archived.hands
+        assert hand.outcome == archive_pb2.ARCHIVED_OUTCOME_VOID and hand.hand_number == 1
+        assert not hand.settled and [m.amount for m in hand.moved] == [0, 0]
+        assert hand.ended_at == closed.envelope.occurred_at
+        assert archived.match.table_id == table_id and archived.match.hands_other == 1
+        assert archived.match.result == archive_pb2.MATCH_RESULT_EVEN and archived.match.prestige_moved == 0
+        async with MatchHistory(scoring=stack.services["scoring"].grpc, token=clients[1].token) as history:
+            replay = await history.replay(hand.hand_id)
+        assert replay.result == hand and replay.steps  # up to the last event before the server died
 
         # The dead server's own TableClosed, arriving late (past JetStream's duplicate window, so under
         # another message id): the wallet closes a table once; nothing moves, nothing is held.

@@ -36,7 +36,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 SERVICES: dict[str, tuple[type[ServiceConfig], Callable[[], ServiceSpec], str]] = {
     "matchmaking": (MatchmakingConfig, lambda: MATCHMAKING, "duelmahjong.v1.MatchmakingService"),
     "table": (TableConfig, lambda: TableServer().spec, "duelmahjong.v1.TableService"),
-    "scoring": (ScoringConfig, lambda: SCORING, "duelmahjong.v1.ScoringService"),
 }
 
 
@@ -58,12 +57,22 @@ async def test_service_comes_up_healthy_and_answers_over_reflection(
     await _check_healthy_reflected_and_measured(runtime, name, full_name)
 
 
-async def test_wallet_comes_up_healthy_on_its_own_database(
-    service_env: dict[str, str], start_service: Any, database_url: str
+# Services that keep data: each on a database of its own, and every gRPC service it offers.
+WITH_DATABASE: dict[str, tuple[type[ServiceConfig], ServiceSpec, tuple[str, ...]]] = {
+    "wallet": (WalletConfig, WALLET, ("duelmahjong.v1.WalletService",)),
+    "scoring": (ScoringConfig, SCORING, ("duelmahjong.v1.ScoringService", "duelmahjong.v1.ArchiveService")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WITH_DATABASE))
+async def test_a_service_that_keeps_data_comes_up_healthy_on_its_own_database(
+    name: str, service_env: dict[str, str], start_service: Any, database_url: str
 ) -> None:
-    config = WalletConfig.from_env({**service_env, "DATABASE_URL": database_url})
-    runtime = await start_service(WALLET, config)
-    await _check_healthy_reflected_and_measured(runtime, "wallet", "duelmahjong.v1.WalletService")
+    config_class, spec, offered = WITH_DATABASE[name]
+    config = config_class.from_env({**service_env, config_class.database_variable(): database_url})
+    runtime = await start_service(spec, config)
+    for full_name in offered:
+        await _check_healthy_reflected_and_measured(runtime, name, full_name)
 
 
 async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_name: str) -> None:
@@ -97,9 +106,10 @@ async def test_a_call_without_a_valid_token_is_unauthenticated(
 
 
 async def test_malformed_request_bytes_get_invalid_argument_with_a_message(
-    service_env: dict[str, str], start_service: Any, issue: Callable[..., Any]
+    service_env: dict[str, str], start_service: Any, database_url: str, issue: Callable[..., Any]
 ) -> None:
-    runtime = await start_service(SCORING, ScoringConfig.from_env(service_env))
+    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         raw = channel.unary_unary("/duelmahjong.v1.ScoringService/EvaluateHand")
         # Field 1, length-delimited, claims 5 bytes and carries 2: not a parseable message.

@@ -29,6 +29,7 @@ def _args(state_file: Path, **addresses: str) -> argparse.Namespace:
 
 async def test_status_reports_each_service_and_fails_unless_all_four_serve(
     service_env: dict[str, str],
+    database_url: str,
     start_service: Any,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -36,7 +37,8 @@ async def test_status_reports_each_service_and_fails_unless_all_four_serve(
 ) -> None:
     for name in SERVICE_NAMES:  # addresses come from flags and the state file here, not the shell
         monkeypatch.delenv(address_variable(name), raising=False)
-    runtime = await start_service(SCORING, ScoringConfig.from_env(service_env))
+    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     nowhere = f"127.0.0.1:{free_port()}"
     state_file = tmp_path / "stack.json"
     StackState(services={"table": ServiceEndpoint(nowhere, "")}).write(state_file)
@@ -50,9 +52,14 @@ async def test_status_reports_each_service_and_fails_unless_all_four_serve(
 
 
 async def test_status_is_zero_when_all_four_serve(
-    service_env: dict[str, str], start_service: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    service_env: dict[str, str],
+    database_url: str,
+    start_service: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    runtime = await start_service(SCORING, ScoringConfig.from_env(service_env))
+    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     # One healthy server standing in for all four is enough to test the verdict.
     address = runtime.server.address
     args = _args(tmp_path / "none.json", wallet=address, matchmaking=address, table=address, scoring=address)

@@ -1,4 +1,5 @@
-"""Bad input never hurts: every RPC of the four services, called with bad input over real gRPC.
+"""Bad input never hurts: every RPC of the four services (the archive scoring serves included), called
+with bad input over real gRPC.
 
 Each service runs as its process runs it (real NATS, Postgres, gRPC). A sweep is a table of calls —
 no token, a forged token, the wrong role, another player's token, empty requests, each field at a
@@ -38,6 +39,8 @@ from hypothesis import strategies as st
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Role
 from duelmahjong.v1 import (
+    archive_pb2,
+    archive_pb2_grpc,
     matchmaking_pb2,
     matchmaking_pb2_grpc,
     play_pb2,
@@ -585,8 +588,11 @@ def scoring_cases() -> list[Case]:
 
 
 @pytest_asyncio.fixture
-async def scoring(start_service: Any, service_env: dict[str, str], issue: Any) -> AsyncIterator[Caller]:
-    runtime = await start_service(SCORING, ScoringConfig.from_env(service_env))
+async def scoring(
+    start_service: Any, service_env: dict[str, str], database_url: str, issue: Any
+) -> AsyncIterator[Caller]:
+    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         tokens = {"me": issue("p-sweep"), "forged": auth.bearer_metadata("not.a.token")}
         yield Caller(channel, scoring_pb2_grpc.ScoringServiceStub(channel), SCORING_NAME, tokens)
@@ -603,6 +609,44 @@ async def test_scoring_refuses_bad_input_and_still_scores(scoring: Caller) -> No
     problems = await scoring.sweep(scoring_cases())
     assert not problems, "\n".join(problems)
     await assert_scoring_works(scoring)
+
+
+def archive_cases() -> list[Case]:
+    A = archive_pb2
+    cases = [
+        case(who, rpc, request, who, UNAUTH)
+        for who in ("nobody", "forged")
+        for rpc, request in (
+            ("ListMatches", A.ListMatchesRequest()),
+            ("GetMatch", A.GetMatchRequest(pairing_id="p-1")),
+            ("GetReplay", A.GetReplayRequest(hand_id="t-1-h1")),
+        )
+    ]
+    for n, text in enumerate(GARBAGE):
+        cases += [
+            case(f"player {n}", "ListMatches", A.ListMatchesRequest(player_id=text), "me", INVALID, OK),
+            case(f"token {n}", "ListMatches", A.ListMatchesRequest(page_token=text), "me", INVALID, OK),
+            case(f"pairing {n}", "GetMatch", A.GetMatchRequest(pairing_id=text), "me", INVALID, MISSING),
+            case(f"hand {n}", "GetReplay", A.GetReplayRequest(hand_id=text), "me", INVALID, MISSING),
+        ]
+    for size in (101, UINT32_MAX):
+        cases.append(case(f"size {size}", "ListMatches", A.ListMatchesRequest(page_size=size), "me", INVALID))
+    return cases + raw_cases(archive_pb2, "ArchiveService", "me")
+
+
+async def test_the_archive_refuses_bad_input_and_still_answers(scoring: Caller) -> None:
+    archive = Caller(
+        scoring.channel,
+        archive_pb2_grpc.ArchiveServiceStub(scoring.channel),
+        "duelmahjong.v1.ArchiveService",
+        scoring.tokens,
+    )
+    problems = await archive.sweep(archive_cases())
+    assert not problems, "\n".join(problems)
+    reply = await archive.stub.ListMatches(
+        archive_pb2.ListMatchesRequest(page_size=100), metadata=scoring.tokens["me"]
+    )
+    assert not reply.matches and not reply.next_page_token  # a player with no hands has an empty history
 
 
 async def test_scoring_fuzzed_hands_get_domain_answers(scoring: Caller) -> None:

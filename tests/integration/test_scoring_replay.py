@@ -422,6 +422,12 @@ def metric(runtime: Any, sample: str) -> float:
     return 0.0
 
 
+@pytest.fixture
+def service_env(service_env: dict[str, str], database_url: str) -> dict[str, str]:
+    """Scoring keeps its archive in a database of its own: this test's."""
+    return {**service_env, "SCORING_DATABASE_URL": database_url}
+
+
 async def start_scoring(start_service: Any, service_env: dict[str, str]) -> Any:
     return await start_service(SCORING, ScoringConfig.from_env(service_env))
 

@@ -86,7 +86,9 @@ async def stack(
         "DRAIN_SECONDS": "1",
     }
     await start_service(table_main.TableServer().spec, TableConfig.from_env(table_env))
-    await start_service(SCORING, ScoringConfig.from_env(service_env))
+    await start_service(
+        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": database_url})
+    )
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()
     players: set[str] = set()

@@ -4,10 +4,13 @@
 // It logs in as a guest, and in each room it is given it queues, negotiates the multiplier (T7) as
 // its seat requires, plays whole hands at the table against the room's house bot and leaves; then it
 // reads its balance and its ledger (ListHistory) and checks that what the Play stream showed of each
-// settlement is what the ledger did. The .proto files are loaded at run time (no generated code).
+// settlement is what the ledger did. With --scoring it then reads its match history (ListMatches) and
+// each table's last hand as a replay (GetReplay) and checks them against what it played and its
+// ledger. The .proto files are loaded at run time (no generated code).
 //
 //   node tests/node/client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM[:CARRY] [--room …]
-//        [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75] [--watch ROOM]
+//        [--scoring HOST:PORT] [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75]
+//        [--watch ROOM]
 //
 // Each --room is played in turn, with its own carry (携带威望) when it names one, else --carry.
 // --watch ROOM: while it plays in ROOM (a watchable room), the client also finds its own table in
@@ -30,12 +33,18 @@ const protoLoader = require('@grpc/proto-loader');
 
 const CALL_SECONDS = 10; // deadline of each unary call
 const LEDGER_WAIT_SECONDS = 15; // how long the wallet may take to apply what a table sent it
+const ARCHIVE_WAIT_SECONDS = 15; // how long scoring may take to archive a hand and its settlement
 
 // --- the contract, loaded from proto/ ---------------------------------------------------------
 
 function loadContract(protoDir) {
   const definition = protoLoader.loadSync(
-    ['duelmahjong/v1/wallet.proto', 'duelmahjong/v1/matchmaking.proto', 'duelmahjong/v1/table.proto'],
+    [
+      'duelmahjong/v1/wallet.proto',
+      'duelmahjong/v1/matchmaking.proto',
+      'duelmahjong/v1/table.proto',
+      'duelmahjong/v1/archive.proto',
+    ],
     {
       includeDirs: [protoDir],
       keepCase: true, // field names exactly as in the .proto files
@@ -100,6 +109,7 @@ class Session {
     const insecure = grpc.credentials.createInsecure();
     this.wallet = new contract.WalletService(args.wallet, insecure);
     this.matchmaking = new contract.MatchmakingService(args.matchmaking, insecure);
+    this.archive = args.scoring ? new contract.ArchiveService(args.scoring, insecure) : null;
     this.playerId = '';
     this.metadata = new grpc.Metadata();
   }
@@ -197,9 +207,22 @@ class Session {
     }
   }
 
+  // Every pairing of this player in the archive (ListMatches, page after page), newest first.
+  async matches() {
+    const matches = [];
+    let pageToken = '';
+    do {
+      const page = await unary(this.archive, 'ListMatches', { page_size: 100, page_token: pageToken }, this.metadata);
+      matches.push(...page.matches);
+      pageToken = page.next_page_token;
+    } while (pageToken);
+    return matches;
+  }
+
   close() {
     this.wallet.close();
     this.matchmaking.close();
+    if (this.archive) this.archive.close();
   }
 }
 
@@ -262,6 +285,7 @@ function playTable(session, ready, room, log) {
       case 'hand_started':
         current = {
           room: room.room_id,
+          table_id: ready.table_id,
           profile: short(room.rules.profile, 'PROFILE_'),
           hand_id: event.hand_started.hand_id,
           number: event.hand_started.hand_number,
@@ -570,12 +594,103 @@ async function watchTable(session, roomId, tableId) {
   });
 }
 
+// --- the archive: match history and replays ------------------------------------------------
+
+function tablesOf(hands) {
+  const tables = new Map(); // table id -> its hands, in order
+  for (const hand of hands) tables.set(hand.table_id, [...(tables.get(hand.table_id) ?? []), hand]);
+  return tables;
+}
+
+function ledgerOfTable(ledger, tableId) {
+  // Every entry of the table's hands, exchanges, items and guesses names the table in its reference.
+  return ledger.filter((entry) => entry.reference.includes(tableId)).reduce((sum, e) => sum + big(e.amount), 0n);
+}
+
+// Until the archive holds every table's hands, settled, with the ledger's figures (or the wait ends).
+async function archivedMatches(session, tables, ledger) {
+  const until = Date.now() + ARCHIVE_WAIT_SECONDS * 1000;
+  for (;;) {
+    const matches = await session.matches();
+    const byTable = new Map(matches.map((m) => [m.table_id, m]));
+    const ready = [...tables].every(
+      ([tableId, played]) =>
+        byTable.get(tableId)?.hands === played.length &&
+        big(byTable.get(tableId).prestige_moved) === ledgerOfTable(ledger, tableId),
+    );
+    if (ready || Date.now() > until) return byTable;
+    await sleep(200);
+  }
+}
+
+async function checkArchive(session, hands, ledger, log) {
+  const problems = [];
+  const tables = tablesOf(hands);
+  const byTable = await archivedMatches(session, tables, ledger);
+  for (const [tableId, played] of tables) {
+    const where = `archive ${played[0].room} ${tableId}`;
+    const match = byTable.get(tableId);
+    if (!match) {
+      problems.push(`${where}: ListMatches does not list the table`);
+      continue;
+    }
+    if (match.room_id !== played[0].room) problems.push(`${where}: room ${match.room_id}`);
+    if (match.profile !== `PROFILE_${played[0].profile.toUpperCase()}`) problems.push(`${where}: profile ${match.profile}`);
+    if (match.player.player_id !== session.playerId || match.player.seat !== played[0].seat)
+      problems.push(`${where}: the player is ${match.player.player_id} in seat ${match.player.seat}`);
+    if (!match.opponent_is_bot) problems.push(`${where}: the house bot opponent ${match.opponent.player_id} is not marked a bot`);
+    if (match.hands !== played.length) problems.push(`${where}: ${match.hands} hands archived, ${played.length} played`);
+    const outcomes = played.map((hand) => short(hand.revealed?.outcome, 'HAND_OUTCOME_'));
+    const won = played.filter((h) => h.revealed?.outcome === 'HAND_OUTCOME_WIN' && h.revealed.winner === h.seat).length;
+    const drawn = outcomes.filter((o) => o === 'drawn').length;
+    if (match.hands_won !== won || match.hands_drawn !== drawn)
+      problems.push(`${where}: won ${match.hands_won} drawn ${match.hands_drawn}, the stream showed ${won} and ${drawn}`);
+    const moved = ledgerOfTable(ledger, tableId);
+    if (big(match.prestige_moved) !== moved) problems.push(`${where}: prestige moved ${match.prestige_moved}, the ledger ${moved}`);
+    if (!['MATCH_RESULT_WON', 'MATCH_RESULT_LOST', 'MATCH_RESULT_EVEN'].includes(match.result))
+      problems.push(`${where}: result ${match.result}`);
+    if (!match.started_at || big(match.last_hand_at?.seconds) < big(match.started_at.seconds))
+      problems.push(`${where}: started ${JSON.stringify(match.started_at)}, last hand ${JSON.stringify(match.last_hand_at)}`);
+
+    const last = played[played.length - 1];
+    const reply = await unary(session.archive, 'GetReplay', { hand_id: last.hand_id }, session.metadata);
+    const replay = reply.replay;
+    const steps = replay.steps;
+    const final = steps.length ? steps[steps.length - 1] : null;
+    if (replay.hand_id !== last.hand_id || replay.table_id !== tableId || replay.pairing_id !== match.pairing_id)
+      problems.push(`${where}: the replay is of ${replay.hand_id} at ${replay.table_id}`);
+    if (replay.result?.hand_id !== last.hand_id || replay.result.outcome !== `ARCHIVED_OUTCOME_${last.revealed ? { win: 'WIN', drawn: 'DRAWN', escape: 'ESCAPE' }[short(last.revealed.outcome, 'HAND_OUTCOME_')] : 'VOID'}`)
+      problems.push(`${where}: the replay's result is ${JSON.stringify(replay.result?.outcome)}`);
+    if (final?.kind !== 'event' || final.event.first_seat?.kind !== 'hand_revealed')
+      problems.push(`${where}: the replay's last step is ${final?.kind} ${final?.event?.first_seat?.kind}, not hand_revealed`);
+    else if (!final.state.seats.every((s) => s.concealed || s.melds.length))
+      problems.push(`${where}: the replay's last state hides a hand`);
+    if (replay.fairness?.seed?.length !== 8 || replay.fairness.commitment.length !== 32)
+      problems.push(`${where}: the replay's fairness proof has a ${replay.fairness?.seed?.length}-byte seed`);
+    if (replay.deal?.dealt?.length !== 2 || !replay.deal.dealt.every((seat) => seat.concealed))
+      problems.push(`${where}: the replay's deal does not show both hands`);
+    log(
+      `${where}: ${match.hands} hands (won ${match.hands_won}, lost ${match.hands_lost}, drawn ${match.hands_drawn}), ` +
+        `prestige moved ${match.prestige_moved}, ${short(match.result, 'MATCH_RESULT_')}; replay of ${last.hand_id}: ` +
+        `${steps.length} steps ending in ${final?.event?.first_seat?.kind}`,
+    );
+  }
+  try {
+    await unary(session.archive, 'GetReplay', { hand_id: 'no-such-table-h1' }, session.metadata);
+    problems.push('GetReplay of an unknown hand answered');
+  } catch (err) {
+    if (!String(err.message).includes('NOT_FOUND')) problems.push(`GetReplay of an unknown hand: ${err.message}`);
+  }
+  return problems;
+}
+
 // --- main ------------------------------------------------------------------------------------
 
 function parseArgs(argv) {
   const args = {
     wallet: '',
     matchmaking: '',
+    scoring: '',
     rooms: [],
     hands: 2,
     carry: 500,
@@ -594,6 +709,7 @@ function parseArgs(argv) {
     switch (flag) {
       case '--wallet': args.wallet = value; break;
       case '--matchmaking': args.matchmaking = value; break;
+      case '--scoring': args.scoring = value; break;
       case '--room': args.rooms.push(value); break;
       case '--hands': args.hands = Number(value); break;
       case '--carry': args.carry = Number(value); break;
@@ -678,6 +794,10 @@ async function main() {
     for (const line of ratings.lines) console.log(`  ${line}`);
     problems.push(...ratings.problems);
     console.log(`balance ${start.balance} -> ${balance.balance} (held ${balance.held}); ${ledger.length} ledger entries`);
+    if (session.archive) {
+      console.log('match history and replays (ArchiveService):');
+      problems.push(...(await checkArchive(session, hands, ledger, log)));
+    }
     if (problems.length) {
       console.log(`node client: FAILED: ${problems.length} mismatch(es) between the stream and the ledger:`);
       for (const problem of problems) console.log(`  - ${problem}`);

@@ -317,10 +317,10 @@ def _with_text(message_class: Any, path: str, text: str) -> Message:
 
 
 def _request_classes() -> list[Any]:
-    from duelmahjong.v1 import matchmaking_pb2, scoring_pb2, table_pb2, wallet_pb2
+    from duelmahjong.v1 import archive_pb2, matchmaking_pb2, scoring_pb2, table_pb2, wallet_pb2
 
     classes = []
-    for module in (wallet_pb2, table_pb2, matchmaking_pb2, scoring_pb2):
+    for module in (wallet_pb2, table_pb2, matchmaking_pb2, scoring_pb2, archive_pb2):
         for service in module.DESCRIPTOR.services_by_name.values():
             for method in service.methods:
                 classes.append(message_factory.GetMessageClass(method.input_type))

@@ -25,13 +25,13 @@ do the same for a private table (docs/protocol.md "Private tables")::
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from types import TracebackType
 from typing import Any
 
 import grpc
 import grpc.aio
 
-from duelmahjong.client.play import MatchPlan, PlayOutcome, Watcher, play_table
+from duelmahjong.client.closing import Closing
+from duelmahjong.client.play import BreakWatcher, MatchPlan, PlayOutcome, Watcher, play_table
 from duelmahjong.client.policy import Policy
 from duelmahjong.client.spectate import watch_table
 from duelmahjong.platform.auth import bearer_metadata
@@ -45,7 +45,7 @@ class QueueEnded(Exception):
     """The queue entry ended without a table (expired, cancelled, declined)."""
 
 
-class DuelClient:
+class DuelClient(Closing):
     def __init__(self, *, wallet: str, matchmaking: str) -> None:
         self._wallet_channel = grpc.aio.insecure_channel(wallet)
         self._mm_channel = grpc.aio.insecure_channel(matchmaking)
@@ -54,14 +54,6 @@ class DuelClient:
         self.player_id = ""
         self.display_name = ""
         self.token = ""
-
-    async def __aenter__(self) -> DuelClient:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self._wallet_channel.close()
@@ -196,11 +188,20 @@ class DuelClient:
         plan: MatchPlan | None = None,
         *,
         watch: Watcher | None = None,
+        on_break: BreakWatcher | None = None,
+        stream_seconds: float = 600.0,
     ) -> PlayOutcome:
         """Play at the table of ``ready`` until the table ends (see :func:`play_table`), following it
         to wherever matchmaking says it is served should its stream break."""
         return await play_table(
-            ready, self.metadata, policy, plan or MatchPlan(), watch=watch, locate=self.locate_table
+            ready,
+            self.metadata,
+            policy,
+            plan or MatchPlan(),
+            watch=watch,
+            locate=self.locate_table,
+            on_break=on_break,
+            stream_seconds=stream_seconds,
         )
 
     async def locate_table(self, table_id: str) -> mm.LocateTableResponse:

@@ -32,6 +32,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext, api
 
+from duelmahjong.platform.db import database_unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
@@ -318,6 +319,11 @@ class Bus:
             if isinstance(err, (*_TRANSIENT_ERRORS, TimeoutError)):  # NATS reconnecting, a stream electing
                 _log.warning(
                     "event handler met NATS away; will be redelivered",
+                    extra={"fields": {**fields, "error": repr(err)}},
+                )
+            elif database_unavailable(err):  # Postgres restarting: the redelivery finds it back
+                _log.warning(
+                    "event handler met the database away; will be redelivered",
                     extra={"fields": {**fields, "error": repr(err)}},
                 )
             else:

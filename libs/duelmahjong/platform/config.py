@@ -118,7 +118,8 @@ class ServiceConfig:
             )
         if self.REQUIRES_DATABASE and not self.database_url:
             problems.append(
-                f"DATABASE_URL is required: the {self.service_name} service keeps data in Postgres"
+                f"{self.database_variable()} is required: the {self.service_name} service keeps data "
+                "in Postgres"
             )
         return problems
 
@@ -137,6 +138,11 @@ class ServiceConfig:
             for name in names
             if getattr(self, name) <= 0
         ]
+
+    @classmethod
+    def database_variable(cls) -> str:
+        """The variable of this service's database URL (``DATABASE_URL`` unless it names its own)."""
+        return cls._env("database_url")
 
     @classmethod
     def _env(cls, name: str) -> str:

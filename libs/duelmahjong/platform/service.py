@@ -18,11 +18,12 @@ what to close at the end — and calls :func:`run`::
         return run(MatchmakingConfig, SPEC)
 
 :func:`run` reads the config (exit 2 with a readable message when it is wrong), sets up JSON logs,
-serves ``/metrics``, connects to NATS (when ``NATS_URL`` is set) and Postgres (when ``DATABASE_URL``
-is set; migrations applied under the advisory lock), calls ``wire``, starts gRPC (health SERVING) and
-waits for SIGTERM/SIGINT. Stopping: health NOT_SERVING, in-flight RPCs get the grace period,
-background tasks are cancelled, the ``on_close`` callbacks awaited, NATS is drained, the pool
-closed. A background task that crashes stops the service (exit 1) rather than leaving it half alive.
+serves ``/metrics``, connects to NATS (when ``NATS_URL`` is set) and Postgres (when its database URL
+is set: ``DATABASE_URL``, or the variable its config names; migrations applied under the advisory
+lock), calls ``wire``, starts gRPC (health SERVING) and waits for SIGTERM/SIGINT. Stopping: health
+NOT_SERVING, in-flight RPCs get the grace period, background tasks are cancelled, the ``on_close``
+callbacks awaited, NATS is drained, the pool closed. A background task that crashes stops the service
+(exit 1) rather than leaving it half alive.
 """
 
 from __future__ import annotations
@@ -109,9 +110,8 @@ class ServiceRuntime(Generic[ConfigT]):
 
     def require_db(self) -> asyncpg.Pool:
         if self.db is None:
-            raise ConfigError(
-                [f"DATABASE_URL is required: {self.config.service_name} keeps data in Postgres"]
-            )
+            variable = self.config.database_variable()
+            raise ConfigError([f"{variable} is required: {self.config.service_name} keeps data in Postgres"])
         return self.db
 
     async def cancel_background(self, *, within: float = 10.0) -> None:

@@ -35,7 +35,14 @@ from duelmahjong.platform import db
 from duelmahjong.platform.db import MigrationError
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError, free_port
 from duelmahjong.platform.grpc_server import wait_until_serving
-from duelmahjong.platform.stackfile import SERVICE_NAMES, ServiceEndpoint, StackState, address_variable
+from duelmahjong.platform.stackfile import (
+    DATABASE_VARIABLES,
+    SERVICE_NAMES,
+    ServiceEndpoint,
+    StackState,
+    address_variable,
+    database_variable,
+)
 
 HOST = "127.0.0.1"
 # Settings the local stack gives its services unless the environment sets them: it serves one machine,
@@ -188,7 +195,8 @@ class Stack:
             "GRPC_HOST": HOST,
             **{address_variable(name): f"{HOST}:{ports[name][0]}" for name in self.services},
         }
-        common.pop("DATABASE_URL", None)  # each service gets its own database, or none
+        for variable in {"DATABASE_URL", *DATABASE_VARIABLES.values()}:
+            common.pop(variable, None)  # each service gets its own database, or none
         logs_dir = self.data_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
         for service in self.services:
@@ -196,7 +204,7 @@ class Stack:
                 grpc_port, metrics_port = ports[name]
                 env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
                 if service in database_urls:
-                    env["DATABASE_URL"] = database_urls[service]
+                    env[database_variable(service)] = database_urls[service]
                 if service == "table" and name != "table":  # several servers: each its own id
                     env["SERVER_ID"] = name
                 log = logs_dir / f"{name}.log"

@@ -22,6 +22,16 @@ SERVICE_NAMES = ("wallet", "matchmaking", "table", "scoring")
 DEFAULT_STATE_FILE = Path(".local") / "stack.json"
 
 
+# The variable each service that keeps data reads its database URL from (its config's
+# ``database_url`` setting): the wallet's ledger, scoring's archive.
+DATABASE_VARIABLES = {"wallet": "DATABASE_URL", "scoring": "SCORING_DATABASE_URL"}
+
+
+def database_variable(service: str) -> str:
+    """The environment variable holding a service's own database URL."""
+    return DATABASE_VARIABLES.get(service, "DATABASE_URL")
+
+
 def address_variable(service: str) -> str:
     """The environment variable holding a service's gRPC address: ``WALLET_ADDRESS``…"""
     return f"{service.upper()}_ADDRESS"

@@ -144,6 +144,7 @@ async def stack(
     start_matchmaking: Callable[..., Any],
     start_service: Callable[..., Any],
     service_env: dict[str, str],
+    database_url: str,
     table_server: Any,
     bus: Bus,
     kit: SimpleNamespace,
@@ -151,7 +152,9 @@ async def stack(
     """Wallet, matchmaking, scoring and the table server; the wallet reads a private copy of the event
     subjects (tests share one NATS), so what it consumes is relayed to it and its answers back."""
     wallet, matchmaking = await start_matchmaking(ROOMS)
-    await start_service(SCORING, ScoringConfig.from_env(service_env))
+    await start_service(
+        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": database_url})
+    )
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()
 
