@@ -1,7 +1,9 @@
 """Private tables on the whole stack (four service processes, embedded NATS and Postgres): a player
 opens a private table in a watchable duel room and gets a code; a friend joins with it as typed by a
 person (lower case, a space); they negotiate T7 and play a hand with the client library's bot policy.
-The table is never listed for spectators and Watch refuses it. A wrong code is NOT_FOUND saying so;
+The table is never listed for spectators and Watch refuses it; the archive serves its hand to its two
+players only (a third player's GetReplay is PERMISSION_DENIED, their ListMatches of either player
+leaves it out). A wrong code is NOT_FOUND saying so;
 an unused code of a room with a short ticket expires, ending the opener's stream with Expired and
 giving the held carry back."""
 
@@ -16,6 +18,7 @@ import grpc
 import grpc.aio
 import pytest
 
+from duelmahjong.client.history import MatchHistory
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
@@ -90,7 +93,8 @@ async def test_a_friend_joins_by_code_they_negotiate_and_play_and_nobody_else_se
             assert [(m.private_table, m.opponent_player_id, m.opponent_is_bot) for m in matched] == [
                 (True, opponent, False)
             ]
-            assert any(u.HasField("negotiation") for u in updates)  # duel: T7 as usual
+            agreed = [u.negotiation for u in updates if u.HasField("negotiation")]
+            assert (agreed[-1].state, agreed[-1].multiplier) == (mm.NEGOTIATION_STATE_ACCEPTED, 2)  # T7
         assert ready_host.table_id == ready_friend.table_id
 
         plays = [
@@ -108,12 +112,47 @@ async def test_a_friend_joins_by_code_they_negotiate_and_play_and_nobody_else_se
         assert "private table" in (refused.value.details() or "")
         outcomes = await asyncio.wait_for(asyncio.gather(*plays), 180)
         assert [o.hands_settled for o in outcomes] == [1, 1], [o.ended_reason for o in outcomes]
-        assert all(s.settlement.multipliers.negotiated == 2 for s in outcomes[0].settlements)
+        assert [s.settlement.multipliers.negotiated for s in outcomes[0].settlements] == [2]
         assert await stranger.live_tables(DUEL["room_id"]) == []
+        await _archived_for_its_players_only(
+            stack, (host, friend), stranger, ready_host.table_id, outcomes[0]
+        )
         print(f"\nprivate table {ready_host.table_id} joined with {typed!r}: 1 hand at 2×, never listed")
     finally:
         for client in clients:
             await client.close()
+
+
+async def _archived_for_its_players_only(
+    stack: StackState,
+    players: tuple[DuelClient, DuelClient],
+    stranger: DuelClient,
+    table_id: str,
+    played: Any,
+) -> None:
+    """The archive serves the private table's hand to its two players and to nobody else."""
+    scoring = stack.services["scoring"].grpc
+    (hand_id,) = played.hand_ids
+    for player in players:
+        async with MatchHistory(scoring=scoring, token=player.token) as history:
+            for _ in range(150):  # scoring archives the hand a moment after it ended
+                mine = [m for m in await history.all_matches() if m.table_id == table_id]
+                if mine:
+                    break
+                await asyncio.sleep(0.2)
+            assert [m.private_table for m in mine] == [True]
+            assert (await history.replay(hand_id)).hand_id == hand_id
+    async with MatchHistory(scoring=scoring, token=stranger.token) as history:
+        for player in players:
+            theirs = await history.all_matches(player.player_id)
+            assert table_id not in [m.table_id for m in theirs]
+        with pytest.raises(grpc.aio.AioRpcError) as replay:
+            await history.replay(hand_id)
+        assert replay.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "private table" in (replay.value.details() or "")
+        with pytest.raises(grpc.aio.AioRpcError) as match:
+            await history.match(mine[0].pairing_id)
+        assert match.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 async def test_a_wrong_code_is_not_found_and_an_unused_one_expires_with_the_hold_released(
