@@ -15,7 +15,9 @@ from duelmahjong.platform.errors import (
     RateLimited,
 )
 from duelmahjong.platform.ratelimit import RateLimiter
+from duelmahjong.v1 import rules_pb2
 from services.matchmaking import codes, updates
+from services.matchmaking.api import queue_update
 from services.matchmaking.bots import BotPool
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
@@ -222,3 +224,13 @@ async def test_code_guesses_are_rate_limited_per_player() -> None:
         await mm.join_private("bo", _code(opener), 200)
     clock.now += 10
     assert (await mm.join_private("bo", opener.private_code, 200)).pairing is opener.pairing
+
+
+async def test_the_code_and_the_private_match_go_on_the_wire_as_the_contract_says() -> None:
+    code = queue_update(updates.PrivateCode("ABC234", "r", 60), now=1000.0)
+    assert code.WhichOneof("kind") == "private_code"
+    assert (code.private_code.code, code.private_code.room_id) == ("ABC234", "r")
+    assert code.private_code.expires_at.ToSeconds() == 1060
+    matched = queue_update(updates.Matched("p-1", 1, "ana", False, "Ana", private_table=True), now=0.0)
+    assert matched.matched.private_table and matched.matched.seat == rules_pb2.SEAT_SECOND
+    assert not queue_update(updates.Matched("p-2", 0, "bo", False, "Bo"), now=0.0).matched.private_table
