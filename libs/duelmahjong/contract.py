@@ -35,6 +35,8 @@ def enum_words(enum: EnumDescriptor, prefix: str) -> dict[int, str]:
 
 # The rules' words → the contract's enums, and (``*_WORDS``) back, for reading a message.
 PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
+# RoomRules.claim_window_ms: the longest claim window a room may set; a minute is far beyond a decision.
+MAX_CLAIM_WINDOW_MS = 60_000
 WINDS = dict(
     zip(
         WIND_NAMES,

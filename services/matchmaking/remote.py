@@ -73,6 +73,7 @@ def room_rules(room: Room) -> rules_pb2.RoomRules:
         reconnect_grace_millis=room.reconnect_grace_millis,
         watchable=room.watchable,
         spectate_delay_seconds=room.spectate_delay,
+        claim_window_ms=room.claim_window_ms,
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from duelmahjong.contract import MAX_CLAIM_WINDOW_MS
 from duelmahjong.engine.errors import SettingsError
 from duelmahjong.engine.settings import RoomSettings
 
@@ -58,6 +59,9 @@ class Room:
     decision_millis: int = 15000  # T11
     time_bank_millis: int = 30000  # T11
     reconnect_grace_millis: int = 60000  # T10
+    # Claim timing that leaks nothing (docs/protocol.md "Claim windows"): every discard holds the next
+    # draw this long; 0 = none.
+    claim_window_ms: int = 0
     # Queue: a ticket expires after this long unpaired; bot fill after bot_fill_seconds (0 = never).
     ticket_seconds: float = 300.0
     bot_fill_seconds: float = 0.0
@@ -99,6 +103,11 @@ class Room:
             problems.append(f"carry range {self.carry_min}..{self.carry_max} must satisfy 0 < min <= max")
         if self.decision_millis <= 0 or self.time_bank_millis < 0 or self.reconnect_grace_millis < 0:
             problems.append("decision_millis must be positive, time bank and reconnect grace not negative")
+        window = self.claim_window_ms
+        if not isinstance(window, int) or isinstance(window, bool) or not 0 <= window <= MAX_CLAIM_WINDOW_MS:
+            problems.append(
+                f"claim_window_ms must be a whole number 0..{MAX_CLAIM_WINDOW_MS} (0 = none), got {window!r}"
+            )
         if self.ticket_seconds <= 0 or self.negotiation_seconds <= 0 or self.bot_fill_seconds < 0:
             problems.append("ticket_seconds and negotiation_seconds must be positive, bot_fill_seconds >= 0")
         if not 0 <= self.spectate_delay_seconds <= MAX_SPECTATE_DELAY_SECONDS:

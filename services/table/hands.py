@@ -9,6 +9,7 @@ table's :class:`~services.table.ports.TableEvents`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 
 from duelmahjong.engine import actions as A
@@ -19,7 +20,7 @@ from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
 from duelmahjong.views import items, seat_events
-from services.table import records, results
+from services.table import claim_window, records, results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
@@ -41,6 +42,9 @@ class HandCycle:
         self._host = host
         self._events = events
         self._settlements = settlements
+        # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
+        # are shown: (the hand_ended event, if the step ended the hand).
+        self._held_step: tuple[Event | None] | None = None
 
     async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
         """Apply one legal action: write its records ahead, then show its events, then what follows.
@@ -55,12 +59,25 @@ class HandCycle:
         if seat.bank != bank:
             leading.insert(0, records.time_bank(action.seat, seat.bank))
         sent = await self._out.publish(leading, events)
+        if self._state.windows is not None and self._state.windows.open:
+            # The seats' streams take the opener before this task builds what follows it (the
+            # opponent's decision view when it has an option): else the discard itself would reach
+            # the discarder later when the opponent can claim it.
+            await asyncio.sleep(0)
         await self._charges(sent)
         if self._host.metrics is not None:
             self._host.metrics.action_applied(action.kind, origin)
             if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
                 self._host.metrics.escapes.inc()
         ended = next((e for e in events if e.kind == "hand_ended"), None)
+        if self._state.holding():
+            if ended is not None or self._held_step is None:
+                self._held_step = (ended,)
+            return
+        await self._go_on(ended)
+
+    async def _go_on(self, ended: Event | None) -> None:
+        """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
             await self.hand_over((ended.public or {})["result"])
         elif self._state.engine.phase != CLOSED:
@@ -90,6 +107,8 @@ class HandCycle:
 
     def offer_decisions(self) -> None:
         now, sequence = self._host.now(), self._state.last_event_sequence()
+        windows = self._state.windows
+        window_end = windows.deciding_until() if windows is not None else None
         fresh = []
         for seat, state in enumerate(self._state.seats):
             if self._state.deciding(seat):
@@ -97,6 +116,8 @@ class HandCycle:
                 # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
                 if state.offer(now, sequence):
                     fresh.append(seat)
+                    if window_end is not None and windows is not None:
+                        state.window_until = window_end - claim_window.answer_margin(windows.seconds)
             else:
                 state.no_decision()
         # Only a seat with a new decision gets a view (with its legal actions): the events already told
@@ -107,6 +128,8 @@ class HandCycle:
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             return self._state.opened_at + self._host.join_seconds
         times = [t for t in (self._state.deadline(0), self._state.deadline(1)) if t is not None]
+        if self._state.windows is not None and self._state.windows.open:
+            times.append(self._state.windows.open[0].ends_at)
         times += [
             s.left_at + self._state.grace
             for s in self._state.seats
@@ -116,6 +139,9 @@ class HandCycle:
 
     async def on_clock(self) -> None:
         now = self._host.now()
+        if self._out.release(now) and self._held_step is not None and not self._state.holding():
+            (ended,), self._held_step = self._held_step, None
+            await self._go_on(ended)
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             if now >= self._state.opened_at + self._host.join_seconds:
                 self._state.ending("a seat never joined the table")  # nobody played
@@ -136,7 +162,15 @@ class HandCycle:
                 continue
             if self._host.metrics is not None:
                 self._host.metrics.timeouts.inc()
-            if self._state.between:
+            if state.window_until is not None:
+                # A claim window not answered in time is passed, connected or not: no 托管 and no bank
+                # spent, which both seats would be shown (the window's length is the room's, not T11's).
+                default = self._state.engine.default_action(seat)
+                if default is not None:
+                    await self.apply(default, "timeout")
+                else:  # the decision went with the hand (the other seat left inside the window)
+                    state.no_decision()
+            elif self._state.between:
                 await self.between_hands(seat, "leave", origin="timeout")
             elif not state.connected:
                 # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
@@ -197,6 +231,8 @@ class HandCycle:
         Being this server's first record on the log, it fences the log at once: a former owner that
         was only paused, and resumes with a timer due, finds its next append refused instead of
         playing on a table it no longer owns."""
+        if self._state.holding():  # the log stopped inside a claim window (rebuild reopened it)
+            self._held_step = (None,)
         if not self._state.ended():
             for seat in (0, 1):
                 auto_play = self._state.seats[seat].auto_play

@@ -21,7 +21,6 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from duelmahjong.engine import actions as A
 from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
@@ -204,7 +203,7 @@ class LiveTable:
         if item.reply is not None:
             if not item.reply.done():
                 # A spectator's view (no seat): seat 0's would show its own open claim window.
-                view = seat_views.seat_view(self.state.engine, -1, self.state.facts(), None)
+                view = seat_views.seat_view(self.state.shown_engine(), -1, self.state.facts(), None)
                 item.reply.set_result(
                     table_pb2.GetTableStatusResponse(status=self.state.status, state=view.table)
                 )
@@ -246,8 +245,9 @@ class LiveTable:
             # T6: chosen before the first deal; without the item it is simply not used.
             state.grand_shift = self.state.item_counts[session.seat].get(items.GRAND_SHIFT, 0) > 0
         facts = self.state.facts()
+        shown_up_to = self.state.shown_sequence()  # a claim window's held events follow when it ends
         for shown in self.state.log.events:  # T10: resume from the last event the client saw
-            if shown.sequence > last_seen:
+            if last_seen < shown.sequence <= shown_up_to:
                 session.send(self._out.response(shown, session.seat, facts))
         if returning:
             seat = session.seat
@@ -268,7 +268,7 @@ class LiveTable:
             await self._hands.between_hands(seat, which, request=request)
             return
         legal = self.state.engine.legal_actions(seat)
-        deciding = any(a.kind != A.LEAVE for a in legal)
+        deciding = self.state.deciding(seat)  # nobody decides while a claim window holds events
         if which != "leave":
             if self.state.status != table_pb2.TABLE_STATUS_PLAYING or not deciding:
                 self._out.reject(

@@ -19,6 +19,7 @@ from duelmahjong.v1 import play_pb2, table_pb2
 from duelmahjong.views import codec, items
 from duelmahjong.views.seat_events import NO_NOTE, Narrator, Note
 from duelmahjong.views.seat_views import TableFacts
+from services.table.claim_window import Windows
 from services.table.ports import OpenRequest
 from services.table.seats import SeatState
 
@@ -84,10 +85,16 @@ class LiveState:
     log: EventLog = field(default_factory=EventLog)
     narrator: Narrator = field(default_factory=Narrator)
     news: Bell = field(default_factory=Bell)  # rung when more is shown, and when the table stops here
+    # RoomRules.claim_window_ms: what follows a discard is shown when its window ends (None: at once).
+    windows: Windows[Shown] | None = None
+    # Where the log's last engine step starts: (engine events, events shown) before it. Set by
+    # services/table/rebuild.py: what a claim window open when the log stopped holds again.
+    last_step: tuple[int, int] = (0, 0)
 
     @classmethod
     def opened(cls, request: OpenRequest) -> LiveState:
         settings = codec.room_settings(request.rules, request.negotiated)
+        window = request.rules.claim_window_ms / 1000
         return cls(
             request=request,
             settings=settings,
@@ -95,6 +102,7 @@ class LiveState:
             seats=[SeatState(request.players[0]), SeatState(request.players[1])],
             item_counts=[items.seat_counts(player, request.rules) for player in request.players],
             grace=(request.rules.reconnect_grace_millis / 1000) or DEFAULT_GRACE_SECONDS,
+            windows=Windows(window, Table(settings)) if window else None,
         )
 
     @property
@@ -104,7 +112,25 @@ class LiveState:
     def last_event_sequence(self) -> int:
         return self.log.events[-1].sequence if self.log.events else 0
 
+    def holding(self) -> bool:
+        """Events are held for a claim window (:mod:`services.table.claim_window`): nobody decides."""
+        return self.windows is not None and self.windows.holding()
+
+    def shown_sequence(self) -> int:
+        """The last sequence the seats were sent (a claim window may hold later ones)."""
+        if self.windows is not None:
+            window = next((w for w in self.windows.open if w.held), None)
+            if window is not None:
+                return window.held[0][0].sequence - 1
+        return self.last_event_sequence()
+
+    def shown_engine(self) -> Table:
+        """The engine as the seats were last shown it: what every view is built from."""
+        return self.engine if self.windows is None else self.windows.shown_table(self.engine)
+
     def deciding(self, seat: int) -> bool:
+        if self.holding():
+            return False
         return any(a.kind != A.LEAVE for a in self.engine.legal_actions(seat))
 
     def deadline(self, seat: int) -> float | None:
@@ -134,7 +160,7 @@ class LiveState:
             players=self.request.players,
             connected=(self.seats[0].connected, self.seats[1].connected),
             fan_rate=self.request.rules.fan_rate,
-            sequence=self.last_event_sequence(),
+            sequence=self.shown_sequence(),
             items=(self.item_counts[0], self.item_counts[1]),
             negotiated=self.engine.state.settings.negotiated_multiplier,
             rules=self.request.rules,

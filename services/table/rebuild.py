@@ -20,6 +20,8 @@ What a rebuilt table does NOT restore, and why:
   says), between hands the continue-or-leave decision too, and a table still waiting for its seats
   waits its whole join time again. No seat is timed out or auto-played for the time the server was
   dead; a seat already in 托管 stays in it.
+- Claim windows (``RoomRules.claim_window_ms``): a log that stops inside one opens it again, whole, from
+  ``now``, and holds again what the log's last step did after its discard (``_reopen_window``).
 - What a seat asked for at its first attach, before the first deal (乾坤大挪移 for the first hand): a
   table waiting for its seats has written nothing about them, and each seat says it again when it
   attaches to the rebuilt table.
@@ -36,7 +38,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
 from duelmahjong.views import codec, items
-from services.table import records
+from services.table import claim_window, records
 from services.table.live_state import LiveState, Shown
 
 
@@ -61,12 +63,14 @@ def rebuild(log: Sequence[events_pb2.TableEventAppended], now: float = 0.0) -> L
     if state.status != table_pb2.TABLE_STATUS_WAITING:
         for seat in state.seats:  # every seat is away: held for its grace from now (T10)
             seat.ever_attached, seat.left_at = True, now
+    _reopen_window(state, now)
     return state
 
 
 def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
     """One step of the table, as its live task took it (:mod:`services.table.hands`)."""
     engine = state.engine
+    before = (len(engine.events), len(state.log.events))
     acted = -1
     dealt = False
     shown: list[Shown] = []
@@ -104,6 +108,8 @@ def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
         note = state.narrator.note(item.event, item.sequence, engine.state)
         shown[index] = Shown(item.sequence, item.event, note=note, at=item.at)
     state.log.events.extend(shown)
+    if len(engine.events) > before[0]:
+        state.last_step = before
     sent = [(item.sequence, item.event) for item in shown if item.event is not None]
     if dealt:
         _dealt(state, sent, now)
@@ -160,3 +166,45 @@ def _table_event(state: LiveState, event: play_pb2.SeatEvent, now: float) -> Non
                 seat.continuing = False
     elif which == "table_ended":
         state.ending(event.table_ended.reason)
+
+
+def _reopen_window(state: LiveState, now: float) -> None:
+    """A log that stops inside a claim window (services/table/claim_window.py) opens it again, whole,
+    from ``now``: what the log's last engine step did after its first opener is held again (the old
+    server may not have shown it; a seat that saw it is shown it again when the window ends), and a
+    seat deciding in the window decides in it, not on T11's clock."""
+    windows, engine = state.windows, state.engine
+    if windows is None or state.status != table_pb2.TABLE_STATUS_PLAYING:
+        return
+    engine_start, shown_start = state.last_step
+    ready = engine.state.ready
+    events = engine.events
+    opener = next((i for i in range(engine_start, len(events)) if claim_window.opens(events[i], ready)), None)
+    windows.shown_events = len(events) if opener is None else opener + 1
+    windows.catch_up(engine)
+    if opener is None:
+        return
+    windows.open_after(now)
+    log = state.log.events[shown_start:]
+    shown = {id(item.event): item for item in log if item.event is not None}
+    for index in range(opener + 1, len(events)):
+        windows.answered(events[index])
+        if not windows.open:  # a claim or a win: the old server showed it at once
+            windows.shown_events = index + 1
+            continue
+        windows.open[-1].moved = True
+        item = shown.get(id(events[index]))
+        if item is not None:
+            windows.open[-1].held.append((item, index + 1))
+        if claim_window.opens(events[index], ready):
+            windows.open_after(now)
+    windows.catch_up(engine)
+    holding = windows.holding_window()
+    if holding is not None:  # the table's own events since (an earlier adoption's) follow them
+        holding.held.extend((item, 0) for item in log if item.made is not None)
+    window_end = windows.deciding_until()
+    for seat in state.seats:
+        if holding is not None:
+            seat.no_decision()  # offered when the window ends
+        elif window_end is not None and seat.decision_since is not None:
+            seat.window_until = window_end - claim_window.answer_margin(windows.seconds)

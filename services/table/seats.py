@@ -127,6 +127,8 @@ class SeatState:
     auto_play: bool = False  # T10 托管: away and past a deadline; the bot plays at once until it returns
     decision_since: float | None = None  # T11: when the pending decision was offered
     decision_sequence: int = 0  # the sequence that decision follows (older actions are stale)
+    # A claim window's decision (services/table/claim_window.py): answered by this time, bank untouched.
+    window_until: float | None = None
     bank: float = 0.0  # T11: what is left of this hand's time bank
     continuing: bool = False  # between hands: this seat chose to play on
     grand_shift: bool = False  # T6: 乾坤大挪移 chosen for the next deal
@@ -136,7 +138,7 @@ class SeatState:
         return self.session is not None
 
     def new_hand(self, bank: float) -> None:
-        self.bank, self.continuing, self.decision_since = bank, False, None
+        self.bank, self.continuing, self.decision_since, self.window_until = bank, False, None, None
 
     def offer(self, now: float, sequence: int) -> bool:
         """A decision is pending: start its clock unless one is running. True if it is a new one."""
@@ -146,11 +148,14 @@ class SeatState:
         return True
 
     def no_decision(self) -> None:
-        self.decision_since = None
+        self.decision_since = self.window_until = None
 
     def spend(self, now: float, decision_seconds: float) -> None:
-        """The seat decided: time beyond the per-decision allowance comes off the bank (T11)."""
-        if self.decision_since is not None:
+        """The seat decided: time beyond the per-decision allowance comes off the bank (T11); a claim
+        window's decision has its own fixed time and spends none."""
+        if self.window_until is not None:
+            self.decision_since = self.window_until = None
+        elif self.decision_since is not None:
             over = now - self.decision_since - decision_seconds
             self.bank = max(0.0, self.bank - max(0.0, over))
             self.decision_since = None
@@ -159,4 +164,6 @@ class SeatState:
         """When the server plays the default for this seat; None when nothing is pending."""
         if self.decision_since is None:
             return None
+        if self.window_until is not None:
+            return self.window_until
         return self.decision_since + decision_seconds + self.bank

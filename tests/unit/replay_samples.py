@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from duelmahjong.replay import fairness
+from duelmahjong.engine import fairness
 from duelmahjong.replay.build import build_replay
 from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, server_state_pb2, tiles_pb2
 from services.scoring import codec as scoring_codec

@@ -18,7 +18,7 @@ from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.contract import MELD_KINDS, PROFILES
+from duelmahjong.contract import MAX_CLAIM_WINDOW_MS, MELD_KINDS, PROFILES
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action, act
 from duelmahjong.engine.errors import IllegalActionError
@@ -114,6 +114,10 @@ def room_settings(rules: rules_pb2.RoomRules, negotiated: int) -> RoomSettings:
         options["bonus_tile_count"] = rules.revealed_bonus_tiles
     if rules.task_multiplier:
         options["task_multiplier"] = rules.task_multiplier
+    if rules.claim_window_ms > MAX_CLAIM_WINDOW_MS:
+        raise InvalidArgument(
+            f"claim_window_ms must be 0..{MAX_CLAIM_WINDOW_MS} (0 = none), got {rules.claim_window_ms}"
+        )
     if rules.decision_millis:
         options["decision_seconds"] = rules.decision_millis / 1000
     if rules.time_bank_millis or rules.decision_millis:

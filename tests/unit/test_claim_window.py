@@ -1,0 +1,443 @@
+"""Claim timing that leaks nothing (RoomRules.claim_window_ms, services/table/claim_window.py).
+
+Real ``LiveTable``s on the real clock (the table's own timers, a 200 ms window), in process: the bus
+ports are fakes that keep the log, the seats are ``SeatSession`` outboxes read by two driver tasks.
+The seat with a hidden option answers it by a policy (pass at once, pass after a while, or never: the
+window passes it): the opponent of a discard (claim, win), a declared-ready hand on its own draw
+(win). Turns are the baseline bot's (it declares ready). From the stream of the seat that must not
+learn of the option, the time from the opener to the next event is measured (a discard to the draw
+after it, a ready hand's draw to its discard) and split by whether there was an option: both samples
+must be the window, and the same distribution (two-sample Kolmogorov–Smirnov). The same run without
+the option shows the difference the window removes."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+import random
+import statistics
+import time
+from typing import Any
+
+import pytest
+
+from duelmahjong.engine import actions as A
+from duelmahjong.engine import bot
+from duelmahjong.platform.errors import InvalidArgument
+from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from duelmahjong.views import codec
+from services.matchmaking.remote import room_rules
+from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
+from services.table import wal
+from services.table.live import LiveTable
+from services.table.live_state import LiveState
+from services.table.ports import BusPorts, OpenRequest
+from services.table.rebuild import rebuild
+from services.table.seats import SeatSession
+
+WINDOW_MS = 200
+BANK_SECONDS = 5.0
+PASS = play_pb2.Action(**{"pass": play_pb2.PassAction()})
+CLAIMS = frozenset({A.CHI, A.PONG, A.KONG})
+
+
+class Log:
+    """The write-ahead log: one message per step, kept."""
+
+    def __init__(self) -> None:
+        self.messages: list[events_pb2.TableEventAppended] = []
+
+    async def append(self, table_id: str, hand_id: str, records: list[tuple[int, Any]]) -> None:
+        if records:
+            self.messages.append(wal.step_message(table_id, hand_id, records, "test"))
+
+    def continues(self, table_id: str, log_end: int) -> None:
+        return None
+
+    def forget(self, table_id: str) -> None:
+        return None
+
+
+class Services:
+    """Scoring, the wallet and the rest of the bus: nobody answers (an empty settlement is shown)."""
+
+    async def publish(self, subject: str, event: Any, event_id: str) -> None:
+        return None
+
+    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
+        return None
+
+    async def table_opened(self, request: OpenRequest) -> None:
+        return None
+
+    async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None:
+        return None
+
+    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
+        return None
+
+
+@dataclasses.dataclass
+class RealClock:
+    rng: random.Random
+    metrics: None = None
+    queue_size: int = 64
+    settlement_wait: float = 0.0
+    join_seconds: float = 60.0
+    draining: bool = False
+    gone: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def seed(self, table_id: str, hand_number: int) -> int:
+        return self.rng.getrandbits(64)
+
+    def closed(self, table_id: str) -> None:
+        self.gone.set()
+
+    def let_go(self, table_id: str) -> None:
+        return None
+
+
+def _request(window_ms: int, profile: int = rules_pb2.PROFILE_DUEL) -> OpenRequest:
+    rules = rules_pb2.RoomRules(
+        profile=profile,
+        fan_rate=10,
+        decision_millis=WINDOW_MS + 100,  # a T11 timeout without the option comes later than the window
+        time_bank_millis=int(BANK_SECONDS * 1000),
+        claim_window_ms=window_ms,
+    )
+    players = (
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="a", carry=1000),
+        rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="b", carry=1000),
+    )
+    return OpenRequest("t-window", "p-1", "r-1", rules, players, 1)
+
+
+class TimedSession(SeatSession):
+    """A seat's outbox that notes when the table hands it each message: the time the message leaves
+    for the seat's stream, whenever the driver (sharing the loop with the table) gets to read it."""
+
+    def __init__(self, seat: int) -> None:
+        super().__init__(seat)
+        self.sent_at: dict[int, float] = {}
+
+    def send(self, response: table_pb2.PlayResponse) -> None:
+        self.sent_at[id(response)] = time.monotonic()
+        super().send(response)
+
+
+@dataclasses.dataclass
+class Opener:
+    """A discard, or a declared-ready seat's draw: the other seat may have a hidden option on it (to
+    claim or win the discard; the ready seat to win on its draw, T3), and ``watcher`` must not see it."""
+
+    kind: str  # "discard" or "ready draw"
+    actor: int  # who discarded or drew
+    sequence: int
+    shown: float  # when the table handed it to the watcher's stream
+    option: bool = False  # the deciding seat was asked to decide on it
+    answer: str = ""  # "pass", "late pass", "silence", "claim"
+    followed_by: str = ""  # the kind of the next event the watcher got
+    after: float = 0.0  # seconds from the opener to it
+
+    @property
+    def watcher(self) -> int:
+        return self.actor if self.kind == "discard" else 1 - self.actor
+
+
+class Match:
+    """One table, two seats driven by tasks that read their streams as a client would."""
+
+    def __init__(self, window_ms: int, seed: int, answers: tuple[str, ...]) -> None:
+        self.rng = random.Random(seed)
+        self.answers = answers
+        self.log = Log()
+        ports = BusPorts(self.log, Services(), Services())
+        self.table = LiveTable(_request(window_ms), RealClock(random.Random(seed + 1)), ports)
+        self.sessions = [TimedSession(0), TimedSession(1)]
+        self.openers: dict[int, Opener] = {}  # by sequence
+        self.open: list[Opener | None] = [None, None]  # per watcher: the opener it waits after
+        self.frozen: list[tuple[int, int]] = []  # (opener sequence, status sequence) asked in windows
+        self.rejected: list[table_pb2.ActionRejected] = []
+
+    async def play(self, discards: int, hands: int = 30) -> None:
+        self.table.start()
+        for session in self.sessions:
+            self.table.attach(session, 0)
+        drivers = [asyncio.create_task(self._drive(seat, discards, hands)) for seat in (0, 1)]
+        await asyncio.wait_for(self.table_gone(), timeout=600)
+        for driver in drivers:
+            driver.cancel()
+        await asyncio.gather(*drivers, return_exceptions=True)
+
+    async def table_gone(self) -> None:
+        await self.table._host.gone.wait()  # type: ignore[attr-defined]
+
+    def measured(self, kind: str) -> list[Opener]:
+        return [o for o in self.openers.values() if o.kind == kind and o.followed_by]
+
+    def enough(self, discards: int) -> bool:
+        measured = self.measured("discard")
+        return len(measured) >= discards and sum(d.option for d in measured) >= discards // 4
+
+    async def _drive(self, seat: int, discards: int, hands: int) -> None:
+        session = self.sessions[seat]
+        while True:
+            for response in await session.take():
+                if response is None:
+                    return
+                now = session.sent_at.pop(id(response), time.monotonic())
+                if response.HasField("event"):
+                    self._event(seat, response.event, now)
+                elif response.HasField("rejected"):
+                    self.rejected.append(response.rejected)
+                elif response.view.legal_actions.actions:
+                    await self._decide(seat, response.view, discards, hands)
+
+    def _event(self, seat: int, event: play_pb2.SeatEvent, now: float) -> None:
+        kind = event.WhichOneof("kind")
+        waiting = self.open[seat]
+        if waiting is not None and kind != "seat_connection":
+            waiting.followed_by, waiting.after = kind or "", now - waiting.shown
+            self.open[seat] = None
+        opener = None
+        if kind == "tile_discarded":
+            opener = Opener("discard", codec.seat_index(event.tile_discarded.seat), event.sequence, now)
+        elif kind == "tile_drawn":
+            drawer = codec.seat_index(event.tile_drawn.seat)
+            if self.table.state.engine.state.ready[drawer]:
+                opener = Opener("ready draw", drawer, event.sequence, now)
+        if opener is not None:
+            # whichever driver reads it first notes it (the deciding seat may read first); the time
+            # is the watcher's
+            opener = self.openers.setdefault(event.sequence, opener)
+            if opener.watcher == seat:
+                opener.shown = now
+                self.open[seat] = opener
+                asyncio.get_running_loop().create_task(self._status(event.sequence))
+                # a move out of turn: refused with the view as of the opener, whatever is held
+                self._send(seat, PASS, event.sequence, action_id=event.sequence)
+
+    async def _status(self, sequence: int) -> None:
+        """What anybody asking during the window is told: the table as of the opener."""
+        status = await self.table.public_status()
+        if self.table.state.windows is not None and self.table.state.windows.open:
+            self.frozen.append((sequence, status.state.sequence))
+
+    async def _decide(self, seat: int, view: play_pb2.SeatView, discards: int, hands: int) -> None:
+        kinds = {a.kind for a in view.legal_actions.actions}
+        sequence = view.legal_actions.sequence
+        if play_pb2.ACTION_KIND_CONTINUE in kinds:
+            done = self.enough(discards) or self.table.state.hands_played >= hands
+            action = (
+                play_pb2.Action(leave=play_pb2.LeaveAction())
+                if done
+                else play_pb2.Action(continue_playing=play_pb2.ContinueAction())
+            )
+            return self._send(seat, action, sequence)
+        opener = self.openers.get(sequence)
+        if opener is not None and (opener.kind == "discard") == (opener.actor != seat):
+            return self._answer(seat, opener, view)
+        self._send(seat, codec.encode_action(self._turn(seat)), sequence)
+
+    def _answer(self, seat: int, opener: Opener, view: play_pb2.SeatView) -> None:
+        """The hidden option: a claim or win on a discard, a win on a declared-ready hand's draw."""
+        opener.option = True
+        opener.answer = self.rng.choice(self.answers)
+        engine = self.table.state.engine
+        legal = engine.legal_actions(seat)
+        if opener.kind == "discard":
+            decline = PASS
+        else:
+            decline = codec.encode_action(next(a for a in legal if a.kind == A.DISCARD))
+        sequence = view.legal_actions.sequence
+        if opener.answer == "pass":
+            return self._send(seat, decline, sequence)
+        if opener.answer == "late pass":
+            delay = self.rng.uniform(0.0, WINDOW_MS / 1000 * 0.5)
+            asyncio.get_running_loop().call_later(delay, self._send, seat, decline, sequence)
+            return None
+        if opener.answer == "claim":
+            taken = [a for a in legal if a.kind in CLAIMS or a.kind in (A.WIN, A.SELF_DRAW_WIN)]
+            if taken:
+                return self._send(seat, codec.encode_action(taken[0]), sequence)
+            opener.answer = "pass"
+            return self._send(seat, decline, sequence)
+        return None  # silence: the window passes it
+
+    def _turn(self, seat: int) -> A.Action:
+        """The baseline bot's turn (it declares ready: that hand's later draws are the table's)."""
+        engine = self.table.state.engine
+        return bot.choose(engine.state, seat, engine.legal_actions(seat))
+
+    def _send(self, seat: int, action: play_pb2.Action, sequence: int, action_id: int = 0) -> None:
+        request = table_pb2.PlayRequest(
+            action=action, last_seen_sequence=sequence, client_action_id=action_id
+        )
+        self.table.submit(self.sessions[seat], request)
+
+
+def _ks(first: list[float], second: list[float]) -> float:
+    """The two-sample Kolmogorov–Smirnov statistic: the largest gap between the empirical CDFs."""
+    points = sorted(first + second)
+    n, m = len(first), len(second)
+    return max(abs(sum(x <= p for x in first) / n - sum(x <= p for x in second) / m) for p in points)
+
+
+def _ks_critical(n: int, m: int, alpha: float = 0.001) -> float:
+    return math.sqrt(-0.5 * math.log(alpha / 2)) * math.sqrt((n + m) / (n * m))
+
+
+def _waits(match: Match, kind: str = "discard") -> tuple[list[float], list[float]]:
+    """Milliseconds from each opener to what the watcher saw next, with and without an option."""
+    follows = ("tile_drawn", "exhausted") if kind == "discard" else ("tile_discarded", "thrown_away")
+    seen = [o for o in match.measured(kind) if o.followed_by in follows]
+    return [o.after * 1000 for o in seen if o.option], [o.after * 1000 for o in seen if not o.option]
+
+
+def _describe(name: str, sample: list[float]) -> str:
+    q = statistics.quantiles(sample, n=20)
+    return (
+        f"{name}: n={len(sample)} min={min(sample):.1f} p5={q[0]:.1f} median={statistics.median(sample):.1f} "
+        f"p95={q[-1]:.1f} max={max(sample):.1f} ms"
+    )
+
+
+def _log_records(match: Match) -> list[server_state_pb2.TableLogRecord]:
+    return [r for m in match.log.messages for r in (m.record, *m.following)]
+
+
+def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_an_option() -> None:
+    match = Match(WINDOW_MS, seed=7, answers=("pass", "late pass", "silence"))
+    asyncio.run(match.play(discards=120))
+    option, none = _waits(match)
+    statistic, critical = _ks(option, none), _ks_critical(len(option), len(none))
+    print(_describe("discard → next draw, the opponent had an option", option))
+    print(_describe("discard → next draw, it had none", none))
+    print(f"two-sample KS D={statistic:.3f} (critical at alpha 0.001: {critical:.3f})")
+    asked = [o for o in match.openers.values() if o.option and o.kind == "discard"]
+    answers = {a: sum(o.answer == a for o in asked) for a in match.answers}
+    print(f"the opponent's answers: {answers}")
+    assert len(option) >= 20 and len(none) >= 40 and all(answers.values())
+    # never before the window ends, the same medians
+    assert min(option + none) >= WINDOW_MS - 1
+    for sample in (option, none):
+        assert abs(statistics.median(sample) - WINDOW_MS) < 15
+    assert abs(statistics.median(option) - statistics.median(none)) < 5
+    assert statistic < critical
+    # whatever follows an opener (the draw, the wall's end, a ready hand's discard) waits for the
+    # window: only a claim or a win would not, and this policy takes none
+    followed = [o for o in match.openers.values() if o.followed_by]
+    assert all(o.followed_by not in ("meld_made", "won") for o in followed)
+    assert all(o.after >= WINDOW_MS / 1000 - 0.001 for o in followed)
+    ready_option, ready_none = _waits(match, "ready draw")
+    if ready_option:
+        print(_describe("ready hand's draw → its discard, it could win", ready_option))
+    print(_describe("ready hand's draw → its discard, it could not", ready_none))
+    assert ready_none and all(abs(w - WINDOW_MS) < 50 for w in ready_option)
+    # asked during a window, the table shows the opener's state and sequence; so does the refusal of a
+    # move out of turn, with no decision in it
+    assert match.frozen and all(status == opener for opener, status in match.frozen)
+    refused = [r for r in match.rejected if r.client_action_id]
+    assert len(refused) >= len(followed) // 2
+    assert all(r.code == table_pb2.REJECTION_CODE_STALE and not r.view.legal_actions.actions for r in refused)
+    assert all(r.view.table.sequence == r.client_action_id for r in refused)
+    # a window not answered is passed (a ready hand's draw discarded) without the bank or 托管
+    records = _log_records(match)
+    timed_out = [
+        r.action_applied.action
+        for r in records
+        if r.HasField("action_applied") and r.action_applied.origin == server_state_pb2.ACTION_ORIGIN_TIMEOUT
+    ]
+    assert timed_out and all(a.HasField("pass") or a.HasField("discard") for a in timed_out)
+    assert [r for r in records if r.HasField("time_bank")] == [], "a window's answer spent a time bank"
+    assert not any(s.auto_play for s in match.table.state.seats)
+
+
+def test_without_the_option_the_wait_says_whether_the_opponent_had_one() -> None:
+    """The same measurement sees the leak the window closes (so the test above can fail)."""
+    match = Match(0, seed=7, answers=("pass", "late pass", "silence"))
+    asyncio.run(match.play(discards=60))
+    option, none = _waits(match)
+    print(_describe("no window: the opponent had an option", option))
+    print(_describe("no window: it had none", none))
+    print(f"two-sample KS D={_ks(option, none):.3f}")
+    assert statistics.median(none) < 20 < statistics.median(option)
+    assert _ks(option, none) > _ks_critical(len(option), len(none))
+
+
+def test_a_claim_or_a_win_ends_the_window_at_once() -> None:
+    match = Match(WINDOW_MS, seed=3, answers=("claim",))
+    asyncio.run(match.play(discards=40, hands=4))
+    taken = [
+        o for o in match.openers.values() if o.answer == "claim" and o.followed_by in ("meld_made", "won")
+    ]
+    print(_describe("claimed or won", [o.after * 1000 for o in taken]))
+    assert taken and all(o.after < WINDOW_MS / 1000 / 2 for o in taken)
+
+
+def _cut(match: Match, phase: str, held: bool) -> LiveState:
+    """The table rebuilt (now) from the first part of its log that stops inside a window: with the
+    opponent deciding (``held`` False) or with events held (the engine moved on)."""
+    for end in range(2, len(match.log.messages)):
+        state = rebuild(match.log.messages[:end], now=time.monotonic())
+        if state.engine.phase == phase and state.windows is not None and state.windows.open:
+            if state.holding() == held:
+                return state
+    raise AssertionError("no such cut")
+
+
+def test_a_table_adopted_while_the_opponent_decides_opens_the_window_again() -> None:
+    match = Match(WINDOW_MS, seed=11, answers=("pass", "silence"))
+    asyncio.run(match.play(discards=30, hands=1))
+    started = time.monotonic()
+    state = _cut(match, "claim", held=False)
+    deciding = next(s for s in (0, 1) if state.deciding(s))
+    window_until = state.seats[deciding].window_until
+    assert window_until is not None and state.seats[1 - deciding].window_until is None
+    assert started + WINDOW_MS / 1000 - 0.05 <= window_until < time.monotonic() + WINDOW_MS / 1000
+
+
+def test_a_table_adopted_inside_a_window_holds_what_it_held() -> None:
+    match = Match(WINDOW_MS, seed=11, answers=("pass", "silence"))
+    asyncio.run(match.play(discards=30, hands=1))
+    state = _cut(match, "turn", held=True)
+    shown_up_to = state.shown_sequence()
+    assert shown_up_to < state.last_event_sequence()
+
+    async def resume() -> tuple[list[int], list[int]]:
+        host = RealClock(random.Random(1))
+        table = LiveTable.adopted(state, host, BusPorts(Log(), Services(), Services()))
+        table.start()
+        session = SeatSession(0)
+        table.attach(session, 0)
+        first = await session.take()
+        await asyncio.sleep(WINDOW_MS / 1000 + 0.05)
+        later = await session.take()
+        await table.stop()
+        return (
+            [r.event.sequence for r in first if r is not None and r.HasField("event")],
+            [r.event.sequence for r in later if r is not None and r.HasField("event")],
+        )
+
+    first, later = asyncio.run(resume())
+    assert max(first) == shown_up_to  # at once: up to the opener, nothing it holds
+    assert min(later) == shown_up_to + 1  # then the rest, when the window has passed
+
+
+def test_a_window_is_validated() -> None:
+    with pytest.raises(InvalidArgument, match=r"claim_window_ms must be 0\.\.60000"):
+        codec.room_settings(rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, claim_window_ms=60_001), 1)
+    assert codec.room_settings(rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, claim_window_ms=60_000), 1)
+
+
+def test_a_shipped_room_has_a_window_and_rooms_check_it() -> None:
+    shipped = load_rooms("", "")
+    windowed = [room for room in shipped.values() if room.claim_window_ms]
+    assert windowed and all(room_rules(room).claim_window_ms == room.claim_window_ms for room in windowed)
+    for bad in (60_001, -1, "2000", True):
+        with pytest.raises(RoomConfigError, match=r"claim_window_ms must be a whole number 0\.\.60000"):
+            Room.from_json({"room_id": "r", "profile": "duel", "fan_rate": 1, "claim_window_ms": bad})
