@@ -82,7 +82,8 @@ class TableAllocation(MatchmakerState):
         self._closed_tables[table_id] = pairing.location(open_=False)
         while len(self._closed_tables) > CLOSED_TABLES_KEPT:
             self._closed_tables.popitem(last=False)
-        if pairing.room.watchable and not pairing.closing_lost:  # a lost table is watched nowhere
+        if pairing.room.watchable and not pairing.closing_lost and not pairing.private_table:
+            # A lost table is watched nowhere, a private one never.
             self._forget_watched_ends()
             self._watched_ends[table_id] = (pairing, self._clock() + pairing.room.spectate_delay)
         pairing.state = ENDED

@@ -8,7 +8,7 @@ unpaired ticket.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc.aio
@@ -20,7 +20,7 @@ from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, play_pb2, rules_pb2
 from services.matchmaking import updates
 from services.matchmaking.core import Matchmaker
-from services.matchmaking.pairing import Pairing
+from services.matchmaking.pairing import Pairing, QueueEntry
 from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room
 
@@ -91,6 +91,7 @@ def queue_update(update: updates.Update, now: float) -> matchmaking_pb2.QueueUpd
                 opponent_player_id=opponent,
                 opponent_display_name=opponent_name or opponent,
                 opponent_is_bot=is_bot,
+                private_table=update.private_table,
             )
             return matchmaking_pb2.QueueUpdate(matched=matched)
         case updates.Negotiation():
@@ -106,6 +107,11 @@ def queue_update(update: updates.Update, now: float) -> matchmaking_pb2.QueueUpd
             return matchmaking_pb2.QueueUpdate(table_ready=ready)
         case updates.Expired(reason):
             return matchmaking_pb2.QueueUpdate(expired=matchmaking_pb2.Expired(reason=reason))
+        case updates.PrivateCode(code, room_id, expires_in):
+            private = matchmaking_pb2.PrivateCode(
+                code=code, room_id=room_id, expires_at=_timestamp(now + expires_in)
+            )
+            return matchmaking_pb2.QueueUpdate(private_code=private)
     raise TypeError(f"not a queue update: {update!r}")
 
 
@@ -151,14 +157,40 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def Enqueue(
         self, request: matchmaking_pb2.EnqueueRequest, context: Context
     ) -> AsyncIterator[matchmaking_pb2.EnqueueResponse]:
-        player = require_role(Role.PLAYER).player_id  # a service or admin token has no prestige to queue with
-        entry = await self._matchmaker.enqueue(player, request.room_id, request.carry)
+        async for update in self._stream(
+            lambda player: self._matchmaker.enqueue(player, request.room_id, request.carry)
+        ):
+            yield matchmaking_pb2.EnqueueResponse(update=update)
+
+    async def OpenPrivateTable(
+        self, request: matchmaking_pb2.OpenPrivateTableRequest, context: Context
+    ) -> AsyncIterator[matchmaking_pb2.OpenPrivateTableResponse]:
+        async for update in self._stream(
+            lambda player: self._matchmaker.open_private(player, request.room_id, request.carry)
+        ):
+            yield matchmaking_pb2.OpenPrivateTableResponse(update=update)
+
+    async def JoinPrivateTable(
+        self, request: matchmaking_pb2.JoinPrivateTableRequest, context: Context
+    ) -> AsyncIterator[matchmaking_pb2.JoinPrivateTableResponse]:
+        async for update in self._stream(
+            lambda player: self._matchmaker.join_private(player, request.code, request.carry)
+        ):
+            yield matchmaking_pb2.JoinPrivateTableResponse(update=update)
+
+    async def _stream(
+        self, start: Callable[[str], Awaitable[QueueEntry]]
+    ) -> AsyncIterator[matchmaking_pb2.QueueUpdate]:
+        """The updates of the entry ``start`` makes for the caller, until its END; a stream that goes
+        away cancels an unpaired entry."""
+        # A service or admin token has no prestige to queue or sit with.
+        entry = await start(require_role(Role.PLAYER).player_id)
         try:
             while True:
                 update = await entry.updates.get()
                 if update is updates.END:
                     return
-                yield matchmaking_pb2.EnqueueResponse(update=queue_update(update, self._matchmaker.now()))
+                yield queue_update(update, self._matchmaker.now())
         finally:
             self._matchmaker.stream_closed(entry)
 

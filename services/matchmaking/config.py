@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duelmahjong.platform.config import ServiceConfig, setting
+from duelmahjong.platform.ratelimit import RateLimiter
 from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
+from services.matchmaking.state import PRIVATE_JOIN_BURST, PRIVATE_JOINS_PER_MINUTE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +32,14 @@ class MatchmakingConfig(ServiceConfig):
         help="a table whose server restarted or was lost is closed only if no other server adopted it "
         "(TableAdopted) within this many seconds after",
     )
+    matchmaking_private_joins_per_minute: int = setting(
+        PRIVATE_JOINS_PER_MINUTE,
+        help="private table codes one player may try a minute (JoinPrivateTable) once the burst is spent; "
+        "0 = no limit",
+    )
+    matchmaking_private_join_burst: int = setting(
+        PRIVATE_JOIN_BURST, help="private table codes one player may try at once"
+    )
     matchmaking_bot_pool: int = setting(
         16, help="house bot players (bot-1 … bot-N) that bot fill takes turns with; all busy = the fill waits"
     )
@@ -42,6 +52,11 @@ class MatchmakingConfig(ServiceConfig):
             # A server merely slow to announce is first skipped for new tables, and only declared lost
             # (its live tables closed) well after that.
             problems.append("MATCHMAKING_SERVER_LOST_SECONDS must exceed MATCHMAKING_SERVER_TTL_SECONDS")
+        if self.matchmaking_private_joins_per_minute < 0 or self.matchmaking_private_join_burst < 1:
+            problems.append(
+                "MATCHMAKING_PRIVATE_JOINS_PER_MINUTE must not be negative, "
+                "MATCHMAKING_PRIVATE_JOIN_BURST at least 1"
+            )
         if self.matchmaking_adoption_grace_seconds < 0:
             problems.append("MATCHMAKING_ADOPTION_GRACE_SECONDS must not be negative")
         try:
@@ -49,6 +64,11 @@ class MatchmakingConfig(ServiceConfig):
         except RoomConfigError as err:
             problems.append(f"rooms: {err}")
         return problems
+
+    def private_joins(self) -> RateLimiter:
+        return RateLimiter(
+            per_minute=self.matchmaking_private_joins_per_minute, burst=self.matchmaking_private_join_burst
+        )
 
     def rooms(self) -> dict[str, Room]:
         return load_rooms(self.matchmaking_rooms, self.matchmaking_rooms_file)

@@ -15,11 +15,18 @@ TableClosed from the table server, or — when that server restarted or fell sil
 from __future__ import annotations
 
 import asyncio
+import math
 import uuid
 
-from duelmahjong.platform.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from duelmahjong.platform.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+)
 from duelmahjong.platform.logging import get_logger
-from services.matchmaking import updates
+from services.matchmaking import codes, updates
 from services.matchmaking.negotiation import MultiplierNegotiation
 from services.matchmaking.pairing import (
     ALLOCATING,
@@ -42,9 +49,22 @@ class Matchmaker(MultiplierNegotiation):
     # --- queue --------------------------------------------------------------------------------
     async def enqueue(self, player_id: str, room_id: str, carry: int) -> QueueEntry:
         room = self.room(room_id)
+        entry = await self._admit(player_id, room, carry)
+        fill_for = self._bot_players.pop(player_id, "")
+        if fill_for:
+            entry.is_bot, entry.fill_for = True, fill_for
+        self._register(entry)
+        entry.send(updates.Queued(entry.ticket_id, room.ticket_seconds))
+        self._send_positions(room.room_id)
+        self.tick()
+        return entry
+
+    async def _admit(self, player_id: str, room: Room, carry: int) -> QueueEntry:
+        """A new entry of ``player_id`` in ``room``, its carry and balance checked; the player's slot is
+        claimed ("pending") until :meth:`_register` or :meth:`_unclaim`."""
         if not room.carry_min <= carry <= room.carry_max:
             raise InvalidArgument(
-                f"carry {carry} is outside room {room_id}'s range {room.carry_min}..{room.carry_max}"
+                f"carry {carry} is outside room {room.room_id}'s range {room.carry_min}..{room.carry_max}"
             )
         if player_id in self._player_ticket:
             raise FailedPrecondition(
@@ -56,17 +76,17 @@ class Matchmaker(MultiplierNegotiation):
             display_name = await self._wallet.display_name(player_id)
             skill = await self._wallet.rating(player_id, room.profile)
         except BaseException:
-            del self._player_ticket[player_id]
+            self._unclaim(player_id)
             raise
         needed = room.needed(carry)
         if available < needed:
-            del self._player_ticket[player_id]
+            self._unclaim(player_id)
             raise FailedPrecondition(
-                f"room {room_id} needs {needed} prestige available (carry {carry} + fee {room.fee}, "
+                f"room {room.room_id} needs {needed} prestige available (carry {carry} + fee {room.fee}, "
                 f"minimum {room.minimum_balance}); you have {available}"
             )
         now = self._clock()
-        entry = QueueEntry(
+        return QueueEntry(
             ticket_id=f"q-{uuid.uuid4().hex[:16]}",
             player_id=player_id,
             room=room,
@@ -76,14 +96,62 @@ class Matchmaker(MultiplierNegotiation):
             expires_at=now + room.ticket_seconds,
             display_name=display_name,
         )
-        fill_for = self._bot_players.pop(player_id, "")
-        if fill_for:
-            entry.is_bot, entry.fill_for = True, fill_for
+
+    def _register(self, entry: QueueEntry) -> None:
         self._entries[entry.ticket_id] = entry
-        self._player_ticket[player_id] = entry.ticket_id
+        self._player_ticket[entry.player_id] = entry.ticket_id
+
+    def _unclaim(self, player_id: str) -> None:
+        if self._player_ticket.get(player_id) == "pending":
+            del self._player_ticket[player_id]
+
+    # --- private tables (docs/protocol.md "Private tables") -----------------------------------
+    async def open_private(self, player_id: str, room_id: str, carry: int) -> QueueEntry:
+        """A private table in ``room_id`` waiting for a friend: the carry and fee are held at once (the
+        friend who joins finds them secured), and the entry gets a code instead of a queue place."""
+        room = self.room(room_id)
+        entry = await self._admit(player_id, room, carry)
+        entry.held_for = f"p-{uuid.uuid4().hex[:16]}"
+        try:
+            await self._wallet.place_hold(player_id, entry.held_for, carry + room.fee, room.fee)
+        except BaseException:
+            self._unclaim(player_id)
+            self._spawn(self._release_held(entry))  # a hold placed as the call was cancelled is not kept
+            raise
+        entry.private_code = self._private.issue(entry)
+        self._register(entry)
+        self.counts["private_opened", room.room_id] += 1
+        entry.send(updates.PrivateCode(entry.private_code, room.room_id, room.ticket_seconds))
         entry.send(updates.Queued(entry.ticket_id, room.ticket_seconds))
-        self._send_positions(room.room_id)
-        self.tick()
+        return entry
+
+    async def join_private(self, player_id: str, code: str, carry: int) -> QueueEntry:
+        """Join the private table of ``code`` (case and white space ignored) as its second seat."""
+        wait = self._private_joins.take(player_id)
+        if wait > 0:
+            raise RateLimited(
+                f"too many private codes tried ({self._private_joins.burst} at once, then "
+                f"{self._private_joins.per_minute:g} a minute); retry in {math.ceil(wait)} s",
+                retry_after=wait,
+            )
+        wanted = codes.normalise(code)
+        if not wanted:
+            raise InvalidArgument("code is required: the code your friend's OpenPrivateTable gave")
+        opener = self._private.find(wanted) if codes.well_formed(wanted) else None
+        if opener is None:
+            raise NotFound(_unknown_code(wanted))
+        if opener.player_id == player_id:
+            raise FailedPrecondition(
+                f"{wanted} is the code of your own private table: give it to the friend you want to play"
+            )
+        entry = await self._admit(player_id, opener.room, carry)
+        if opener.done or opener.pairing is not None:  # joined, cancelled or expired as the wallet answered
+            self._unclaim(player_id)
+            raise NotFound(_unknown_code(wanted))
+        entry.private_code = opener.private_code
+        self._register(entry)
+        entry.send(updates.Queued(entry.ticket_id, opener.room.ticket_seconds))
+        self._pair(opener.room, opener, entry, pairing_id=opener.held_for, private_table=True)
         return entry
 
     def cancel(self, player_id: str, ticket_id: str) -> None:
@@ -109,7 +177,7 @@ class Matchmaker(MultiplierNegotiation):
         for entry in list(self._entries.values()):
             if entry.pairing is None and now >= entry.expires_at:
                 self.counts["expired", entry.room.room_id] += 1
-                self._finish(entry, updates.Expired("the queue ticket expired before a match was found"))
+                self._finish(entry, updates.Expired(_expiry(entry)))
             elif entry.is_bot and entry.pairing is None and not self._waits_for_bot(entry.fill_for):
                 # Its player left or paired with someone else: free the house bot for another fill.
                 self._finish(entry, updates.Expired("the player this bot filled for is no longer waiting"))
@@ -124,10 +192,7 @@ class Matchmaker(MultiplierNegotiation):
         self._close_lost_tables(now)
 
     def _pair_room(self, room: Room, now: float) -> None:
-        waiting = sorted(
-            (e for e in self._entries.values() if e.room is room and e.pairing is None),
-            key=lambda e: e.enqueued_at,
-        )
+        waiting = self._queued(room.room_id)
         taken: set[str] = set()
         for index, first in enumerate(waiting):
             if first.ticket_id in taken:
@@ -206,18 +271,36 @@ class Matchmaker(MultiplierNegotiation):
         if entry is not None and self._waits_for_bot(for_ticket) and entry.bot_requested:
             self._retry_bot_fill(entry)
 
-    def _pair(self, room: Room, first: QueueEntry, second: QueueEntry) -> None:
-        pairing = Pairing(f"p-{uuid.uuid4().hex[:16]}", room, (first, second))
+    def _pair(
+        self,
+        room: Room,
+        first: QueueEntry,
+        second: QueueEntry,
+        *,
+        pairing_id: str = "",
+        private_table: bool = False,
+    ) -> None:
+        pairing = Pairing(
+            pairing_id or f"p-{uuid.uuid4().hex[:16]}", room, (first, second), private_table=private_table
+        )
         self._pairings[pairing.pairing_id] = pairing
         first.pairing = second.pairing = pairing
-        self.counts["paired", room.room_id] += 1
+        self.counts["private_joined" if private_table else "paired", room.room_id] += 1
         now = self._clock()
         for entry in (first, second):
-            if not entry.is_bot:  # a bot's wait is the fill delay, not a player's
+            # A bot's wait is the fill delay, a private table's the friend's: neither is the queue's.
+            if not entry.is_bot and not private_table:
                 self.observe_wait(room.room_id, now - entry.enqueued_at)
         for seat, (me, other) in enumerate(((first, second), (second, first))):
             me.send(
-                updates.Matched(pairing.pairing_id, seat, other.player_id, other.is_bot, other.display_name)
+                updates.Matched(
+                    pairing.pairing_id,
+                    seat,
+                    other.player_id,
+                    other.is_bot,
+                    other.display_name,
+                    private_table=private_table,
+                )
             )
         self._send_positions(room.room_id)
         self._spawn(self._hold(pairing))
@@ -227,6 +310,8 @@ class Matchmaker(MultiplierNegotiation):
         room = pairing.room
         held: list[QueueEntry] = []
         for entry in pairing.seats:
+            if entry.held_for == pairing.pairing_id:
+                continue  # a private table's opener: held when it opened, kept if the friend is refused
             try:
                 await self._wallet.place_hold(
                     entry.player_id, pairing.pairing_id, entry.carry + room.fee, room.fee
@@ -275,3 +360,19 @@ class Matchmaker(MultiplierNegotiation):
         while True:
             self.tick()
             await asyncio.sleep(interval)
+
+
+def _unknown_code(code: str) -> str:
+    # Only a code that could have been issued is repeated back: what else was typed may be anything.
+    named = f"the code {code!r}" if codes.well_formed(code) else "that code"
+    return (
+        f"no private table has {named}: it is mistyped, or it expired or was used already (a code is "
+        f"{codes.LENGTH} of {codes.ALPHABET} and lives as long as its room's queue ticket); ask your "
+        "friend for the code of a new private table"
+    )
+
+
+def _expiry(entry: QueueEntry) -> str:
+    if entry.private_code:
+        return f"nobody joined with code {entry.private_code} before it expired; the hold is released"
+    return "the queue ticket expired before a match was found"

@@ -29,6 +29,7 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         lost_tables=events.LostTableCloser(bus),
         server_lost_seconds=config.matchmaking_server_lost_seconds,
         adoption_grace_seconds=config.matchmaking_adoption_grace_seconds,
+        private_joins=config.private_joins(),
     )
     metrics.register(runtime.metrics, matchmaker)
     bots = None

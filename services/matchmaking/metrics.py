@@ -2,8 +2,8 @@
 Prometheus): ``duel_matchmaking_queue_waiting_players{room}``,
 ``duel_matchmaking_awaiting_table_pairings`` and ``duel_matchmaking_<outcome>_total{room}`` for the
 outcomes ``paired``, ``expired``, ``declined``, ``hold_refused``, ``bot_fill``, ``table_opened``,
-``table_lost``; ``duel_matchmaking_table_adopted_total{kind}`` (``orphan``, ``handed_over``) for the
-tables another server took over; plus
+``table_lost``, ``private_opened``, ``private_joined``; ``duel_matchmaking_table_adopted_total{kind}``
+(``orphan``, ``handed_over``) for the tables another server took over; plus
 the histogram ``duel_matchmaking_queue_wait_seconds{room}``, observed as humans are paired."""
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ OUTCOMES = {
     "bot_fill": "bots started to fill an empty seat",
     "table_opened": "tables opened for pairings",
     "table_lost": "tables closed by matchmaking because their server restarted or fell silent",
+    "private_opened": "private tables opened (OpenPrivateTable), each with its code",
+    "private_joined": "private tables a friend joined with the code (JoinPrivateTable)",
 }
 
 

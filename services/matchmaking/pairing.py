@@ -95,6 +95,11 @@ class QueueEntry:
     bot_not_before: float = 0.0  # after a failed bot fill: when to try again
     items: dict[int, int] = field(default_factory=dict)  # T6 counts from the wallet (item rooms only)
     display_name: str = ""  # the name given at login, from the wallet
+    # A private table's (OpenPrivateTable / JoinPrivateTable): its code; such an entry is in no queue,
+    # never paired by the queue nor given a bot.
+    private_code: str = ""
+    # An opener's: the pairing id its hold was placed under when it opened (the pairing's, once joined).
+    held_for: str = ""
     pairing: Pairing | None = None
     done: bool = False
 
@@ -136,8 +141,8 @@ class Pairing:
     closing_lost: bool = False  # a TableClosed on the lost table's behalf is being published
     lost_retry_at: float = 0.0  # after that publish failed: not before this
     first_opened_at: float = 0.0  # when the table opened (kept through adoptions), on matchmaking's clock
-    # A private table is never listed for spectators (ListLiveTables). Tables are public until private
-    # tables exist: the flag is where they will say so.
+    # A private table (OpenPrivateTable / JoinPrivateTable): never listed for spectators
+    # (ListLiveTables), never watchable, archived for its two players only (the table keeps the flag).
     private_table: bool = False
 
     def location(self, *, open_: bool = True) -> TableLocation:

@@ -199,6 +199,7 @@ class TableClient:
             room_id=pairing.room.room_id,
             rules=room_rules(pairing.room),
             negotiated=pairing.multiplier or 1,
+            private_table=pairing.private_table,
             players=[
                 rules_pb2.SeatPlayer(
                     seat=rules_pb2.SEAT_FIRST if seat == 0 else rules_pb2.SEAT_SECOND,

@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 
 from duelmahjong.platform.errors import NotFound
 from duelmahjong.platform.logging import get_logger
-from services.matchmaking import updates
+from duelmahjong.platform.ratelimit import RateLimiter
+from services.matchmaking import codes, updates
 from services.matchmaking.directory import TableServerDirectory
 from services.matchmaking.pairing import (
     ALLOCATING,
@@ -32,6 +33,10 @@ from services.matchmaking.rooms import Room
 
 _log = get_logger("matchmaking")
 CLOSED_TABLES_KEPT = 4096
+# The private codes one player may try (JoinPrivateTable), unless the service is configured otherwise:
+# docs/protocol.md "Private tables" says what this costs a guesser.
+PRIVATE_JOINS_PER_MINUTE = 10
+PRIVATE_JOIN_BURST = 5
 
 Clock = Callable[[], float]
 
@@ -50,6 +55,7 @@ class MatchmakerState:
         lost_tables: LostTables | None = None,
         server_lost_seconds: float = 60.0,
         adoption_grace_seconds: float = 0.0,
+        private_joins: RateLimiter | None = None,
         clock: Clock = time.time,
     ) -> None:
         self.rooms = rooms
@@ -74,6 +80,11 @@ class MatchmakerState:
         # the end (table id → the pairing, until when on the clock).
         self._watched_ends: dict[str, tuple[Pairing, float]] = {}
         self._bot_players: dict[str, str] = {}  # bot player id → the ticket it fills for
+        # The codes of the private tables waiting for a friend, and the guesses each player may try.
+        self._private = codes.LiveCodes[QueueEntry](lambda entry: not entry.done and entry.pairing is None)
+        self._private_joins = private_joins or RateLimiter(
+            per_minute=PRIVATE_JOINS_PER_MINUTE, burst=PRIVATE_JOIN_BURST
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         # Outcomes by (what, room id), read by the metrics collector: paired, expired, declined,
         # hold_refused, bot_fill, table_opened, table_lost.
@@ -90,7 +101,16 @@ class MatchmakerState:
         return room
 
     def waiting(self, room_id: str) -> int:
-        return sum(1 for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None)
+        return len(self._queued(room_id))
+
+    def _queued(self, room_id: str) -> list[QueueEntry]:
+        """The room's queue: its unpaired entries but a private table's, first come first."""
+        waiting = [
+            e
+            for e in self._entries.values()
+            if e.room.room_id == room_id and e.pairing is None and not e.private_code
+        ]
+        return sorted(waiting, key=lambda e: e.enqueued_at)
 
     def _finish(self, entry: QueueEntry, last: updates.Update | None) -> None:
         entry.done = True
@@ -99,20 +119,27 @@ class MatchmakerState:
             entry.pairing is None or entry.pairing.state == ENDED
         ):
             del self._player_ticket[entry.player_id]
+        if entry.held_for and entry.pairing is None:
+            # A private table's opener, never joined (expired, cancelled, its stream gone): its hold
+            # was placed when it opened.
+            self._private.forget(entry.private_code)
+            self._spawn(self._release_held(entry))
         if last is not None:
             entry.send(last)
         entry.send(updates.END)
         self._send_positions(entry.room.room_id)
 
     def _send_positions(self, room_id: str) -> None:
-        waiting = [e for e in self._entries.values() if e.room.room_id == room_id and e.pairing is None]
-        waiting.sort(key=lambda e: e.enqueued_at)
+        waiting = self._queued(room_id)
         for index, entry in enumerate(waiting):
             entry.send(updates.Position(index + 1, len(waiting)))
 
     async def _release(self, entry: QueueEntry, pairing: Pairing) -> None:
+        await self._release_held(entry, pairing.pairing_id)
+
+    async def _release_held(self, entry: QueueEntry, pairing_id: str = "") -> None:
         try:
-            await self._wallet.release_hold(entry.player_id, pairing.pairing_id)
+            await self._wallet.release_hold(entry.player_id, pairing_id or entry.held_for)
         except Exception:
             _log.exception("releasing a hold failed", extra={"fields": {"player_id": entry.player_id}})
 

@@ -29,6 +29,7 @@ class Matched:
     opponent_player_id: str
     opponent_is_bot: bool
     opponent_display_name: str = ""
+    private_table: bool = False
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,15 @@ class TableReady:
 
 
 @dataclass(frozen=True)
+class PrivateCode:
+    """The code of the private table a player opened, for a friend to join with."""
+
+    code: str
+    room_id: str
+    expires_in_seconds: float
+
+
+@dataclass(frozen=True)
 class Expired:
     reason: str
 
@@ -61,4 +71,4 @@ class _End:
 
 END = _End()
 
-Update = Queued | Position | Matched | Negotiation | TableReady | Expired | _End
+Update = Queued | Position | Matched | Negotiation | TableReady | Expired | PrivateCode | _End

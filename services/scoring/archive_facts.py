@@ -126,8 +126,7 @@ def hand_entry(
         room_id=opening.room_id,
         profile=begun.rules.profile or opening.rules.profile,
         hand_number=begun.hand_number,
-        # TableOpening carries no private flag: every table a room opens is public.
-        private_table=False,
+        private_table=opening.private_table,
         players=tuple(
             ArchivedPlayer(p.seat, p.player_id, p.display_name, ids.is_bot_id(p.player_id))
             for p in sorted(players, key=lambda p: p.seat)

@@ -166,6 +166,7 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
             request.rules,
             list(request.players),
             request.negotiated,
+            private_table=request.private_table,
         )
         if self._open is not None:
             await self._open(checked)

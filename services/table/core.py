@@ -46,6 +46,8 @@ def check_open_request(
     rules: rules_pb2.RoomRules,
     players: list[rules_pb2.SeatPlayer],
     negotiated: int,
+    *,
+    private_table: bool = False,
 ) -> OpenRequest:
     if not ids.is_table_id(table_id):
         raise InvalidArgument(f"table_id must be {ids.TABLE_ID_RULE}")
@@ -66,7 +68,9 @@ def check_open_request(
     multiplier = negotiated or 1
     if multiplier not in (1, 2, 5, 10):
         raise InvalidArgument(f"negotiated multiplier must be 1, 2, 5 or 10 (T7), got {negotiated}")
-    return OpenRequest(table_id, pairing_id, room_id, rules, (seats[0], seats[1]), multiplier)
+    return OpenRequest(
+        table_id, pairing_id, room_id, rules, (seats[0], seats[1]), multiplier, private_table=private_table
+    )
 
 
 class TableHost:

@@ -34,6 +34,9 @@ class OpenRequest:
     rules: rules_pb2.RoomRules
     players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer]
     negotiated: int
+    # OpenTableRequest.private_table: never watchable (spectators.py), never listed, archived for its
+    # two players only; kept in the TableOpening record so an adopter keeps it too.
+    private_table: bool = False
 
 
 class Fenced(Exception):

@@ -67,6 +67,7 @@ def table_opening(request: OpenRequest) -> Record:
             rules=request.rules,
             players=list(request.players),
             negotiated_multiplier=request.negotiated,
+            private_table=request.private_table,
         )
     )
 
@@ -81,6 +82,7 @@ def opening_request(opening: server_state_pb2.TableOpening) -> OpenRequest:
         opening.rules,
         (first, second),
         opening.negotiated_multiplier,
+        private_table=opening.private_table,
     )
 
 

@@ -280,6 +280,10 @@ class Spectators:
                 f"no table {table_id} to watch on this server (closed, or served elsewhere: "
                 "MatchmakingService.ListLiveTables says where)"
             )
+        if state.request.private_table:
+            raise PermissionDenied(
+                f"table {table_id} is a private table: only its two players see it, on their Play streams"
+            )
         if not state.request.rules.watchable:
             raise PermissionDenied(
                 f"table {table_id} is in room {state.request.room_id}, which is not watchable"
@@ -290,7 +294,7 @@ class Spectators:
         """The table is no longer served here (closed, or moved): its feed ends once the events it has
         are all of age; a watchable table nobody watched yet stays watchable until then."""
         feed = self._feeds.get(state.table_id)
-        if feed is None and state.request.rules.watchable:
+        if feed is None and state.request.rules.watchable and not state.request.private_table:
             feed = self._start(state, serving=False)
         if feed is not None:
             feed.serving = False

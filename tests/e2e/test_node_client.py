@@ -1,8 +1,9 @@
 """A client in another language on the whole stack: tests/node/client.js (Node.js, ``@grpc/grpc-js`` and
-``@grpc/proto-loader`` loading proto/ at run time) logs in, queues in a duel and an erren room, plays
-two hands in each against the house bot and leaves, then checks that every settlement the Play stream
-showed it equals its own ledger (``ListHistory``), that its match history (``ListMatches``) holds both
-tables with those figures, and that each table's last hand comes back as a replay (``GetReplay``).
+``@grpc/proto-loader`` loading proto/ at run time) logs in, opens a private table (its code; a wrong
+code NOT_FOUND, its own FAILED_PRECONDITION; cancelled, the hold back), queues in a duel and an erren
+room, plays two hands in each against the house bot and leaves, then checks that every settlement the
+Play stream showed it equals its own ledger (``ListHistory``), that its match history (``ListMatches``)
+holds both tables with those figures, and that each table's last hand comes back as a replay (``GetReplay``).
 It keeps the contract language-neutral: a client needs only proto/ and docs/protocol.md.
 
 The npm packages are installed by ``make test`` (the ``node-client`` target); only a machine without

@@ -122,7 +122,7 @@ def judge(label: str, code: Code, details: str | None, allowed: frozenset[Code])
     return None
 
 
-SERVER_STREAMS = frozenset({"Enqueue", "Watch"})
+SERVER_STREAMS = frozenset({"Enqueue", "Watch", "OpenPrivateTable", "JoinPrivateTable"})
 
 
 class Caller:
@@ -721,6 +721,7 @@ async def matchmaking(
         "WALLET_ADDRESS": wallet.server.address,
         "MATCHMAKING_ROOMS": json.dumps([SWEEP_ROOM]),
         "MATCHMAKING_TICK_SECONDS": "0.05",
+        "MATCHMAKING_PRIVATE_JOINS_PER_MINUTE": "0",  # the sweep guesses codes by the dozen
     }
     runtime = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
     async with (
@@ -794,6 +795,8 @@ def matchmaking_cases(others_ticket: str) -> list[Case]:
             ("LeavePairing", M.LeavePairingRequest(pairing_id=text)),
             ("LocateTable", M.LocateTableRequest(table_id=text)),
             ("ListLiveTables", M.ListLiveTablesRequest(room_id=text)),
+            ("OpenPrivateTable", M.OpenPrivateTableRequest(room_id=text, carry=300)),
+            ("JoinPrivateTable", M.JoinPrivateTableRequest(code=text, carry=300)),
         ]:
             cases.append(case(f"pairing {text[:8]!r}", rpc, request, "me", INVALID, MISSING))
             if not text:
@@ -802,6 +805,15 @@ def matchmaking_cases(others_ticket: str) -> list[Case]:
         request = M.ProposeMultiplierRequest(pairing_id="pr-none", multiplier=multiplier)
         cases.append(case(f"multiplier {multiplier}", "ProposeMultiplier", request, "me", INVALID, MISSING))
     cases.append(case("bytes", "Enqueue", b"\xff\xff\xff\xff\x0f", "me", INVALID))  # the stream's request
+    for rpc, request in [
+        ("OpenPrivateTable", M.OpenPrivateTableRequest(room_id=room, carry=300)),
+        ("JoinPrivateTable", M.JoinPrivateTableRequest(code="ABC234", carry=300)),
+    ]:
+        cases.append(case("a service sitting", rpc, request, "service", DENIED))
+        cases.append(case("a room or code", rpc, request, "nobody", UNAUTH))
+    cases.append(
+        case("a wrong code", "JoinPrivateTable", M.JoinPrivateTableRequest(code="abc 234"), "me", MISSING)
+    )
     return cases + raw_cases(matchmaking_pb2, "MatchmakingService", "me")
 
 

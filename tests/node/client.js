@@ -4,7 +4,9 @@
 // It logs in as a guest, and in each room it is given it queues, negotiates the multiplier (T7) as
 // its seat requires, plays whole hands at the table against the room's house bot and leaves; then it
 // reads its balance and its ledger (ListHistory) and checks that what the Play stream showed of each
-// settlement is what the ledger did. With --scoring it then reads its match history (ListMatches) and
+// settlement is what the ledger did. Before it plays, it opens a private table in its first room and
+// checks the code, that a wrong code is NOT_FOUND and its own FAILED_PRECONDITION, and that
+// cancelling gives the hold back. With --scoring it then reads its match history (ListMatches) and
 // each table's last hand as a replay (GetReplay) and checks them against what it played and its
 // ledger. The .proto files are loaded at run time (no generated code).
 //
@@ -224,6 +226,64 @@ class Session {
     this.matchmaking.close();
     if (this.archive) this.archive.close();
   }
+}
+
+// --- a private table: its code, and what a wrong or own code gets ------------------------------
+
+const CODE = /^[23456789ABCDEFGHJKMNPQRSTVWXYZ]{6}$/; // docs/protocol.md "Private tables"
+
+// The first status of a JoinPrivateTable stream (a refusal comes before any update).
+async function joinRefusal(session, code, carry) {
+  const call = session.matchmaking.JoinPrivateTable({ code, carry: String(carry) }, session.metadata);
+  try {
+    for await (const response of call) return `an update (${response.update.kind})`;
+    return 'a stream that ended without a status';
+  } catch (err) {
+    return `${grpc.status[err.code] ?? err.code}: ${err.details}`;
+  } finally {
+    call.cancel();
+  }
+}
+
+// Opens a private table in `room`, checks its code, tries a wrong code and its own, then cancels it
+// and waits until the wallet gives the carry back. Returns the problems found.
+async function checkPrivateTable(session, room, carry, log) {
+  const problems = [];
+  const opened = session.matchmaking.OpenPrivateTable({ room_id: room.room_id, carry: String(carry) }, session.metadata);
+  const updates = opened[Symbol.asyncIterator]();
+  try {
+    const first = (await updates.next()).value.update;
+    const queued = (await updates.next()).value.update;
+    if (first.kind !== 'private_code' || queued.kind !== 'queued') {
+      problems.push(`OpenPrivateTable sent ${first.kind}, ${queued.kind}: private_code, queued wanted`);
+      return problems;
+    }
+    const code = first.private_code.code;
+    if (!CODE.test(code)) problems.push(`the private code ${code} is not 6 of the alphabet`);
+    if (big(first.private_code.expires_at?.seconds) * 1000n <= BigInt(Date.now())) problems.push('the code expires in the past');
+    const held = await session.balance();
+    if (big(held.held) !== big(carry) + big(room.rules.fee)) problems.push(`opening held ${held.held}, not carry + fee`);
+    const wrong = code.split('').map((c) => (c === 'Z' ? 'Y' : 'Z')).join('');
+    const refusals = [
+      [wrong.toLowerCase(), 'NOT_FOUND: no private table has the code'],
+      [`${code.slice(0, 3)} ${code.slice(3).toLowerCase()}`, 'FAILED_PRECONDITION:'],
+    ];
+    for (const [typed, wanted] of refusals) {
+      const got = await joinRefusal(session, typed, carry);
+      if (!got.startsWith(wanted)) problems.push(`JoinPrivateTable(${typed}): ${got}; ${wanted} wanted`);
+      else log(`JoinPrivateTable(${typed}): ${got.slice(0, 90)}…`);
+    }
+    await unary(session.matchmaking, 'CancelQueue', { queue_ticket_id: queued.queued.queue_ticket_id }, session.metadata);
+    const last = (await updates.next()).value?.update;
+    if (last?.kind !== 'expired') problems.push(`a cancelled private table's stream sent ${last?.kind}`);
+    await session.holdsReleased();
+    log(`private table ${code} in ${room.room_id}: opened, refused a wrong and its own code, cancelled, hold released`);
+  } catch (err) {
+    problems.push(`the private table: ${err.details || err.message}`);
+  } finally {
+    opened.cancel();
+  }
+  return problems;
 }
 
 // --- the table: one Play stream --------------------------------------------------------------
@@ -743,6 +803,10 @@ async function main() {
     const rooms = await session.rooms();
     const hands = [];
     const watchProblems = [];
+    const [firstRoom, firstCarry] = args.rooms[0].split(':');
+    const privateProblems = rooms.has(firstRoom)
+      ? await checkPrivateTable(session, rooms.get(firstRoom), Number(firstCarry ?? args.carry), log)
+      : [];
     for (const wanted of args.rooms) {
       const [roomId, carryText] = wanted.split(':');
       const carry = carryText === undefined ? args.carry : Number(carryText);
@@ -790,6 +854,7 @@ async function main() {
     }
     problems.push(...checkLedger(ledger, balance));
     problems.push(...watchProblems);
+    problems.push(...privateProblems);
     const ratings = checkRatings(hands, rooms, session, await session.ratings());
     for (const line of ratings.lines) console.log(`  ${line}`);
     problems.push(...ratings.problems);

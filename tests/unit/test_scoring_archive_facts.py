@@ -83,3 +83,13 @@ def test_a_log_without_the_hand_or_the_opening_is_refused() -> None:
         hand_entry(log, "t-rebuild-h9", VOID, last_sequence=WHOLE_LOG, ended_at=CLOSED_AT)
     with pytest.raises(HandNotInLog, match="no table opening"):
         hand_entry(log[1:], log[-1].hand_id, VOID, last_sequence=WHOLE_LOG, ended_at=CLOSED_AT)
+
+
+def test_a_hand_of_a_private_table_is_archived_private_from_its_opening() -> None:
+    log = table_log("duel", 3, 1)
+    log[0].record.table_opening.private_table = True  # as OpenTableRequest.private_table opens it
+    (hand_id, last), *_ = ends(log).items()
+    entry = hand_entry(
+        log, hand_id, HandResult(archive_pb2.ARCHIVED_OUTCOME_DRAWN), last_sequence=last, ended_at=CLOSED_AT
+    )
+    assert entry.private_table

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
+from duelmahjong.platform.errors import PermissionDenied
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
 from duelmahjong.views import codec, seat_views
 from services.scoring import codec as scoring_codec
@@ -37,7 +38,7 @@ from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, OpenRequest
 from services.table.rebuild import rebuild
 from services.table.seats import SeatSession
-from services.table.spectators import SpectatorFeed
+from services.table.spectators import SpectatorFeed, Spectators
 
 DECISION_SECONDS = 10.0
 BANK_SECONDS = 20.0
@@ -187,6 +188,8 @@ class Match:
         profile: str,
         seed: int,
         adopted: list[events_pb2.TableEventAppended] | None = None,
+        *,
+        private_table: bool = False,
     ) -> None:
         """A new table, or (``adopted``: a log's first messages) the table rebuilt from them."""
         self.rng = random.Random(seed)
@@ -195,7 +198,8 @@ class Match:
         self.quiet = Quiet()
         ports = BusPorts(self.log, self.quiet, self.quiet)
         if adopted is None:
-            self.table = LiveTable(_request(profile), self.host, ports)
+            request = dataclasses.replace(_request(profile), private_table=private_table)
+            self.table = LiveTable(request, self.host, ports)
         else:
             self.log.messages.extend(adopted)
             state = rebuild(adopted, now=self.host.now_value)
@@ -310,6 +314,21 @@ def test_a_table_rebuilt_at_any_message_of_its_log_is_the_live_table(
     assert match.table.state.status == table_pb2.TABLE_STATUS_CLOSED
     assert _check(match) == len(match.log.messages)
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED
+
+
+def test_a_private_table_rebuilt_from_its_log_is_private_and_refuses_spectators() -> None:
+    match = Match("duel", 5, private_table=True)
+    asyncio.run(match.play(1))
+    opening = match.log.messages[0].record.table_opening
+    assert opening.private_table
+    for cut in (1, len(match.log.messages) // 2, len(match.log.messages)):
+        state = rebuild(match.log.messages[:cut])
+        assert state.request.private_table
+        with pytest.raises(PermissionDenied, match="private table"):
+            Spectators().feed(state.table_id, state)
+    public = Match("duel", 5)
+    asyncio.run(public.play(1))
+    assert not rebuild(public.log.messages).request.private_table
 
 
 @pytest.mark.parametrize("profile", ["duel", "erren"])

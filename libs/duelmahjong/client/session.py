@@ -10,12 +10,22 @@
 ``play`` follows a table that moves to another table server (``locate_table``) by itself.
 ``find_table`` follows the ``Enqueue`` stream and negotiates T7 by itself (the first seated proposes
 ``multiplier``, the second accepts — or declines when told to); it returns the ``TableReady`` or
-raises :class:`QueueEnded` with the server's reason.
+raises :class:`QueueEnded` with the server's reason. ``open_private_table`` and ``join_private_table``
+do the same for a private table (docs/protocol.md "Private tables")::
+
+    codes: list[str] = []
+    ready = await host.open_private_table(
+        "duel-novice", 500, multiplier=2,
+        on_update=lambda u: codes.append(u.private_code.code) if u.HasField("private_code") else None,
+    )
+    # ... and the friend, told codes[0]:
+    ready = await friend.join_private_table("abc 234", 500)
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -86,16 +96,23 @@ class DuelClient(Closing):
         reply = await self.matchmaking.ListRooms(mm.ListRoomsRequest(profile=profile), metadata=self.metadata)
         return list(reply.rooms)
 
-    async def queue(self, room_id: str, carry: int) -> AsyncIterator[mm.QueueUpdate]:
+    def queue(self, room_id: str, carry: int) -> AsyncIterator[mm.QueueUpdate]:
         """The raw ``Enqueue`` stream of this player's queue entry."""
-        call = self.matchmaking.Enqueue(
-            mm.EnqueueRequest(room_id=room_id, carry=carry), metadata=self.metadata
-        )
-        try:
-            async for reply in call:
-                yield reply.update
-        finally:
-            call.cancel()
+        request = mm.EnqueueRequest(room_id=room_id, carry=carry)
+        return _updates(lambda: self.matchmaking.Enqueue(request, metadata=self.metadata))
+
+    def open_private(self, room_id: str, carry: int) -> AsyncIterator[mm.QueueUpdate]:
+        """The raw ``OpenPrivateTable`` stream: first the ``private_code`` to give a friend, then the
+        queue entry's updates once the friend joined (or ``expired`` when nobody did)."""
+        request = mm.OpenPrivateTableRequest(room_id=room_id, carry=carry)
+        return _updates(lambda: self.matchmaking.OpenPrivateTable(request, metadata=self.metadata))
+
+    def join_private(self, code: str, carry: int) -> AsyncIterator[mm.QueueUpdate]:
+        """The raw ``JoinPrivateTable`` stream of a friend's private table (``code`` as the friend
+        read it out: case and spaces do not matter). A wrong or expired code raises ``NOT_FOUND``
+        (``grpc.aio.AioRpcError``) at the first read."""
+        request = mm.JoinPrivateTableRequest(code=code, carry=carry)
+        return _updates(lambda: self.matchmaking.JoinPrivateTable(request, metadata=self.metadata))
 
     async def find_table(
         self,
@@ -107,7 +124,44 @@ class DuelClient(Closing):
         on_update: QueueWatcher | None = None,
     ) -> mm.TableReady:
         """Queue, negotiate (T7) and return where to play; :class:`QueueEnded` if no table came."""
-        async for update in self.queue(room_id, carry):
+        return await self.follow(self.queue(room_id, carry), multiplier, accept, on_update)
+
+    async def open_private_table(
+        self,
+        room_id: str,
+        carry: int,
+        *,
+        multiplier: int = 1,
+        accept: bool = True,
+        on_update: QueueWatcher | None = None,
+    ) -> mm.TableReady:
+        """Open a private table, wait for the friend, negotiate (T7) and return where to play.
+        ``on_update`` is shown the ``private_code`` first (the code to give the friend);
+        :class:`QueueEnded` if nobody joined before it expired."""
+        return await self.follow(self.open_private(room_id, carry), multiplier, accept, on_update)
+
+    async def join_private_table(
+        self,
+        code: str,
+        carry: int,
+        *,
+        multiplier: int = 1,
+        accept: bool = True,
+        on_update: QueueWatcher | None = None,
+    ) -> mm.TableReady:
+        """Join a friend's private table by its code, negotiate (T7) and return where to play."""
+        return await self.follow(self.join_private(code, carry), multiplier, accept, on_update)
+
+    async def follow(
+        self,
+        stream: AsyncIterator[mm.QueueUpdate],
+        multiplier: int = 1,
+        accept: bool = True,
+        on_update: QueueWatcher | None = None,
+    ) -> mm.TableReady:
+        """Follow a queue entry's updates (``queue``, ``open_private``, ``join_private``), negotiating
+        T7 when it is this player's turn, to its ``table_ready``; :class:`QueueEnded` otherwise."""
+        async for update in stream:
             if on_update is not None:
                 on_update(update)
             kind = update.WhichOneof("kind")
@@ -174,3 +228,14 @@ class DuelClient(Closing):
         """A spectator's stream of ``table`` (``Watch``), following it should it move (see
         :func:`duelmahjong.client.spectate.watch_table`)."""
         return watch_table(table, self.metadata, self.live_tables, last_seen=last_seen, on_move=on_move)
+
+
+async def _updates(start: Callable[[], grpc.aio.UnaryStreamCall[Any, Any]]) -> AsyncIterator[mm.QueueUpdate]:
+    """The updates of one queue entry's stream, called at the first read; cancelled when the reader
+    stops."""
+    call = start()
+    try:
+        async for reply in call:
+            yield reply.update
+    finally:
+        call.cancel()

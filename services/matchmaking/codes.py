@@ -1,0 +1,83 @@
+"""The codes of private tables (docs/protocol.md "Private tables"): short, read aloud or typed by a
+person, so drawn from an alphabet without look-alikes, and unguessable, so drawn from the OS's secure
+source and tried at a bounded rate (``MATCHMAKING_PRIVATE_JOINS_PER_MINUTE``).
+
+The alphabet is the digits and capitals without 0/O, 1/I/L (the pairs a reader confuses) and U (read
+as V in many fonts): 30 symbols, 30**6 ≈ 7.3e8 codes of six.
+
+>>> normalise(" ab c-2 34 ")
+'ABC-234'
+>>> well_formed("ABC234"), well_formed("ABC-23"), well_formed("ABO234"), well_formed("AB23")
+(True, False, False, False)
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
+LENGTH = 6
+_ALLOWED = frozenset(ALPHABET)
+
+Entry = TypeVar("Entry")
+
+
+def normalise(code: str) -> str:
+    """The code as a friend may have typed it, read as issued: case and white space ignored."""
+    return "".join(code.split()).upper()
+
+
+def well_formed(code: str) -> bool:
+    """A normalised code that could have been issued (the right length, only the alphabet)."""
+    return len(code) == LENGTH and all(symbol in _ALLOWED for symbol in code)
+
+
+def draw(choose: Callable[[str], str] = secrets.choice) -> str:
+    """One code, each symbol drawn on its own from ``choose`` (the OS's secure source)."""
+    return "".join(choose(ALPHABET) for _ in range(LENGTH))
+
+
+class LiveCodes(Generic[Entry]):
+    """The codes of the private tables waiting for a friend, each unique among them while it lives.
+
+    ``alive`` says whether an entry still waits (not joined, not expired, not cancelled); a code whose
+    entry no longer waits is dead, found by nobody, and may be issued again.
+    """
+
+    def __init__(self, alive: Callable[[Entry], bool], choose: Callable[[str], str] = secrets.choice) -> None:
+        self._alive = alive
+        self._choose = choose
+        self._entries: dict[str, Entry] = {}
+
+    def issue(self, entry: Entry) -> str:
+        """A new code for ``entry``, different from every live one."""
+        self.sweep()
+        while True:
+            code = draw(self._choose)
+            if code not in self._entries:
+                self._entries[code] = entry
+                return code
+
+    def find(self, code: str) -> Entry | None:
+        """The waiting entry of ``code`` (already normalised), None if no live code is ``code``."""
+        entry = self._entries.get(code)
+        if entry is None:
+            return None
+        if not self._alive(entry):
+            del self._entries[code]
+            return None
+        return entry
+
+    def forget(self, code: str) -> None:
+        self._entries.pop(code, None)
+
+    def sweep(self) -> None:
+        """Forget the codes whose entries no longer wait."""
+        for code, entry in list(self._entries.items()):
+            if not self._alive(entry):
+                del self._entries[code]
+
+    def __len__(self) -> int:
+        return len(self._entries)
