@@ -1,7 +1,8 @@
 """The archive on real NATS and Postgres: scoring stores each hand it verified once, whatever is
-redelivered; the wallet's answers are kept by hand in whatever order they come; a table closed
-mid-hand leaves its hand VOID; ArchiveService serves it all over real gRPC, private tables to their
-players only."""
+redelivered, as its own slice of the table's log (the opening once per table); the wallet's answers
+(what moved, both ratings) are kept by hand in whatever order they come; a hand archived before an
+earlier hand of its table is replayed once that one is there too; a table closed mid-hand leaves its
+hand VOID; ArchiveService serves it all over real gRPC, private tables to their players only."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
-from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2
+from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2, wallet_pb2
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 from services.scoring.archive_store import ArchiveStore
 from services.scoring.config import ScoringConfig
@@ -72,6 +73,7 @@ def applied(
     postings: Sequence[tuple[str, int, rules_pb2.PostingReason.ValueType]],
     *,
     own: bool,
+    ratings: Sequence[wallet_pb2.RatingChange] = (),
 ) -> events_pb2.SettlementApplied:
     entries = [rules_pb2.Posting(account=a, amount=n, reason=r) for a, n, r in postings]
     event = events_pb2.SettlementApplied(
@@ -82,6 +84,7 @@ def applied(
         hand_id=hand_id,
         hand_transaction=own,
         postings=entries,
+        ratings=ratings,
     )
     if own:
         event.settlement.CopyFrom(rules_pb2.Settlement(hand_id=hand_id, total_fan=8, postings=entries))
@@ -237,7 +240,14 @@ async def test_a_table_closed_mid_hand_leaves_its_hand_void(
     )
     assert found is not None and found["outcome"] == archive_pb2.ARCHIVED_OUTCOME_VOID
     assert found["ended_at"] == closed_at.ToDatetime(tzinfo=UTC)
-    assert len(found["records"]) == len(table.records)
+    # The hand's slice: from its HandBegun (the opening before it is kept with the pairing) to the end.
+    begun = next(r.sequence for r in table.records if r.record.WhichOneof("kind") == "hand_begun")
+    assert found["first_sequence"] == begun
+    assert found["first_sequence"] + len(found["records"]) - 1 == len(table.records)
+    opening = await conn.fetchval("SELECT opening FROM archive.pairings WHERE table_id = $1", table.table_id)
+    assert [server_state_pb2.TableLogRecord.FromString(raw) for raw in opening] == [
+        r.record for r in table.records[: begun - 1]
+    ]
     got = await stub.GetMatch(
         archive_pb2.GetMatchRequest(pairing_id=f"p-{table.table_id}"),
         metadata=issue(table.players[0].player_id),
@@ -266,6 +276,8 @@ def entry(pairing: str, players: tuple[str, str], started: datetime, *, private:
         started_at=started,
         ended_at=started + timedelta(minutes=3),
         records=(),
+        first_sequence=1,
+        opening=(),
     )
 
 
@@ -315,3 +327,4 @@ async def test_private_tables_paging_and_refusals(
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in details
     code, details = await refused(stub.ListMatches, archive_pb2.ListMatchesRequest(page_size=101), me)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size must be 1..100" in details
+
