@@ -38,6 +38,8 @@ class TransactionRow:
     hand_transaction: bool
     settlement: bytes | None  # rules.proto Settlement as applied, the hand's own transaction only
     postings: tuple[Posting, ...]
+    # wallet.proto RatingChange of both seats, SEAT_FIRST then SEAT_SECOND: the hand's own only
+    ratings: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (hand_id)
 """
 _INSERT_TRANSACTION = """
 INSERT INTO archive.transactions (transaction_id, hand_id, table_id, source_event_id, hand_transaction,
-                                  settlement)
-VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transaction_id) DO NOTHING
+                                  settlement, ratings)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (transaction_id) DO NOTHING
 """
 _INSERT_POSTINGS = """
 INSERT INTO archive.postings (transaction_id, position, account, amount, reason)
@@ -138,7 +140,7 @@ SELECT hand_number, first_sequence, records
 FROM archive.hands WHERE table_id = $1 AND first_sequence <= $2 ORDER BY first_sequence
 """
 _TRANSACTIONS = """
-SELECT transaction_id, hand_id, table_id, source_event_id, hand_transaction, settlement
+SELECT transaction_id, hand_id, table_id, source_event_id, hand_transaction, settlement, ratings
 FROM archive.transactions WHERE hand_id = ANY($1) ORDER BY transaction_id
 """
 _POSTINGS = """
@@ -199,6 +201,7 @@ class ArchiveStore:
                 row.source_event_id,
                 row.hand_transaction,
                 row.settlement,
+                list(row.ratings),
             )
             if status != "INSERT 0 1":
                 return False
@@ -290,6 +293,7 @@ class ArchiveStore:
             )
         out: dict[str, list[TransactionRow]] = {}
         for row in await conn.fetch(_TRANSACTIONS, hand_ids):
-            transaction = TransactionRow(**dict(row), postings=tuple(postings.get(row["transaction_id"], ())))
+            values = {**dict(row), "ratings": tuple(row["ratings"])}
+            transaction = TransactionRow(**values, postings=tuple(postings.get(row["transaction_id"], ())))
             out.setdefault(transaction.hand_id, []).append(transaction)
         return out
