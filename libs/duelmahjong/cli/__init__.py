@@ -33,6 +33,7 @@ _register("demo", "duelmahjong.cli.demo", "a visible match between two bots on t
 _register("replay", "duelmahjong.cli.replay", "a finished hand turn by turn (archive or saved file)")
 _register("verify", "duelmahjong.cli.verify", "check a finished hand's wall and steps against its seed")
 _register("watch", "duelmahjong.cli.watch", "watch a live table as a spectator, delayed")
+_register("play", "duelmahjong.cli.play", "play whole hands yourself in the terminal")
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

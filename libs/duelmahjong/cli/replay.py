@@ -6,6 +6,8 @@ state file, as ``duel status`` finds it; the call is made with ``--token`` (or `
 a fresh guest of the stack's wallet (which may open any hand of a public room). ``duel replay --file
 F`` reads a ``Replay`` saved as binary or as protobuf JSON instead, without a stack. ``--save F``
 writes the replay fetched (JSON when F ends in ``.json``), for ``--file`` and ``duel verify --file``.
+``--html FILE`` writes the hand as one self-contained page instead of printing it (docs/replays.md),
+with duel verify's result on it.
 
 It prints the hand as dealt (both hands, the wall and the pool), then every step, decisions and events,
 each with its tiles, then how the hand ended and its score.
@@ -57,6 +59,12 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--save", type=Path, help="also write the replay to this file (.json: JSON)")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write the hand as one self-contained page",
+    )
 
 
 def load_replay(args: argparse.Namespace) -> archive_pb2.Replay:
@@ -148,8 +156,26 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.save is not None:
         write_replay(replay, args.save)
+    if args.html is not None:
+        return _write_page(replay, args.html)
     for line in replay_lines(replay):
         print(line)
+    return 0
+
+
+def _write_page(replay: archive_pb2.Replay, path: Path) -> int:
+    """The replay page, with the full verification's result on it (the page shows a failed one too)."""
+    from duelmahjong.replay.html import render_html
+    from duelmahjong.replay.verify import verify_replay
+
+    verification = verify_replay(replay)
+    try:
+        path.write_text(render_html(replay, verification), encoding="utf-8")
+    except OSError as err:
+        print(f"duel replay: cannot write {path}: {err.strerror}", file=sys.stderr)
+        return 1
+    verdict = "verified" if verification.ok else f"NOT verified: {verification.problem}"
+    print(f"{path}: hand {replay.hand_id}, {len(replay.steps)} steps, {verdict}")
     return 0
 
 

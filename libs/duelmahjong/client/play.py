@@ -5,8 +5,10 @@ alone or inside a ``SeatView``) once, with the sequence it follows as ``last_see
 rejected action is not fatal: a stale one waits for the next decision, an illegal one is replaced by
 the decision's default action. Between hands the :class:`MatchPlan` decides: continue until it has
 played ``hands`` hands, then leave (T7 / T10); ``escape_in_hand`` leaves in the middle of that hand
-instead (escape, H3). Every message received goes to ``watch`` (the demo prints them; tests check
-them for hidden information).
+instead (escape, H3); with ``ask_between_hands`` the policy decides that too (a person playing). A
+policy may answer with an awaitable (a person deciding): the stream goes on reading while it is
+pending, and a later decision replaces it. Every message received goes to ``watch`` (the demo prints
+them; tests check them for hidden information), and ``on_break`` hears of each break being followed.
 
 A stream that breaks before the table ended (the connection drops, the server goes away or ends the
 stream early, or the table is not — or not yet — on that server) is followed (docs/protocol.md "When a
@@ -20,6 +22,8 @@ is offered again after the reconnect was never applied: it is sent again as it w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -33,6 +37,10 @@ from duelmahjong.v1 import play_pb2, table_pb2, table_pb2_grpc
 Watcher = Callable[[table_pb2.PlayResponse], None]
 # Where a table is served now, by its id (matchmaking's LocateTable).
 Locator = Callable[[str], Awaitable[mm.LocateTableResponse]]
+# Told why a stream broke each time the client goes to find and rejoin its table.
+BreakWatcher = Callable[[str], None]
+# What the seat sends back for one message: a request, one still being decided, or nothing.
+Answer = table_pb2.PlayRequest | Awaitable[table_pb2.PlayRequest] | None
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,8 @@ class MatchPlan:
     escape_after_actions: int = 3
     # Disconnect once after this many own actions and reconnect (exercises T10 resume); 0 = never.
     drop_after_actions: int = 0
+    # Between hands the policy decides continue or leave (a person), instead of ``hands``.
+    ask_between_hands: bool = False
 
 
 @dataclass
@@ -140,7 +150,7 @@ class _Seat:
             request.client_action_id = self.client_action_id
         return request
 
-    def take(self, response: table_pb2.PlayResponse) -> table_pb2.PlayRequest | None:
+    def take(self, response: table_pb2.PlayResponse) -> Answer:
         """Fold one server message; the request to send back, if any."""
         self.outcome.messages += 1
         kind = response.WhichOneof("kind")
@@ -193,7 +203,7 @@ class _Seat:
             self.ended = True
         return None
 
-    def _decide(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest | None:
+    def _decide(self, legal: play_pb2.LegalActions) -> Answer:
         key = _decision_key(legal)
         view = self.view
         if key in self.answered or view is None or not legal.actions:
@@ -205,12 +215,24 @@ class _Seat:
                 return self.unacked[1]
             self.unacked = None  # another decision: the one answered is behind us
         request = self._answer(view, legal)
+        if isinstance(request, table_pb2.PlayRequest):
+            self.unacked = (key, request)
+            return request
+        return self._when_decided(key, request)
+
+    async def _when_decided(
+        self, key: tuple[int, bytes], decision: Awaitable[play_pb2.Action]
+    ) -> table_pb2.PlayRequest:
+        request = self.request(await decision, key[0])
         self.unacked = (key, request)
         return request
 
-    def _answer(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest:
+    def _answer(
+        self, view: play_pb2.SeatView, legal: play_pb2.LegalActions
+    ) -> table_pb2.PlayRequest | Awaitable[play_pb2.Action]:
         kinds = {entry.kind for entry in legal.actions}
-        if ACTION_KIND_CONTINUE in kinds or (play_pb2.ACTION_KIND_LEAVE in kinds and len(kinds) == 1):
+        between = ACTION_KIND_CONTINUE in kinds or (play_pb2.ACTION_KIND_LEAVE in kinds and len(kinds) == 1)
+        if between and not self.plan.ask_between_hands:
             return self._between_hands(legal)
         plan = self.plan
         if plan.escape_in_hand and self.hand_number == plan.escape_in_hand:
@@ -222,7 +244,11 @@ class _Seat:
         if plan.drop_after_actions and self.actions_total == plan.drop_after_actions:
             raise _Dropped
         self.pending_default = legal.default_action if legal.HasField("default_action") else None
-        return self.request(self.policy.decide(view, legal), legal.sequence)
+        decision = self.policy.decide(view, legal)
+        if inspect.isawaitable(decision):
+            return decision
+        assert isinstance(decision, play_pb2.Action)
+        return self.request(decision, legal.sequence)
 
     def _between_hands(self, legal: play_pb2.LegalActions) -> table_pb2.PlayRequest:
         carry_on = continue_action()
@@ -261,6 +287,7 @@ async def play_table(
     stream_seconds: float = 600.0,
     locate: Locator | None = None,
     follow_seconds: float = 30.0,
+    on_break: BreakWatcher | None = None,
 ) -> PlayOutcome:
     """Connect to the table of ``ready`` and play until the table ends. A stream that breaks first
     (or the plan's deliberate drop) is reopened with the ticket and the last sequence seen — where
@@ -279,18 +306,22 @@ async def play_table(
                 channels[address] = grpc.aio.insecure_channel(address)
             stub = table_pb2_grpc.TableServiceStub(channels[address])
             seen = seat.outcome.messages
-            broke: Exception | None = None
+            broke: grpc.aio.AioRpcError | None = None
             try:
                 await _stream(stub, seat, metadata, watch, stream_seconds)
                 if seat.ended:
                     return seat.outcome
             except _Dropped:
+                if on_break is not None:
+                    on_break("the client dropped its stream")
                 seat.reconnected()
                 continue
             except grpc.aio.AioRpcError as err:
                 if err.code() not in RESUMABLE:
                     raise
                 broke = err
+            if on_break is not None:
+                on_break(f"{broke.code().name}: {broke.details()}" if broke else "the stream ended")
             if seat.outcome.messages > seen:  # that stream worked: a new break gets the whole time
                 give_up_at, wait = loop.time() + follow_seconds, FOLLOW_FIRST_WAIT
             if loop.time() >= give_up_at:
@@ -324,6 +355,13 @@ async def _stream(
     stream_seconds: float,
 ) -> None:
     call = stub.Play(metadata=metadata, timeout=stream_seconds)
+    deciding: asyncio.Task[None] | None = None  # a person's pending answer, sent when made
+
+    async def send_when_decided(answer: Awaitable[table_pb2.PlayRequest]) -> None:
+        request = await answer
+        with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError):
+            await call.write(request)
+
     try:
         await call.write(seat.request())  # the ticket and the last sequence seen (resume)
         while True:
@@ -333,10 +371,18 @@ async def _stream(
             if watch is not None:
                 watch(response)
             answer = seat.take(response)
-            if answer is not None:
-                try:
-                    await call.write(answer)
-                except (grpc.aio.AioRpcError, grpc.aio.UsageError):
-                    return  # the server ended the stream meanwhile
+            if answer is None:
+                continue
+            if not isinstance(answer, table_pb2.PlayRequest):
+                if deciding is not None:
+                    deciding.cancel()  # a newer decision replaces the one still pending
+                deciding = asyncio.ensure_future(send_when_decided(answer))
+                continue
+            try:
+                await call.write(answer)
+            except (grpc.aio.AioRpcError, grpc.aio.UsageError):
+                return  # the server ended the stream meanwhile
     finally:
+        if deciding is not None:
+            deciding.cancel()
         call.cancel()

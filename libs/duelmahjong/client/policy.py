@@ -9,6 +9,7 @@ discard), so a bot client plays like the server's auto-play without ever seeing 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Protocol
 
 from duelmahjong.engine import actions as A
@@ -30,10 +31,15 @@ _KONG_KINDS = {
 _NOT_FOR_THE_BOT = {play_pb2.ACTION_KIND_LEAVE, play_pb2.ACTION_KIND_USE_ITEM, play_pb2.ACTION_KIND_DRAW}
 
 
+# A policy's answer: the action, or an awaitable of it when a person decides (``duel play``): the
+# stream goes on reading meanwhile, so a decision the server timed out is seen gone.
+Decision = play_pb2.Action | Awaitable[play_pb2.Action]
+
+
 class Policy(Protocol):
     """Chooses one of ``legal`` for the seat whose view is ``view``."""
 
-    def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action: ...
+    def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> Decision: ...
 
 
 def pass_action() -> play_pb2.Action:

@@ -21,7 +21,7 @@ import grpc
 import grpc.aio
 
 from duelmahjong.client.closing import Closing
-from duelmahjong.client.play import MatchPlan, PlayOutcome, Watcher, play_table
+from duelmahjong.client.play import BreakWatcher, MatchPlan, PlayOutcome, Watcher, play_table
 from duelmahjong.client.policy import Policy
 from duelmahjong.client.spectate import watch_table
 from duelmahjong.platform.auth import bearer_metadata
@@ -134,11 +134,20 @@ class DuelClient(Closing):
         plan: MatchPlan | None = None,
         *,
         watch: Watcher | None = None,
+        on_break: BreakWatcher | None = None,
+        stream_seconds: float = 600.0,
     ) -> PlayOutcome:
         """Play at the table of ``ready`` until the table ends (see :func:`play_table`), following it
         to wherever matchmaking says it is served should its stream break."""
         return await play_table(
-            ready, self.metadata, policy, plan or MatchPlan(), watch=watch, locate=self.locate_table
+            ready,
+            self.metadata,
+            policy,
+            plan or MatchPlan(),
+            watch=watch,
+            locate=self.locate_table,
+            on_break=on_break,
+            stream_seconds=stream_seconds,
         )
 
     async def locate_table(self, table_id: str) -> mm.LocateTableResponse:

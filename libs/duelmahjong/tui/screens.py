@@ -1,0 +1,246 @@
+"""The small screens of ``duel play`` before and after a table: text prompts, the room list, the
+queue with the T7 negotiation, and the end of a table. Each draws itself as lines of fragments and
+takes keys; the ones that wait for the person resolve ``done`` with the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from duelmahjong.tui.board import Line, fit, rule
+from duelmahjong.v1 import matchmaking_pb2 as mm
+from duelmahjong.v1 import rules_pb2
+
+PROFILE_NAMES = {rules_pb2.PROFILE_DUEL: "duel", rules_pb2.PROFILE_ERREN: "erren"}
+MULTIPLIER_KEYS = {"1": 1, "2": 2, "5": 5, "0": 10}
+# T7 on the person's key: (pairing id, multiplier to propose, accept); multiplier 0 = an answer.
+Negotiate = Callable[[str, int, bool], None]
+
+
+class Screen:
+    """A screen waiting for one answer (``done``); ``press`` takes prompt_toolkit key names."""
+
+    title = ""
+
+    def __init__(self) -> None:
+        self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.note = ""
+
+    def lines(self, width: int) -> list[Line]:
+        raise NotImplementedError
+
+    def press(self, key: str) -> None:
+        raise NotImplementedError
+
+    def finish(self, answer: Any) -> None:
+        if not self.done.done():
+            self.done.set_result(answer)
+
+    def frame(self, body: list[Line], width: int, keys: str) -> list[Line]:
+        out: list[Line] = [[("class:title", f" Duel Mahjong · {self.title}")], rule(width), *body]
+        out += [[("", "")], [("class:keys", " " + fit(keys, width - 2))]]
+        if self.note:
+            out.append([("class:note", " " + fit(self.note, width - 2))])
+        return [[(style, fit(text, width)) for style, text in line] for line in out]
+
+
+class TextPrompt(Screen):
+    """One line of text: Enter answers it, Esc answers None."""
+
+    def __init__(
+        self, title: str, question: str, default: str = "", hint: str = "", allowed: str = ""
+    ) -> None:
+        super().__init__()
+        self.title, self.question, self.text, self.hint, self.allowed = (
+            title,
+            question,
+            default,
+            hint,
+            allowed,
+        )
+
+    def lines(self, width: int) -> list[Line]:
+        body: list[Line] = [
+            [("", "")],
+            [("class:prompt", f" {self.question} "), ("class:typing", self.text + "_")],
+        ]
+        if self.hint:
+            body += [[("", "")], [("class:dim", f" {self.hint}")]]
+        return self.frame(body, width, "Enter confirm · Backspace erase · Esc back")
+
+    def press(self, key: str) -> None:
+        if key == "enter" and self.text.strip():
+            self.finish(self.text.strip())
+        elif key == "escape":
+            self.finish(None)
+        elif key == "backspace":
+            self.text = self.text[:-1]
+        elif len(key) == 1 and key.isprintable() and (not self.allowed or key in self.allowed):
+            self.text += key
+
+
+def room_lines(room: mm.Room) -> tuple[str, str]:
+    r, t = room.rules, room.times
+    profile = PROFILE_NAMES.get(r.profile, "?")
+    first = f"{room.name or room.room_id}  [{room.room_id}] · {profile}"
+    extras = [f"1番={r.fan_rate} 威望", f"fee {r.fee}", f"carry {r.carry_min}–{r.carry_max}"]
+    if r.claim_window_ms:
+        extras.append(f"claim window {r.claim_window_ms / 1000:g} s")
+    extras.append(f"bot after {t.bot_fill_millis / 1000:g} s" if t.bot_fill_millis else "no bot fill")
+    if r.items_enabled:
+        extras.append("items")
+    if r.guess_enabled:
+        extras.append("猜大小")
+    if r.triplet_offer_probability or r.pick_offer_probability:
+        extras.append("offers")
+    if room.waiting:
+        extras.append(f"{room.waiting} waiting")
+    return first, " · ".join(extras)
+
+
+class RoomsScreen(Screen):
+    """Answers ("queue" | "open", room), ("join", None) or ("quit", None)."""
+
+    title = "rooms"
+
+    def __init__(self, rooms: list[mm.Room], player: str, balance: str, about: str = "") -> None:
+        super().__init__()
+        self.rooms, self.player, self.balance, self.about, self.selected = rooms, player, balance, about, 0
+
+    def lines(self, width: int) -> list[Line]:
+        body: list[Line] = [
+            [("class:me", f" {self.player}"), ("class:balance", f" · {self.balance}")],
+            [("class:dim", f" {self.about}")],
+            [("", "")],
+        ]
+        for index, room in enumerate(self.rooms):
+            first, second = room_lines(room)
+            picked = index == self.selected
+            body.append([("class:picked" if picked else "class:me", f" {'▶' if picked else ' '} {first}")])
+            body.append([("class:dim", f"     {second}")])
+        if not self.rooms:
+            body.append([("class:dim", " matchmaking lists no rooms")])
+        keys = "↑/↓ choose · Enter play · o open a private table · j join with a code · q quit"
+        return self.frame(body, width, keys)
+
+    def press(self, key: str) -> None:
+        if key in ("up", "down") and self.rooms:
+            self.selected = (self.selected + (1 if key == "down" else -1)) % len(self.rooms)
+        elif key == "enter" and self.rooms:
+            self.finish(("queue", self.rooms[self.selected]))
+        elif key == "o" and self.rooms:
+            self.finish(("open", self.rooms[self.selected]))
+        elif key == "j":
+            self.finish(("join", None))
+        elif key == "q":
+            self.finish(("quit", None))
+
+
+class QueueScreen(Screen):
+    """The way from the queue to a table: updates as they come, the T7 negotiation's keys. Answers
+    nothing itself (the queue stream ends it); ``cancel`` is set when the person gives up (Esc)."""
+
+    title = "finding a table"
+
+    def __init__(self, room: str, carry: int, bot_fill_millis: int, negotiate: Negotiate) -> None:
+        super().__init__()
+        self.room, self.carry, self.negotiate = room, carry, negotiate
+        self.started = time.monotonic()
+        self.bot_fill = bot_fill_millis / 1000
+        self.status: list[str] = []
+        self.code = ""
+        self.negotiation: mm.Negotiation | None = None
+        self.opponent = ""
+        self.cancelled = asyncio.get_running_loop().create_future()
+
+    def update(self, update: mm.QueueUpdate) -> None:
+        kind = update.WhichOneof("kind")
+        if kind == "queued":
+            self.status.append("in the queue")
+        elif kind == "position":
+            self.status.append(f"position {update.position.position} of {update.position.waiting}")
+        elif kind == "private_code":
+            self.code = update.private_code.code
+            self.status.append("private table open: give your friend the code")
+        elif kind == "matched":
+            m = update.matched
+            bot = " (house bot)" if m.opponent_is_bot else ""
+            self.opponent = m.opponent_display_name or m.opponent_player_id
+            seat = "first" if m.seat == rules_pb2.SEAT_FIRST else "second"
+            self.status.append(f"matched with {self.opponent}{bot}; you sit {seat}")
+        elif kind == "negotiation":
+            self.negotiation = update.negotiation
+            self.status.append(self._negotiation_text(update.negotiation))
+        elif kind == "table_ready":
+            self.status.append(f"table ready at {update.table_ready.address}")
+        elif kind == "expired":
+            self.status.append(f"the queue ended: {update.expired.reason}")
+        self.status = self.status[-8:]
+
+    @staticmethod
+    def _negotiation_text(n: mm.Negotiation) -> str:
+        if n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
+            return (
+                "negotiation: you propose the multiplier"
+                if n.your_turn
+                else "negotiation: waiting for a proposal"
+            )
+        if n.state == mm.NEGOTIATION_STATE_PROPOSED:
+            ask = "accept?" if n.your_turn else "waiting for the answer"
+            return f"negotiation: {n.multiplier}× proposed, {ask}"
+        if n.state == mm.NEGOTIATION_STATE_ACCEPTED:
+            return f"negotiation: {n.multiplier}× accepted"
+        return "negotiation: declined"
+
+    def lines(self, width: int) -> list[Line]:
+        waited = time.monotonic() - self.started
+        body: list[Line] = [[("class:me", f" room {self.room} · carry {self.carry} · {waited:.0f} s")]]
+        if self.code:
+            body += [[("", "")], [("class:prompt", " private code: "), ("class:code", f" {self.code} ")]]
+        elif self.bot_fill and not self.opponent:
+            left = max(0.0, self.bot_fill - waited)
+            body.append([("class:dim", f" a house bot sits down if nobody comes within {left:.0f} s")])
+        body.append([("", "")])
+        body += [[("", f" {line}")] for line in self.status]
+        keys = "Esc leave the queue"
+        n = self.negotiation
+        if n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
+            keys = "propose the multiplier (T7): 1 ×1 · 2 ×2 · 5 ×5 · 0 ×10 · Esc leave"
+        elif n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_PROPOSED:
+            keys = f"y accept {n.multiplier}× · n decline (the pairing ends) · Esc leave"
+        return self.frame(body, width, keys)
+
+    def press(self, key: str) -> None:
+        n = self.negotiation
+        if key == "escape":
+            if not self.cancelled.done():
+                self.cancelled.set_result(None)
+        elif n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
+            if key in MULTIPLIER_KEYS:
+                self.negotiation = None
+                self.negotiate(n.pairing_id, MULTIPLIER_KEYS[key], True)
+        elif n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_PROPOSED:
+            if key in ("y", "n"):
+                self.negotiation = None
+                self.negotiate(n.pairing_id, 0, key == "y")
+
+
+class MessageScreen(Screen):
+    """A few lines and the keys to go on: Enter answers "back", q answers "quit"."""
+
+    def __init__(self, title: str, body: list[str]) -> None:
+        super().__init__()
+        self.title, self.body = title, body
+
+    def lines(self, width: int) -> list[Line]:
+        body: list[Line] = [[("", "")], *[[("", f" {line}")] for line in self.body]]
+        return self.frame(body, width, "Enter back to the rooms · q quit")
+
+    def press(self, key: str) -> None:
+        if key == "enter":
+            self.finish("back")
+        elif key == "q":
+            self.finish("quit")
