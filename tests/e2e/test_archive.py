@@ -9,9 +9,10 @@ read a hand just played from the stack's archive (and ``duel replay --html`` wri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,22 @@ async def play_pairing(clients: list[DuelClient], room: str, hands: int = HANDS)
     )
 
 
+@contextlib.asynccontextmanager
+async def signed_in(stack: StackState, names: tuple[str, str]) -> AsyncIterator[list[DuelClient]]:
+    """Two players logged in to the stack's wallet, closed afterwards."""
+    clients = [
+        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
+        for _ in names
+    ]
+    try:
+        for client, name in zip(clients, names, strict=True):
+            await client.login(name)
+        yield clients
+    finally:
+        for client in clients:
+            await client.close()
+
+
 def by_seat(changes: Any) -> list[wallet_pb2.RatingChange]:
     return sorted(changes, key=lambda change: change.seat)
 
@@ -98,13 +115,7 @@ def service_errors(stack: StackState) -> list[str]:
 
 
 async def test_the_players_histories_and_replays_are_the_hands_they_played(stack: StackState) -> None:
-    clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
-        for _ in range(2)
-    ]
-    try:
-        for client, name in zip(clients, ("ann", "bob"), strict=True):
-            await client.login(name)
+    async with signed_in(stack, ("ann", "bob")) as clients:
         outcomes = {str(room["profile"]): await play_pairing(clients, str(room["room_id"])) for room in ROOMS}
         tables = {profile: played[0].table_id for profile, played in outcomes.items()}
         for played in outcomes.values():
@@ -199,9 +210,6 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
                 with pytest.raises(grpc.aio.AioRpcError) as unknown:
                     await history.replay(f"{tables['duel']}-h99")
                 assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
-    finally:
-        for client in clients:
-            await client.close()
     assert not service_errors(stack), "\n".join(service_errors(stack))
 
 
@@ -218,13 +226,7 @@ async def duel(*args: str) -> tuple[int, str, str]:
 async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
     stack: StackState, tmp_path: Path
 ) -> None:
-    clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
-        for _ in range(2)
-    ]
-    try:
-        for client, name in zip(clients, ("cli-ann", "cli-bob"), strict=True):
-            await client.login(name)
+    async with signed_in(stack, ("cli-ann", "cli-bob")) as clients:
         played = await play_pairing(clients, "archive-duel", hands=1)
         assert [o.hands_settled for o in played] == [1, 1], [o.ended_reason for o in played]
         hand_id = played[0].hand_ids[-1]
@@ -238,9 +240,6 @@ async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
                     await asyncio.sleep(0.2)
             else:
                 raise AssertionError(f"hand {hand_id} was never archived")
-    finally:
-        for client in clients:
-            await client.close()
     # As a guest of the stack's wallet, from the scoring service's archive.
     where = ["--scoring", stack.services["scoring"].grpc, "--wallet", stack.services["wallet"].grpc]
 
