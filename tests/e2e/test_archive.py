@@ -235,8 +235,8 @@ async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
                 try:
                     replay = await history.replay(hand_id)
                     break
-                except grpc.aio.AioRpcError as err:
-                    assert err.code() == grpc.StatusCode.NOT_FOUND, err
+                except grpc.aio.AioRpcError as not_yet:
+                    assert not_yet.code() == grpc.StatusCode.NOT_FOUND, not_yet
                     await asyncio.sleep(0.2)
             else:
                 raise AssertionError(f"hand {hand_id} was never archived")
