@@ -3,7 +3,8 @@
 The platform interceptor has verified the caller's token. A hand of a private table is served to its
 two players only: another caller's ListMatches leaves such pairings out, GetMatch answers NOT_FOUND
 for them (their existence is theirs), GetReplay PERMISSION_DENIED. A replay is built on demand from
-the log records the archive keeps (``duelmahjong.replay.build``); only hands that are over are ever
+the log records the archive keeps (``duelmahjong.replay.build``): the table's opening and the slices
+of its hands up to the one asked for (``archive_chain``); only hands that are over are ever
 archived, so nothing hidden during play is served while it matters.
 """
 
@@ -32,6 +33,7 @@ from duelmahjong.replay.build import build_replay
 from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, server_state_pb2
 from services.scoring import archive_codec
+from services.scoring.archive_chain import ChainIncomplete, hand_records
 from services.scoring.archive_store import ArchiveStore, PageKey, PairingRow
 
 SERVICE_NAME = archive_pb2.DESCRIPTOR.services_by_name["ArchiveService"].full_name
@@ -155,10 +157,15 @@ class ArchiveApi(archive_pb2_grpc.ArchiveServiceServicer):
         found = await self._store.hand(request.hand_id)
         if found is None:
             raise NotFound(f"hand {request.hand_id!r} is not archived (unknown, or not over yet)")
-        hand, stored = found
+        hand, last_sequence = found
         pairing = (await self._store.pairings([hand.pairing_id]))[hand.pairing_id]
         if pairing.private_table and not _plays(pairing, caller):
             raise PermissionDenied(f"hand {request.hand_id!r} is of a private table: only its players see it")
+        chain = await self._store.chain(hand.table_id, last_sequence)
+        try:
+            stored = hand_records(hand.table_id, chain.opening, chain.slices, hand.hand_number, last_sequence)
+        except ChainIncomplete as err:
+            raise FailedPrecondition(f"hand {hand.hand_id!r} cannot be replayed yet: {err}") from None
         records = [server_state_pb2.TableLogRecord.FromString(raw) for raw in stored]
         result = archive_codec.archived_hand(hand, pairing)
         # CPU-bound (the whole hand through the engine): in a thread, so other calls go on.

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2
+from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, wallet_pb2
 from services.scoring.archive_facts import ArchivedPlayer
 from services.scoring.archive_store import HandRow, PairingRow
 
@@ -51,6 +51,27 @@ def moved_by(hand: HandRow, player_id: str, reasons: frozenset[int] | None = Non
     )
 
 
+def ratings_of(hand: HandRow) -> list[wallet_pb2.RatingChange]:
+    """Both seats' rating changes by ``hand``, as its own transaction applied them (SEAT_FIRST first;
+    none for a void hand, or before the wallet's answer is archived)."""
+    if hand.outcome == archive_pb2.ARCHIVED_OUTCOME_VOID:
+        return []
+    own = next((t for t in hand.transactions if t.hand_transaction and t.ratings), None)
+    changes = [wallet_pb2.RatingChange.FromString(raw) for raw in own.ratings] if own else []
+    return sorted(changes, key=lambda change: change.seat)
+
+
+def rating_change(hands: Sequence[HandRow], player_id: str) -> wallet_pb2.RatingChange | None:
+    """``player_id``'s rating before the first rated hand of ``hands`` (oldest first) and after the
+    last; None when none of them is rated."""
+    mine = [c for hand in hands for c in ratings_of(hand) if c.player_id == player_id]
+    if not mine:
+        return None
+    return wallet_pb2.RatingChange(
+        seat=mine[0].seat, player_id=player_id, before=mine[0].before, after=mine[-1].after
+    )
+
+
 def archived_hand(hand: HandRow, pairing: PairingRow) -> archive_pb2.ArchivedHand:
     message = archive_pb2.ArchivedHand(
         hand_id=hand.hand_id,
@@ -66,6 +87,7 @@ def archived_hand(hand: HandRow, pairing: PairingRow) -> archive_pb2.ArchivedHan
         ],
         started_at=_stamp(hand.started_at),
         ended_at=_stamp(hand.ended_at),
+        ratings=ratings_of(hand),
     )
     if hand.evaluation is not None:
         message.evaluation.ParseFromString(hand.evaluation)
@@ -109,6 +131,9 @@ def match_summary(pairing: PairingRow, hands: Sequence[HandRow], player_id: str)
         started_at=_stamp(pairing.started_at),
         private_table=pairing.private_table,
     )
+    change = rating_change(hands, me.player_id)
+    if change is not None:
+        summary.rating_change.CopyFrom(change)
     if hands:
         summary.last_hand_at.CopyFrom(_stamp(max(h.ended_at for h in hands)))
     return summary

@@ -118,6 +118,7 @@ class SettlementAppliedHandler:
             hand_transaction=applied.hand_transaction,
             settlement=applied.settlement.SerializeToString() if applied.HasField("settlement") else None,
             postings=tuple(Posting(p.account, p.amount, p.reason) for p in postings),
+            ratings=tuple(r.SerializeToString() for r in applied.ratings) if applied.hand_transaction else (),
         )
         if await self._store.record_transaction(row):
             self.recorded.inc()

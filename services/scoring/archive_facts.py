@@ -2,9 +2,13 @@
 
 The log holds everything: the table's opening (pairing, room, players), each hand's ``HandBegun``
 (players with their names, the rules), the engine's events with the time both seats were shown them,
-and the records a replay is built from. A finished hand is archived with the records from the table's
-opening through ``last_sequence`` of its result; a hand the table never ended (the table closed
-first) is archived VOID with every record the log holds.
+and the records a replay is built from. The archive keeps the table's opening (the records before
+its first ``HandBegun``) once, and each hand's own slice of the log: from the record after the
+previous hand's ``hand_ended`` event (the first hand: from its ``HandBegun``) through ``last_sequence``
+of its result. Both boundaries are read from the log the hand is archived from, so a hand's slice is
+the same whichever hand arrives first, and the slices of a table's hands join up without gaps (the
+previous hand's own slice reaches at least its ``hand_ended``). A hand the table never ended (the
+table closed first) is archived VOID through the end of the log.
 """
 
 from __future__ import annotations
@@ -48,7 +52,15 @@ class HandEntry:
     evaluation: bytes | None  # rules.proto Evaluation, won hands only
     started_at: datetime
     ended_at: datetime
-    records: tuple[bytes, ...]  # server_state.proto TableLogRecord, in sequence order
+    # server_state.proto TableLogRecord: the hand's slice of the log, at first_sequence onwards
+    records: tuple[bytes, ...]
+    first_sequence: int
+    # the table's records before its first HandBegun, at sequences 1, 2, 3…
+    opening: tuple[bytes, ...]
+
+    @property
+    def last_sequence(self) -> int:
+        return self.first_sequence + len(self.records) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +113,8 @@ def hand_entry(
     if not openings:
         raise HandNotInLog("the log holds no table opening")
     opening = openings[0]
+    if [r.sequence for r in records] != list(range(1, len(records) + 1)):
+        raise HandNotInLog("the log read skips sequences: its slices would not join up")
     begun_at = [
         i
         for i, r in enumerate(records)
@@ -111,6 +125,15 @@ def hand_entry(
         raise HandNotInLog(f"the log holds no HandBegun of hand {hand_id}")
     begun = records[begun_at[-1]].record.hand_begun
     hand = records[begun_at[-1] :]
+    first_begun = next(i for i, r in enumerate(records) if r.record.WhichOneof("kind") == "hand_begun")
+    start = max(
+        (
+            i + 1
+            for i, r in enumerate(records[: begun_at[-1]])
+            if r.record.WhichOneof("kind") == "engine_event" and r.record.engine_event.kind == "hand_ended"
+        ),
+        default=first_begun,
+    )
     shown = [
         (r.record.engine_event.kind, r.record.engine_event.shown_at_unix_nanos)
         for r in hand
@@ -137,5 +160,7 @@ def hand_entry(
         evaluation=None if result.evaluation is None else result.evaluation.SerializeToString(),
         started_at=_when(started) if started else ended_at,
         ended_at=_when(finished) if finished else ended_at,
-        records=tuple(r.record.SerializeToString() for r in records),
+        records=tuple(r.record.SerializeToString() for r in records[start:]),
+        first_sequence=records[start].sequence,
+        opening=tuple(r.record.SerializeToString() for r in records[:first_begun]),
     )

@@ -15,6 +15,7 @@ import asyncpg
 
 from duelmahjong.platform.db import Connection
 from duelmahjong.v1 import archive_pb2, rules_pb2
+from services.scoring.archive_chain import Slice
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 
 
@@ -37,6 +38,8 @@ class TransactionRow:
     hand_transaction: bool
     settlement: bytes | None  # rules.proto Settlement as applied, the hand's own transaction only
     postings: tuple[Posting, ...]
+    # wallet.proto RatingChange of both seats, SEAT_FIRST then SEAT_SECOND: the hand's own only
+    ratings: tuple[bytes, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,14 @@ class HandRow:
 
 
 @dataclass(frozen=True, slots=True)
+class TableChain:
+    """What the archive keeps of one table's log up to a hand: its opening and its hands' slices."""
+
+    opening: tuple[bytes, ...]
+    slices: tuple[Slice, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PageKey:
     """Where a ListMatches page ends: pairings older than this one come next."""
 
@@ -74,8 +85,8 @@ class PageKey:
 
 
 _INSERT_PAIRING = """
-INSERT INTO archive.pairings (pairing_id, table_id, room_id, profile, private_table, started_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO archive.pairings (pairing_id, table_id, room_id, profile, private_table, started_at, opening)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (pairing_id) DO UPDATE SET started_at = LEAST(archive.pairings.started_at, EXCLUDED.started_at)
 """
 _INSERT_PLAYER = """
@@ -84,13 +95,13 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
 """
 _INSERT_HAND = """
 INSERT INTO archive.hands (hand_id, pairing_id, table_id, hand_number, outcome, winner, escaper,
-                           evaluation, started_at, ended_at, records)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (hand_id) DO NOTHING
+                           evaluation, started_at, ended_at, records, first_sequence)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (hand_id) DO NOTHING
 """
 _INSERT_TRANSACTION = """
 INSERT INTO archive.transactions (transaction_id, hand_id, table_id, source_event_id, hand_transaction,
-                                  settlement)
-VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transaction_id) DO NOTHING
+                                  settlement, ratings)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (transaction_id) DO NOTHING
 """
 _INSERT_POSTINGS = """
 INSERT INTO archive.postings (transaction_id, position, account, amount, reason)
@@ -120,11 +131,16 @@ FROM archive.hands WHERE pairing_id = ANY($1) ORDER BY pairing_id, hand_number, 
 """
 _HAND = """
 SELECT hand_id, pairing_id, table_id, hand_number, outcome, winner, escaper, evaluation, started_at,
-       ended_at, records
+       ended_at, first_sequence + cardinality(records) - 1 AS last_sequence
 FROM archive.hands WHERE hand_id = $1
 """
+_OPENING = "SELECT opening FROM archive.pairings WHERE table_id = $1"
+_SLICES = """
+SELECT hand_number, first_sequence, records
+FROM archive.hands WHERE table_id = $1 AND first_sequence <= $2 ORDER BY first_sequence
+"""
 _TRANSACTIONS = """
-SELECT transaction_id, hand_id, table_id, source_event_id, hand_transaction, settlement
+SELECT transaction_id, hand_id, table_id, source_event_id, hand_transaction, settlement, ratings
 FROM archive.transactions WHERE hand_id = ANY($1) ORDER BY transaction_id
 """
 _POSTINGS = """
@@ -151,6 +167,7 @@ class ArchiveStore:
                 entry.profile,
                 entry.private_table,
                 entry.started_at,
+                list(entry.opening),
             )
             await conn.executemany(
                 _INSERT_PLAYER,
@@ -169,6 +186,7 @@ class ArchiveStore:
                 entry.started_at,
                 entry.ended_at,
                 list(entry.records),
+                entry.first_sequence,
             )
         return bool(status == "INSERT 0 1")
 
@@ -183,6 +201,7 @@ class ArchiveStore:
                 row.source_event_id,
                 row.hand_transaction,
                 row.settlement,
+                list(row.ratings),
             )
             if status != "INSERT 0 1":
                 return False
@@ -244,16 +263,26 @@ class ArchiveStore:
             out.setdefault(hand.pairing_id, []).append(hand)
         return out
 
-    async def hand(self, hand_id: str) -> tuple[HandRow, tuple[bytes, ...]] | None:
-        """One archived hand and its log records, or None."""
+    async def hand(self, hand_id: str) -> tuple[HandRow, int] | None:
+        """One archived hand and the sequence of its last log record, or None."""
         async with self._pool.acquire() as conn:
             row = await conn.fetchrow(_HAND, hand_id)
             if row is None:
                 return None
             moved = await self._transactions(conn, [hand_id])
         values = dict(row)
-        records = tuple(values.pop("records"))
-        return HandRow(**values, transactions=tuple(moved.get(hand_id, ()))), records
+        last_sequence = int(values.pop("last_sequence"))
+        return HandRow(**values, transactions=tuple(moved.get(hand_id, ()))), last_sequence
+
+    async def chain(self, table_id: str, last_sequence: int) -> TableChain:
+        """The opening of ``table_id`` and the slices of its hands that start by ``last_sequence``."""
+        async with self._pool.acquire() as conn:
+            opening = await conn.fetchval(_OPENING, table_id)
+            rows = await conn.fetch(_SLICES, table_id, last_sequence)
+        return TableChain(
+            tuple(opening or ()),
+            tuple(Slice(r["hand_number"], r["first_sequence"], tuple(r["records"])) for r in rows),
+        )
 
     @staticmethod
     async def _transactions(conn: Connection, hand_ids: list[str]) -> dict[str, list[TransactionRow]]:
@@ -264,6 +293,7 @@ class ArchiveStore:
             )
         out: dict[str, list[TransactionRow]] = {}
         for row in await conn.fetch(_TRANSACTIONS, hand_ids):
-            transaction = TransactionRow(**dict(row), postings=tuple(postings.get(row["transaction_id"], ())))
+            values = {**dict(row), "ratings": tuple(row["ratings"])}
+            transaction = TransactionRow(**values, postings=tuple(postings.get(row["transaction_id"], ())))
             out.setdefault(transaction.hand_id, []).append(transaction)
         return out

@@ -2,13 +2,17 @@
 and Postgres): two players play a duel pairing and an erren pairing; scoring archives every hand it
 verified with what the wallet's ledger moved; each player's ListMatches shows both pairings with the
 right counts and prestige moved equal to their wallet history for those tables; GetMatch lists the
-hands; GetReplay gives the whole hand, ending in its reveal."""
+hands with both ratings as each HandSettled showed them, and each pairing's rating change ending where
+GetRating is; GetReplay gives the whole hand, ending in its reveal; ``duel replay`` and ``duel verify``
+read a hand just played from the stack's archive (and ``duel replay --html`` writes its page)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +49,33 @@ def stack(stack_with: Any) -> Iterator[StackState]:
         yield state
 
 
-async def play_pairing(clients: list[DuelClient], room: str) -> list[PlayOutcome]:
+async def play_pairing(clients: list[DuelClient], room: str, hands: int = HANDS) -> list[PlayOutcome]:
     readies = await asyncio.gather(*(c.find_table(room, 200, multiplier=2) for c in clients))
     return list(
         await asyncio.gather(
-            *(c.play(r, BaselineBot(), MatchPlan(hands=HANDS)) for c, r in zip(clients, readies, strict=True))
+            *(c.play(r, BaselineBot(), MatchPlan(hands=hands)) for c, r in zip(clients, readies, strict=True))
         )
     )
+
+
+@contextlib.asynccontextmanager
+async def signed_in(stack: StackState, names: tuple[str, str]) -> AsyncIterator[list[DuelClient]]:
+    """Two players logged in to the stack's wallet, closed afterwards."""
+    clients = [
+        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
+        for _ in names
+    ]
+    try:
+        for client, name in zip(clients, names, strict=True):
+            await client.login(name)
+        yield clients
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def by_seat(changes: Any) -> list[wallet_pb2.RatingChange]:
+    return sorted(changes, key=lambda change: change.seat)
 
 
 async def history_of(client: DuelClient) -> list[wallet_pb2.HistoryEntry]:
@@ -91,13 +115,7 @@ def service_errors(stack: StackState) -> list[str]:
 
 
 async def test_the_players_histories_and_replays_are_the_hands_they_played(stack: StackState) -> None:
-    clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
-        for _ in range(2)
-    ]
-    try:
-        for client, name in zip(clients, ("ann", "bob"), strict=True):
-            await client.login(name)
+    async with signed_in(stack, ("ann", "bob")) as clients:
         outcomes = {str(room["profile"]): await play_pairing(clients, str(room["room_id"])) for room in ROOMS}
         tables = {profile: played[0].table_id for profile, played in outcomes.items()}
         for played in outcomes.values():
@@ -111,6 +129,7 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
                 assert set(tables.values()) <= set(by_table), matches
                 assert [m.table_id for m in matches[:2]] == [tables["erren"], tables["duel"]]  # newest first
                 entries = await history_of(client)
+                rated = await client.wallet.GetRating(wallet_pb2.GetRatingRequest(), metadata=client.metadata)
                 for profile, table_id in tables.items():
                     match = by_table[table_id]
                     room = next(r for r in ROOMS if r["profile"] == profile)
@@ -153,6 +172,18 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
                         assert hand.settled and hand.table_id == table_id
                         if hand.outcome == archive_pb2.ARCHIVED_OUTCOME_WIN:
                             assert hand.winner == reveal.winner and hand.evaluation.total_fan > 0
+                    # Both ratings of each hand as its HandSettled showed them; over the pairing, this
+                    # player's from before its first hand to where GetRating is (its only pairing in
+                    # the profile).
+                    settled = outcomes[profile][me].settlements
+                    assert [by_seat(h.ratings) for h in got.hands] == [by_seat(s.ratings) for s in settled]
+                    assert all(len(h.ratings) == 2 for h in got.hands)
+                    mine = [c for s in settled for c in s.ratings if c.player_id == client.player_id]
+                    now = next(r for r in rated.ratings if r.profile == match.profile)
+                    assert match.rating_change == wallet_pb2.RatingChange(
+                        seat=match.player.seat, player_id=client.player_id, before=mine[0].before, after=now
+                    )
+                    assert match.rating_change.before.hands_rated + HANDS == now.hands_rated
 
         # Another signed-in player may see the public hands and their replays.
         async with DuelClient(
@@ -179,7 +210,58 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
                 with pytest.raises(grpc.aio.AioRpcError) as unknown:
                     await history.replay(f"{tables['duel']}-h99")
                 assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
-    finally:
-        for client in clients:
-            await client.close()
     assert not service_errors(stack), "\n".join(service_errors(stack))
+
+
+async def duel(*args: str) -> tuple[int, str, str]:
+    """``duel ARGS`` as a player runs it (the installed command, in a process of its own)."""
+    command = Path(sys.executable).parent / "duel"
+    process = await asyncio.create_subprocess_exec(
+        str(command), *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
+    stack: StackState, tmp_path: Path
+) -> None:
+    async with signed_in(stack, ("cli-ann", "cli-bob")) as clients:
+        played = await play_pairing(clients, "archive-duel", hands=1)
+        assert [o.hands_settled for o in played] == [1, 1], [o.ended_reason for o in played]
+        hand_id = played[0].hand_ids[-1]
+        async with MatchHistory(scoring=stack.services["scoring"].grpc, token=clients[0].token) as history:
+            for _ in range(150):
+                try:
+                    replay = await history.replay(hand_id)
+                    break
+                except grpc.aio.AioRpcError as not_yet:
+                    assert not_yet.code() == grpc.StatusCode.NOT_FOUND, not_yet
+                    await asyncio.sleep(0.2)
+            else:
+                raise AssertionError(f"hand {hand_id} was never archived")
+    # As a guest of the stack's wallet, from the scoring service's archive.
+    where = ["--scoring", stack.services["scoring"].grpc, "--wallet", stack.services["wallet"].grpc]
+
+    code, out, err = await duel("replay", hand_id, *where)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith(f"hand {hand_id}: hand 1 of table {played[0].table_id}, room archive-duel")
+    assert f"seed {replay.fairness.seed.hex()}" in out
+    steps = [line for line in lines if line[:4].strip().isdigit()]
+    assert [int(line[:4]) for line in steps] == [step.index for step in replay.steps]
+    events = [step.event.summary for step in replay.steps if step.HasField("event")]
+    assert all(summary in out for summary in events)
+    assert sum("decides:" in line for line in steps) == sum(s.HasField("decision") for s in replay.steps)
+
+    code, out, err = await duel("verify", hand_id, *where)
+    assert code == 0, out + err
+    assert out.splitlines()[-1] == "verified: the hand followed from its committed seed and its decisions"
+    assert "FAIL" not in out and out.count("ok  ") >= 4
+
+    page = tmp_path / "hand.html"
+    code, out, err = await duel("replay", hand_id, "--html", str(page), *where)
+    assert code == 0, err
+    assert out.strip() == f"{page}: hand {hand_id}, {len(replay.steps)} steps, verified"
+    html = page.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and hand_id in html

@@ -1,7 +1,8 @@
 """The archive on real NATS and Postgres: scoring stores each hand it verified once, whatever is
-redelivered; the wallet's answers are kept by hand in whatever order they come; a table closed
-mid-hand leaves its hand VOID; ArchiveService serves it all over real gRPC, private tables to their
-players only."""
+redelivered, as its own slice of the table's log (the opening once per table); the wallet's answers
+(what moved, both ratings) are kept by hand in whatever order they come; a hand archived before an
+earlier hand of its table is replayed once that one is there too; a table closed mid-hand leaves its
+hand VOID; ArchiveService serves it all over real gRPC, private tables to their players only."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
-from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2
+from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2, wallet_pb2
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 from services.scoring.archive_store import ArchiveStore
 from services.scoring.config import ScoringConfig
@@ -72,6 +73,7 @@ def applied(
     postings: Sequence[tuple[str, int, rules_pb2.PostingReason.ValueType]],
     *,
     own: bool,
+    ratings: Sequence[wallet_pb2.RatingChange] = (),
 ) -> events_pb2.SettlementApplied:
     entries = [rules_pb2.Posting(account=a, amount=n, reason=r) for a, n, r in postings]
     event = events_pb2.SettlementApplied(
@@ -82,6 +84,7 @@ def applied(
         hand_id=hand_id,
         hand_transaction=own,
         postings=entries,
+        ratings=ratings,
     )
     if own:
         event.settlement.CopyFrom(rules_pb2.Settlement(hand_id=hand_id, total_fan=8, postings=entries))
@@ -237,7 +240,14 @@ async def test_a_table_closed_mid_hand_leaves_its_hand_void(
     )
     assert found is not None and found["outcome"] == archive_pb2.ARCHIVED_OUTCOME_VOID
     assert found["ended_at"] == closed_at.ToDatetime(tzinfo=UTC)
-    assert len(found["records"]) == len(table.records)
+    # The hand's slice: from its HandBegun (the opening before it is kept with the pairing) to the end.
+    begun = next(r.sequence for r in table.records if r.record.WhichOneof("kind") == "hand_begun")
+    assert found["first_sequence"] == begun
+    assert found["first_sequence"] + len(found["records"]) - 1 == len(table.records)
+    opening = await conn.fetchval("SELECT opening FROM archive.pairings WHERE table_id = $1", table.table_id)
+    assert [server_state_pb2.TableLogRecord.FromString(raw) for raw in opening] == [
+        r.record for r in table.records[: begun - 1]
+    ]
     got = await stub.GetMatch(
         archive_pb2.GetMatchRequest(pairing_id=f"p-{table.table_id}"),
         metadata=issue(table.players[0].player_id),
@@ -266,6 +276,8 @@ def entry(pairing: str, players: tuple[str, str], started: datetime, *, private:
         started_at=started,
         ended_at=started + timedelta(minutes=3),
         records=(),
+        first_sequence=1,
+        opening=(),
     )
 
 
@@ -315,3 +327,100 @@ async def test_private_tables_paging_and_refusals(
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_token" in details
     code, details = await refused(stub.ListMatches, archive_pb2.ListMatchesRequest(page_size=101), me)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size must be 1..100" in details
+
+
+def rating(
+    player_id: str, seat: rules_pb2.Seat.ValueType, before: float, after: float
+) -> wallet_pb2.RatingChange:
+    def at(value: float, hands: int) -> wallet_pb2.SkillRating:
+        return wallet_pb2.SkillRating(
+            profile=rules_pb2.PROFILE_DUEL, rating=value, deviation=100.0, hands_rated=hands
+        )
+
+    return wallet_pb2.RatingChange(seat=seat, player_id=player_id, before=at(before, 4), after=at(after, 5))
+
+
+async def test_a_later_hand_archived_first_is_replayed_once_the_earlier_one_is_there(
+    archive: tuple[Any, asyncpg.Connection], bus: Bus, issue: Callable[..., Any]
+) -> None:
+    stub, conn = archive
+    table = opened_table()
+    results = []
+    for seed in (3, 5):
+        results.append(hand_result(table, bot_hand(table, seed)))
+    first, second = results
+    assert (first.hand_number, second.hand_number) == (1, 2)
+    ann, bob = (p.player_id for p in first.players)
+    # Both seats' ratings as the wallet rated each hand: 1500 → 1510 → 1490 for ann.
+    rated = {
+        first.hand_id: [rating(ann, SEATS[0], 1500, 1510), rating(bob, SEATS[1], 1600, 1590)],
+        second.hand_id: [rating(bob, SEATS[1], 1590, 1611), rating(ann, SEATS[0], 1510, 1490)],
+    }
+    tx = secrets.token_hex(4)
+    for number, hand in enumerate(results):
+        fees = [
+            (f"player:{ann}", -5, rules_pb2.POSTING_REASON_FEE),
+            ("house:fees", 5, rules_pb2.POSTING_REASON_FEE),
+        ]
+        await publish_twice(
+            bus,
+            applied(
+                table.table_id, hand.hand_id, f"{tx}{number}", fees, own=True, ratings=rated[hand.hand_id]
+            ),
+        )
+    await write_table_log(bus, table)
+    await hand_ended(bus, second)  # the later hand first
+
+    async def stored(hand_id: str) -> asyncpg.Record | None:
+        return await conn.fetchrow(
+            "SELECT first_sequence, cardinality(records) AS n FROM archive.hands WHERE hand_id = $1", hand_id
+        )
+
+    later = await until(lambda: stored(second.hand_id))
+    assert later is not None
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.GetReplay(
+            archive_pb2.GetReplayRequest(hand_id=second.hand_id), metadata=issue(ann), timeout=10
+        )
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "hand 1 is not archived" in (refused.value.details() or "")
+
+    await hand_ended(bus, first)
+    earlier = await until(lambda: stored(first.hand_id))
+    assert earlier is not None
+    # Linear: the opening once, each hand its own slice, the two slices meeting without a gap.
+    opening = await conn.fetchval("SELECT opening FROM archive.pairings WHERE table_id = $1", table.table_id)
+    assert earlier["first_sequence"] == len(opening) + 1
+    assert earlier["first_sequence"] + earlier["n"] - 1 == first.last_sequence
+    assert 1 < later["first_sequence"] <= first.last_sequence + 1
+    assert later["first_sequence"] + later["n"] - 1 == second.last_sequence
+    for hand in results:
+        replay = (
+            await stub.GetReplay(
+                archive_pb2.GetReplayRequest(hand_id=hand.hand_id), metadata=issue(bob), timeout=10
+            )
+        ).replay
+        assert (replay.hand_id, replay.hand_number) == (hand.hand_id, hand.hand_number)
+        assert replay.steps[-1].event.summary.startswith("the hand ends")
+
+    async def settled() -> archive_pb2.GetMatchResponse | None:
+        got = await stub.GetMatch(
+            archive_pb2.GetMatchRequest(pairing_id=f"p-{table.table_id}"), metadata=issue(ann)
+        )
+        return got if len(got.hands) == 2 and all(h.settled for h in got.hands) else None
+
+    got = await until(settled)
+    assert got is not None
+    for hand in got.hands:  # SEAT_FIRST first, whatever order the wallet sent them in
+        assert list(hand.ratings) == sorted(rated[hand.hand_id], key=lambda r: r.seat)
+    assert got.match.rating_change == wallet_pb2.RatingChange(
+        seat=SEATS[0],
+        player_id=ann,
+        before=rated[first.hand_id][0].before,
+        after=rated[second.hand_id][1].after,
+    )
+    (listed,) = (
+        await stub.ListMatches(archive_pb2.ListMatchesRequest(), metadata=issue(bob), timeout=10)
+    ).matches
+    assert (listed.rating_change.before.rating, listed.rating_change.after.rating) == (1600, 1611)
+    assert listed.rating_change.seat == SEATS[1] and listed.rating_change.player_id == bob
