@@ -38,6 +38,11 @@ pytestmark = [
 
 HANDS = 2
 SCRAPE_WAIT_SECONDS = 90.0  # the scrape interval is 15 s; the first scrape may come late under load
+# podman's DNS for the compose network (aardvark-dns) drops queries for about 2 s whenever a
+# container joins the network, as this runner just did; a service whose first lookup of another
+# falls in that gap answers UNAVAILABLE "errors resolving" until gRPC resolves again. Only that
+# error is given this long to pass; any other failure fails at once.
+RESOLVING_GRACE_SECONDS = 30.0
 
 
 def _ledger_total() -> int:
@@ -51,20 +56,26 @@ def test_two_bots_play_a_match_through_the_containers_and_the_ledger_is_conserve
     before = _ledger_total()
     # The *_ADDRESS variables name the containers; no state file exists in the runner.
     duel = str(Path(sys.executable).parent / "duel")
-    done = subprocess.run(
-        [duel, "demo", "--profile", profile, "--hands", str(HANDS), "--json", "--state-file", "/none"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    deadline = time.monotonic() + RESOLVING_GRACE_SECONDS
+    while True:
+        done = subprocess.run(
+            [duel, "demo", "--profile", profile, "--hands", str(HANDS), "--json", "--state-file", "/none"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode == 0 or "errors resolving" not in done.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(3)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = json.loads(done.stdout)
     assert summary["profile"] == profile
     assert len(summary["hands"]) == HANDS
     for hand in summary["hands"]:
+        assert hand["outcome"] in ("win", "drawn", "escape"), hand
         if hand["outcome"] == "win":
-            assert hand["total_fan"] >= 1 and hand["transfer"] > 0
+            assert hand["total_fan"] >= 1 and hand["patterns"], hand
     balances = asyncio.run(ledger_balances(os.environ["DUEL_DEPLOYED_DATABASE_URL"]))
     assert balances is not None
     assert all(f"player:{player}" in balances for player in summary["players"])
