@@ -12,7 +12,8 @@ TOOLS := .tools
 BUF := $(TOOLS)/node_modules/.bin/buf
 NODE_CLIENT := tests/node/node_modules/.installed
 
-.PHONY: install gen run test lint buf bench soak chaos demo clean deploy-tools deploy-check node-client
+.PHONY: install gen run test lint buf bench soak chaos demo clean deploy-tools deploy-check node-client \
+	compose-test
 
 install: $(STAMP) $(GEN_STAMP) $(RULE_TABLES)
 
@@ -70,9 +71,13 @@ lint: install buf
 	$(VENV)/bin/ruff format --check libs services tests bench deploy
 	$(VENV)/bin/mypy
 
+# The compose topology runs after the suite, not beside it: its image builds would take the 2 cores
+# the suite's timing-bound end-to-end tests need. Where no container can run, it says so and the
+# offline checks of deploy/compose (tests/deploy) stand alone.
 test: install deploy-tools node-client
 	$(MAKE) --no-print-directory lint
 	$(VENV)/bin/pytest
+	@if deploy/compose-test.sh --probe; then $(MAKE) --no-print-directory compose-test; fi
 
 # Offline checks of deploy/ (kustomize, Kubernetes schemas, promtool, compose): the tools install
 # only where missing (Debian packages, npm), cached in .tools/; `make test` runs tests/deploy too.
@@ -81,6 +86,12 @@ deploy-tools:
 
 deploy-check: install deploy-tools
 	$(VENV)/bin/pytest tests/deploy
+
+# The compose topology for real (deploy/compose-test.sh): images built without network (local ones
+# from Debian's packages and PyPI where no registry answers), the containers up and healthy, the
+# compose test runner's end-to-end checks, then everything removed.
+compose-test: install deploy-tools
+	deploy/compose-test.sh
 
 run: install
 	$(PY) -m duelmahjong.platform.stack

@@ -195,6 +195,12 @@ def dockerfile_stages() -> dict[str, list[tuple[str, str]]]:
     return stages
 
 
+def dockerfile_arg_defaults() -> dict[str, str]:
+    """The Dockerfile's build arguments with a default (`ARG NAME=value`), by name."""
+    found = re.findall(r"^ARG\s+(\w+)=(\S+)\s*$", (REPO / "Dockerfile").read_text(), re.MULTILINE)
+    return dict(found)
+
+
 def image_entrypoint(stage: str = "runtime") -> list[str]:
     import json
 

@@ -8,6 +8,7 @@ import fnmatch
 import re
 from types import ModuleType
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -16,18 +17,19 @@ Doc = dict[str, Any]
 COMPOSE_DIR = "deploy/compose"
 
 
+def _resolved(kit: ModuleType, *files: str) -> Doc:
+    """The compose files as docker-compose resolves them (merged, anchors expanded, paths absolute)."""
+    argv = [*kit.compose_argv(), "--project-directory", str(kit.DEPLOY / "compose")]
+    for file in files:
+        argv += ["-f", str(kit.DEPLOY / "compose" / file)]
+    kit.run_tool([*argv, "config", "--quiet"])
+    resolved: Doc = yaml.safe_load(kit.run_tool([*argv, "config"]))
+    return resolved
+
+
 @pytest.fixture(scope="module")
 def compose(kit: ModuleType) -> Doc:
-    """The compose file as docker-compose resolves it (anchors merged, paths absolute)."""
-    argv = [
-        *kit.compose_argv(),
-        "--project-directory",
-        str(kit.DEPLOY / "compose"),
-        "-f",
-        str(kit.DEPLOY / "compose" / "docker-compose.yml"),
-    ]
-    kit.run_tool([*argv, "config", "--quiet"])
-    return yaml.safe_load(kit.run_tool([*argv, "config"]))
+    return _resolved(kit, "docker-compose.yml")
 
 
 def _volumes(service: Doc) -> list[tuple[str, str, str]]:
@@ -89,11 +91,13 @@ def test_what_the_build_imports_from_the_project_exists(kit: ModuleType) -> None
 
 
 def test_every_file_the_image_copies_exists_and_is_not_ignored(kit: ModuleType) -> None:
+    defaults = kit.dockerfile_arg_defaults()
+    assert "PYTHON_IMAGE" in defaults and "WHEELHOUSE" in defaults, "the base and wheels are build args"
     for stage, instructions in kit.dockerfile_stages().items():
         for keyword, rest in instructions:
             if keyword != "COPY" or "--from=" in rest:
                 continue
-            *sources, _target = rest.split()
+            *sources, _target = re.sub(r"\$\{(\w+)\}", lambda m: defaults[m.group(1)], rest).split()
             for source in sources:
                 assert (kit.REPO / source).exists(), f"{stage}: COPY {source}: no such file"
                 assert not _dockerignored(kit, source.rstrip("/")), f"{stage}: {source} is dockerignored"
@@ -209,3 +213,31 @@ def test_a_test_runner_plays_the_end_to_end_tests_against_the_stack(kit: ModuleT
     for variable in kit.address_variables().values():
         assert variable in runner["environment"]
     assert all(runner["depends_on"][n]["condition"] == "service_healthy" for n in kit.SERVICES)
+
+
+def test_postgres_creates_the_database_of_every_service_with_data(kit: ModuleType, compose: Doc) -> None:
+    postgres = compose["services"]["postgres"]
+    mounts = {target: source for source, target, _kind in _volumes(postgres)}
+    init = kit.DEPLOY / "compose" / "postgres-init"
+    assert mounts.get("/docker-entrypoint-initdb.d") == str(init)
+    assert "POSTGRES_DATABASES" in (init / "10-databases.sh").read_text()
+    created = set(re.split(r"[\s,]+", postgres["environment"]["POSTGRES_DATABASES"].strip()))
+    for name in kit.SERVICES:
+        for variable, value in compose["services"][name]["environment"].items():
+            if variable.endswith("DATABASE_URL"):
+                database = urlsplit(value).path.lstrip("/")
+                assert database in created, f"{name}: {variable} names {database}, which nothing creates"
+
+
+def test_the_local_override_swaps_only_the_infrastructure_for_local_images(
+    kit: ModuleType, compose: Doc
+) -> None:
+    local = _resolved(kit, "docker-compose.yml", "docker-compose.local.yml")["services"]
+    swapped = {name for name, ours in compose["services"].items() if local[name]["image"] != ours["image"]}
+    assert swapped == {"nats", "postgres", "prometheus"}
+    for name in swapped:
+        assert local[name]["image"].startswith("localhost/"), "a local image is never pulled"
+        assert (kit.DEPLOY / "local" / f"{name}.Containerfile").is_file()
+        assert local[name].get("command") == compose["services"][name].get("command")
+        assert local[name].get("healthcheck") == compose["services"][name].get("healthcheck")
+    assert local["grafana"]["profiles"] == ["grafana"], "grafana has no local image: left out"
