@@ -20,6 +20,7 @@ from services.table.api import SERVICE_NAME, TableApi
 from services.table.config import TableConfig
 from services.table.core import TableHost
 from services.table.failover import Failover
+from services.table.gc_pauses import GcPauses
 from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts
 from services.table.publishers import NatsTableEvents, Producer
@@ -108,6 +109,9 @@ class TableServer:
             TableApi(host, reply_limit=config.seat_reply_limit, opener=failover.open),
         )
         runtime.on_close(lambda: failover.stop(release=True))
+        gc_pauses = GcPauses(runtime.metrics)  # a full collection pauses every table of the process
+        gc_pauses.install()
+        runtime.on_close(gc_pauses.close)
         runtime.on_close(host.spectators.stop)
         runtime.spawn(self._announce(wired), name="announce")
 
