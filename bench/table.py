@@ -111,7 +111,7 @@ class Window:
 
 
 # --- ours -----------------------------------------------------------------------------------------------
-def _choose(legal: play_pb2.LegalActions) -> play_pb2.Action:
+def choose(legal: play_pb2.LegalActions) -> play_pb2.Action:
     kinds = {a.kind for a in legal.actions}
     if play_pb2.ACTION_KIND_CONTINUE in kinds:
         return play_pb2.Action(continue_playing=play_pb2.ContinueAction())
@@ -143,7 +143,7 @@ async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
                     sent_after = -1
                 elif response.view.legal_actions.actions and sent_after < 0:
                     await window.open["ours"].wait()
-                    action = _choose(response.view.legal_actions)
+                    action = choose(response.view.legal_actions)
                     # A continue waits for the other seat's by design (the next hand needs both): it is
                     # no action→event latency of the server, so it is sent but not timed.
                     timed = action.WhichOneof("kind") != "continue_playing"
@@ -259,7 +259,7 @@ async def _wire_server(port: int, nats_url: str) -> None:
     await _serve_bare(port, "bench.Wire", "Play", play)
 
 
-async def _wire_seat(address: str, table: int, seat: int, window: Window) -> None:
+async def wire_seat(address: str, table: int, seat: int, window: Window) -> None:
     """A seat of the wire floor: the first seat acts, waits for its own answer; the other acts once
     the opponent's action has reached it — players taking turns."""
     async with grpc.aio.insecure_channel(address) as channel:
@@ -312,7 +312,7 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
             tasks = [asyncio.create_task(_seat(address, token, ticket, window)) for token, ticket in seats]
             tasks += [asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window)) for _ in range(TABLES)]
             tasks += [
-                asyncio.create_task(_wire_seat(f"127.0.0.1:{wire_port}", number, seat, window))
+                asyncio.create_task(wire_seat(f"127.0.0.1:{wire_port}", number, seat, window))
                 for number in range(TABLES)
                 for seat in (0, 1)
             ]

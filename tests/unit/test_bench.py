@@ -49,5 +49,7 @@ def test_rules_corpus_is_seeded_and_half_winning() -> None:
 def test_duel_bench_finds_the_areas_and_rejects_unknown_ones(capsys: pytest.CaptureFixture[str]) -> None:
     assert (bench_dir() / "common.py").is_file()
     assert "rules" in areas(bench_dir()) and not {"common", "rules_corpus"} & set(areas(bench_dir()))
+    assert "capacity" in areas(bench_dir())
+    assert not {"capacity_gc", "capacity_seats"} & set(areas(bench_dir()))  # its parts, not areas
     assert main(["bench", "no_such_area"]) == 2
     assert "unknown area 'no_such_area'" in capsys.readouterr().err

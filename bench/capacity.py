@@ -1,0 +1,311 @@
+"""``duel bench capacity``: how many live tables one table-server process holds at human pace.
+
+One table-server process (``python -m services.table`` on an embedded NATS, write-ahead on, duel,
+default room rules); both seats of every table played from ``--workers`` load-generator processes
+(bench/capacity_seats.py), each seat thinking 1–3 s per decision (≈0.5 actions/s per table) and
+winning when it can, so hands end, settle and re-deal inside the measurement (no wallet here:
+``SETTLEMENT_WAIT_SECONDS`` is short, the hand end does not wait for one). Steps of N live tables,
+each warmed then measured; per step::
+
+    bench capacity N=500 actions/s=255.4 p50=3.3 p95=19.5 p99=167.7 server_cpu=45.1% server_rss=184MB \
+gc=g0:100/≤10.0ms g1:10/54.4ms g2:1/359.1ms hands=139 timeouts=0 errors=0 cpu/action=1.76ms
+
+``actions/s``: actions the seats sent; ``p50/p95/p99``: action → its event on the same seat, ms;
+``server_cpu``: of one core, from ``/proc/<pid>/stat``; ``server_rss`` from ``/proc/<pid>/status``;
+``gc``: per generation, collections in the window / the longest (the server's
+``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known);
+``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error;
+``cpu/action``: server CPU per action sent.
+At the end, the largest N with p99 < 50 ms and the server CPU per action there, against the CPU per
+action of ``table.wire`` (bench/table.py: the wire floor) measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import multiprocessing
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import grpc.aio
+
+from bench import capacity_gc, capacity_seats
+from bench.capacity_seats import Samples, SeatTicket
+from bench.common import cpu_seconds
+from bench.stack_probes import percentile, proc_sample, scrape_gauge
+from bench.table import ROOT, free_port
+from duelmahjong.platform import auth, eventloop
+from duelmahjong.platform.embedded import EmbeddedNats
+from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
+
+P99_LIMIT_MS = 50.0
+DEFAULT_STEPS = (100, 250, 500, 750, 1000)
+OPEN_AT_ONCE = 50  # OpenTable calls in flight while a step's tables are opened
+# A table's head start, in decisions of each seat (bench/capacity_seats.py): a duel hand is about 30.
+HEAD_START_MAX = 40
+HEAD_START_WAIT_SECONDS = 120.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    steps: Sequence[int] = DEFAULT_STEPS
+    warm_seconds: float = 15.0
+    seconds: float = 30.0
+    think: tuple[float, float] = (1.0, 3.0)
+    workers: int = 2
+    wire: bool = True  # measure table.wire's CPU per action for the reference
+
+
+@dataclass(frozen=True)
+class Step:
+    tables: int
+    seconds: float
+    samples: Samples
+    server_cpu: float  # seconds in the window
+    rss_mb: float
+    gc: capacity_gc.Pauses
+    hands: float
+    timeouts: float
+
+    @property
+    def rate(self) -> float:
+        return self.samples.sent / self.seconds
+
+    def p(self, fraction: float) -> float:
+        return percentile(self.samples.latencies, fraction) * 1e3
+
+    @property
+    def errors(self) -> int:
+        return self.samples.rejected + self.samples.errors
+
+    @property
+    def cpu_per_action_ms(self) -> float:
+        return self.server_cpu / self.samples.sent * 1e3 if self.samples.sent else 0.0
+
+    def line(self) -> str:
+        return (
+            f"bench capacity N={self.tables} actions/s={self.rate:.1f} p50={self.p(0.5):.1f} "
+            f"p95={self.p(0.95):.1f} p99={self.p(0.99):.1f} server_cpu={self.server_cpu / self.seconds:.1%} "
+            f"server_rss={self.rss_mb:.0f}MB gc={self.gc.text()} hands={self.hands:.0f} "
+            f"timeouts={self.timeouts:.0f} errors={self.errors} cpu/action={self.cpu_per_action_ms:.2f}ms"
+        )
+
+
+class Workers:
+    """The load-generator processes, spawned (grpc does not survive a fork), driven over pipes."""
+
+    def __init__(self, count: int, address: str, think: tuple[float, float]) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.pipes: list[Connection] = []
+        self.processes = []
+        for _ in range(count):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=capacity_seats.serve, args=(theirs, address, think), daemon=True)
+            process.start()
+            self.pipes.append(ours)
+            self.processes.append(process)
+
+    async def ask(self, index: int, command: str, payload: object = None) -> object:
+        pipe = self.pipes[index]
+        pipe.send((command, payload))
+        return await asyncio.to_thread(pipe.recv)
+
+    async def add(self, seats: list[SeatTicket]) -> None:
+        """Seats go round the workers: a table's two seats land in different processes."""
+        shares: list[list[SeatTicket]] = [[] for _ in self.pipes]
+        for number, seat in enumerate(seats):
+            shares[number % len(shares)].append(seat)
+        await asyncio.gather(*(self.ask(i, "add", share) for i, share in enumerate(shares)))
+
+    async def collect(self) -> Samples:
+        taken = await asyncio.gather(*(self.ask(i, "collect") for i in range(len(self.pipes))))
+        total = Samples()
+        for samples in taken:
+            assert isinstance(samples, Samples)
+            total.latencies += samples.latencies
+            total.sent += samples.sent
+            total.rejected += samples.rejected
+            total.errors += samples.errors
+            total.hands_started += samples.hands_started
+            total.head_start_left += samples.head_start_left
+        return total
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(asyncio.gather(*(self.ask(i, "stop") for i in range(len(self.pipes)))), 30)
+        finally:
+            for process in self.processes:
+                process.join(timeout=5)
+                if process.is_alive():
+                    process.kill()
+
+
+async def open_tables(address: str, secret: str, first: int, count: int) -> list[SeatTicket]:
+    """Open tables ``first``…``first + count - 1`` as matchmaking would; each seat's token and ticket."""
+    service = auth.bearer_metadata(auth.issue_token(secret, player_id="bench-mm", role=auth.Role.SERVICE))
+    rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=1)  # default timing (T11)
+    seats: list[SeatTicket] = []
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)
+
+        async def one(number: int) -> None:
+            players = [
+                rules_pb2.SeatPlayer(seat=seat, player_id=f"cap-{number}-{seat}", carry=10**9)
+                for seat in (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
+            ]
+            request = table_pb2.OpenTableRequest(
+                table_id=f"cap-{number}",
+                pairing_id=f"p{number}",
+                room_id="bench",
+                rules=rules,
+                players=players,
+            )
+            opened = await stub.OpenTable(request, metadata=service)
+            head_start = random.randint(0, HEAD_START_MAX)
+            for index, ticket in enumerate(opened.tickets):
+                token = auth.issue_token(secret, player_id=ticket.player_id)
+                seats.append((token, ticket.table_ticket, index == 0, head_start))
+
+        for start in range(first, first + count, OPEN_AT_ONCE):
+            await asyncio.gather(*(one(n) for n in range(start, min(first + count, start + OPEN_AT_ONCE))))
+    return seats
+
+
+def _counter(metrics_url: str, name: str) -> float:
+    return scrape_gauge(metrics_url, name) or 0.0
+
+
+async def _measure_step(
+    tables: int, workers: Workers, pid: int, metrics_url: str, settings: Settings
+) -> Step:
+    await asyncio.sleep(settings.warm_seconds)
+    waited = 0.0  # the warm-up's samples are dropped; the head starts' burst is over before measuring
+    while (await workers.collect()).head_start_left > 0 and waited < HEAD_START_WAIT_SECONDS:
+        await asyncio.sleep(1.0)
+        waited += 1.0
+    gc_before = await asyncio.to_thread(capacity_gc.read, metrics_url)
+    hands = await asyncio.to_thread(_counter, metrics_url, "duel_table_hands_total")
+    timeouts = await asyncio.to_thread(_counter, metrics_url, "duel_table_timeouts_total")
+    cpu_before, started = cpu_seconds(pid), time.perf_counter()
+    await asyncio.sleep(settings.seconds)
+    samples = await workers.collect()
+    elapsed, cpu = time.perf_counter() - started, cpu_seconds(pid) - cpu_before
+    gc_after = await asyncio.to_thread(capacity_gc.read, metrics_url)
+    sample = proc_sample(pid)
+    return Step(
+        tables,
+        elapsed,
+        samples,
+        cpu,
+        sample.rss_mb if sample else 0.0,
+        gc_after.since(gc_before),
+        await asyncio.to_thread(_counter, metrics_url, "duel_table_hands_total") - hands,
+        await asyncio.to_thread(_counter, metrics_url, "duel_table_timeouts_total") - timeouts,
+    )
+
+
+def _server_env(
+    nats_url: str, secret: str, grpc_port: int, metrics_port: int, capacity: int
+) -> dict[str, str]:
+    return {
+        **os.environ,
+        "NATS_URL": nats_url,
+        "TOKEN_SECRET": secret,
+        "GRPC_HOST": "127.0.0.1",
+        "GRPC_PORT": str(grpc_port),
+        "METRICS_PORT": str(metrics_port),
+        "TABLE_CAPACITY": str(capacity),
+        "SETTLEMENT_WAIT_SECONDS": "0.01",  # no scoring/wallet here: the hand end does not wait
+        "DRAIN_SECONDS": "1",
+        "LOG_LEVEL": "ERROR",
+    }
+
+
+async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], float | None]:
+    """Every step's figures, and table.wire's server CPU per action (seconds; None if not measured)."""
+    secret = secrets.token_hex(32)
+    grpc_port, metrics_port = free_port(), free_port()
+    steps = sorted(set(settings.steps))
+    results: list[Step] = []
+    with EmbeddedNats(data_dir / "nats") as nats_server:
+        env = _server_env(nats_server.url, secret, grpc_port, metrics_port, steps[-1])
+        server = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=env)  # noqa: ASYNC220
+        address, metrics_url = f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{metrics_port}/metrics"
+        workers: Workers | None = None
+        try:
+            await wait_until_serving(address, within_seconds=60)
+            workers = Workers(settings.workers, address, settings.think)
+            opened = 0
+            for tables in steps:
+                await workers.add(await open_tables(address, secret, opened, tables - opened))
+                opened = tables
+                step = await _measure_step(tables, workers, server.pid, metrics_url, settings)
+                print(step.line(), flush=True)
+                results.append(step)
+        finally:
+            if workers is not None:
+                await workers.stop()
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        wire = await capacity_gc.wire_cpu_per_action(nats_server.url) if settings.wire else None
+    return results, wire
+
+
+def summary(steps: Sequence[Step], wire_cpu: float | None) -> str:
+    """The largest N with p99 under the limit, and the server CPU per action there."""
+    held = [step for step in steps if step.p(0.99) < P99_LIMIT_MS and step.errors == 0]
+    if not held:
+        return f"bench capacity.max_tables ours=0 (no step had p99 < {P99_LIMIT_MS:.0f} ms without errors)"
+    best = max(held, key=lambda step: step.tables)
+    line = (
+        f"bench capacity.max_tables ours={best.tables} p99<{P99_LIMIT_MS:.0f}ms "
+        f"server_cpu_per_action={best.cpu_per_action_ms:.3f}ms"
+    )
+    if wire_cpu:
+        ratio = wire_cpu * 1e3 / best.cpu_per_action_ms
+        line += f" ref=table.wire {wire_cpu * 1e3:.3f}ms ratio(wire/ours)={ratio:.2f}"
+    return line
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="duel bench capacity", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", default=",".join(map(str, DEFAULT_STEPS)), help="live tables per step")
+    parser.add_argument("--warm", type=float, default=15.0, help="seconds of warm-up before each step")
+    parser.add_argument("--seconds", type=float, default=30.0, help="seconds measured per step")
+    parser.add_argument("--think", default="1,3", help="a seat's thinking time per decision, min,max s")
+    parser.add_argument("--workers", type=int, default=2, help="load-generator processes")
+    parser.add_argument("--no-wire", action="store_true", help="skip table.wire's reference")
+    parser.add_argument("--quick", action="store_true", help="4 and 8 tables, fast seats, short steps")
+    args = parser.parse_args(list(argv))
+    low, high = (float(part) for part in args.think.split(","))
+    settings = Settings(
+        tuple(int(part) for part in args.steps.split(",")), args.warm, args.seconds, (low, high), args.workers
+    )
+    if args.quick:
+        settings = Settings((4, 8), 1.0, 4.0, (0.01, 0.05), 2, wire=False)
+    elif args.no_wire:
+        settings = dataclasses.replace(settings, wire=False)
+    with tempfile.TemporaryDirectory(prefix="capacity-bench-") as tmp:
+        steps, wire = eventloop.run(measure(Path(tmp), settings))
+    print(summary(steps, wire), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+"""What ``duel bench capacity`` reads besides its seats: the table server's garbage-collector pauses
+(``duel_table_gc_pause_seconds``, services/table/gc_pauses.py) and table.wire's CPU per action."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+
+import grpc.aio
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.table import ROOT, TABLES, Window, free_port, wire_seat
+
+GENERATIONS = 3
+WIRE_RUNS, WIRE_SECONDS = 3, 2.0
+
+
+@dataclass(frozen=True)
+class Pauses:
+    """Per generation: collections, the cumulative histogram (bound, count), the longest pause and
+    whether it is exact (the server's all-time longest rose in the window) or a bucket bound."""
+
+    counts: tuple[float, ...]
+    buckets: tuple[tuple[tuple[float, float], ...], ...]
+    longest: tuple[float, ...]
+    exact: tuple[bool, ...] = (True, True, True)
+
+    def since(self, before: Pauses) -> Pauses:
+        counts, buckets, longest, exact = [], [], [], []
+        for g in range(GENERATIONS):
+            count = self.counts[g] - before.counts[g]
+            delta = tuple(
+                (bound, now - then)
+                for (bound, now), (_, then) in zip(self.buckets[g], before.buckets[g], strict=True)
+            )
+            counts.append(count)
+            buckets.append(delta)
+            if self.longest[g] > before.longest[g]:
+                longest.append(self.longest[g])
+                exact.append(True)
+            else:  # the window's longest is under the bound of the first bucket holding every pause
+                longest.append(next((b for b, n in delta if n >= count), math.inf) if count else 0.0)
+                exact.append(not count)
+        return Pauses(tuple(counts), tuple(buckets), tuple(longest), tuple(exact))
+
+    def text(self) -> str:
+        return " ".join(
+            f"g{g}:{self.counts[g]:.0f}/{'' if self.exact[g] else '≤'}{self.longest[g] * 1e3:.1f}ms"
+            for g in range(GENERATIONS)
+        )
+
+
+def read(metrics_url: str) -> Pauses:
+    """The server's pauses so far (zeros where the metric is not served)."""
+    with urllib.request.urlopen(metrics_url, timeout=5) as reply:
+        text = reply.read().decode()
+    counts = [0.0] * GENERATIONS
+    buckets: list[list[tuple[float, float]]] = [[] for _ in range(GENERATIONS)]
+    longest = [0.0] * GENERATIONS
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            generation = sample.labels.get("generation")
+            if generation is None:
+                continue
+            g = int(generation)
+            if sample.name == "duel_table_gc_pause_seconds_count":
+                counts[g] = sample.value
+            elif sample.name == "duel_table_gc_pause_seconds_bucket":
+                buckets[g].append((float(sample.labels["le"]), sample.value))
+            elif sample.name == "duel_table_gc_longest_pause_seconds":
+                longest[g] = sample.value
+    return Pauses(tuple(counts), tuple(tuple(sorted(b)) for b in buckets), tuple(longest))
+
+
+async def wire_cpu_per_action(nats_url: str) -> float:
+    """Server CPU seconds per action of table.wire (bench/table.py) on ``TABLES`` tables, saturated."""
+    port = free_port()
+    command = [sys.executable, "-m", "bench.table", "--wire-server", str(port), nats_url]
+    server = subprocess.Popen(command, cwd=ROOT)  # noqa: ASYNC220
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            await asyncio.wait_for(channel.channel_ready(), timeout=60)
+        window = Window({"wire": server.pid})
+        address = f"127.0.0.1:{port}"
+        tasks = [
+            asyncio.create_task(wire_seat(address, number, seat, window))
+            for number in range(TABLES)
+            for seat in (0, 1)
+        ]
+        await window.measure("wire", 0.5)
+        window.cpu["wire"] = [0.0, 0.0, 0]
+        for _ in range(WIRE_RUNS):
+            await window.measure("wire", WIRE_SECONDS)
+        cpu, _client, count = window.cpu["wire"]
+        return cpu / max(int(count), 1)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
