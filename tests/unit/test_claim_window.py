@@ -337,6 +337,15 @@ def test_the_wait_after_a_discard_is_the_window_whether_or_not_the_opponent_had_
     assert all(r.view.table.sequence == r.client_action_id for r in refused)
     # a window not answered is passed (a ready hand's draw discarded) without the bank or 托管
     records = _log_records(match)
+    # the log (and occurred_at) stamps what follows each opener its stamp plus the window, exactly,
+    # option or not: a stamp that carried the opener's write-ahead only after a pass would tell
+    shown_at = {
+        r.engine_event.seat_sequence: r.engine_event.shown_at_unix_nanos
+        for r in records
+        if r.HasField("engine_event") and r.engine_event.seat_sequence
+    }
+    stamped = {shown_at[o.sequence + 1] - shown_at[o.sequence] for o in followed}
+    assert stamped == {WINDOW_MS * 1_000_000}, sorted(stamped)[:5]
     timed_out = [
         r.action_applied.action
         for r in records
@@ -355,7 +364,8 @@ def test_without_the_option_the_wait_says_whether_the_opponent_had_one() -> None
     print(describe("no window: the opponent had an option", option))
     print(describe("no window: it had none", none))
     print(f"two-sample KS D={ks_statistic(option, none):.3f}")
-    assert statistics.median(none) < 20 < statistics.median(option)
+    # a third of the answers are passes at once: the late passes and silences show in the upper quartile
+    assert statistics.median(none) < 20 < statistics.quantiles(option, n=4)[-1]
     assert ks_statistic(option, none) > ks_critical(len(option), len(none))
 
 
