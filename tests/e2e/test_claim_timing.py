@@ -6,11 +6,12 @@ in the same room without the window.
 
 Each client notes when every message of its ``Play`` stream arrives. The discarder measures, from
 each of its own discards (``TileDiscarded``), the time to the next event it is shown (the opponent's
-draw, or the wall's end), both by arrival and by the events' ``occurred_at``; the opponent's client knows whether it had an option on that tile (its
-``LegalActions`` for that sequence offered chi, pong, kong or win) and answers it by a policy — pass
-at once, pass a while later, or not at all (the server passes it). Joined by sequence, the two
-samples must be the window and one distribution in ``duel-even``; without the window, an opponent
-that waits 300 ms before passing makes the wait say that it had an option."""
+draw, or the wall's end), both by arrival and by the events' ``occurred_at``; the opponent's client
+knows whether it had an option on that tile (its ``LegalActions`` for that sequence offered chi,
+pong, kong or win) and answers it by a policy — pass at once, pass a while later, or not at all (the
+server passes it). Joined by sequence, the two samples must be the window and one distribution in
+``duel-even``; without the window, an opponent that waits 300 ms before passing makes the wait say
+that it had an option."""
 
 from __future__ import annotations
 
