@@ -51,7 +51,7 @@ class Broadcast:
                 else:
                     windows.shown_events = counted
             # Held events carry the time they will be shown: the log says when each seat saw them.
-            when = at if window is None else at + int((window.ends_at - now) * 1e9)
+            when = at if window is None or windows is None else windows.stamp(window, at, now)
             # A seat-only event (a pass in a claim or robbing window, docs/engine.md "Claim windows") is
             # journaled but sent to nobody: to the other seat it would show that the opponent had an
             # option, and numbering it for the deciding seat would leave the other a gap to see.
@@ -69,7 +69,7 @@ class Broadcast:
             if windows is not None and claim_window.opens(event, self._state.engine.state.ready):
                 if window is None:
                     opened_at_once = len(windows.open)
-                windows.open_after(now)
+                windows.open_after(now, when)
         if windows is not None:
             windows.catch_up(self._state.engine)
         await self.write(written)

@@ -65,6 +65,9 @@ class Window(Generic[ItemT]):
     ends_at: float
     held: list[tuple[ItemT, int]] = field(default_factory=list)
     moved: bool = False
+    # The opener's stamp (wall clock, ns): what the window holds is stamped this plus the window,
+    # however late the engine moved on; None for a window opened again by an adoption.
+    opener_at: int | None = None
 
 
 @dataclass
@@ -89,10 +92,19 @@ class Windows(Generic[ItemT]):
             return self.open[0].ends_at
         return None
 
-    def open_after(self, now: float) -> None:
+    def open_after(self, now: float, opener_at: int | None = None) -> None:
         """An opener was placed: shown now (no window open) or at the end of the last one open."""
         start = self.open[-1].ends_at if self.open else now
-        self.open.append(Window(start + self.seconds))
+        self.open.append(Window(start + self.seconds, opener_at=opener_at))
+
+    def stamp(self, window: Window[ItemT], at: int, now: float) -> int:
+        """When an event ``window`` holds is shown, as its ``occurred_at`` and the log say (wall clock,
+        ns): the opener's stamp plus the window, whether the engine moved on in the opener's own step
+        (no option) or later (a pass): a stamp taken from the window's end would carry the opener's
+        write-ahead time only in the second case, and so tell the discarder the opponent had an option."""
+        if window.opener_at is not None:
+            return window.opener_at + int(self.seconds * 1e9)
+        return at + int((window.ends_at - now) * 1e9)
 
     def answered(self, event: Event) -> None:
         """A claim or a win ends the window it answers: what follows is shown at once."""
