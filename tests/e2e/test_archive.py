@@ -51,11 +51,23 @@ def stack(stack_with: Any) -> Iterator[StackState]:
 
 async def play_pairing(clients: list[DuelClient], room: str, hands: int = HANDS) -> list[PlayOutcome]:
     readies = await asyncio.gather(*(c.find_table(room, 200, multiplier=2) for c in clients))
-    return list(
+    played = list(
         await asyncio.gather(
             *(c.play(r, BaselineBot(), MatchPlan(hands=hands)) for c, r in zip(clients, readies, strict=True))
         )
     )
+    await pairing_over(clients)
+    return played
+
+
+async def pairing_over(clients: list[DuelClient]) -> None:
+    """Wait until the pairing's TableClosed reached the wallet (it releases the holds): a player queues
+    once at a time, so the next pairing may only be sought after that."""
+    for _ in range(300):
+        if not any([(await c.balance()).held for c in clients]):
+            return
+        await asyncio.sleep(0.1)
+    pytest.fail("the holds were not released after the table closed")
 
 
 @contextlib.asynccontextmanager
