@@ -941,7 +941,14 @@ SERVER_ONLY = ("seed", "unused_pool", "wall:")
 
 @pytest_asyncio.fixture
 async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Caller]:
-    env = {**service_env, "SETTLEMENT_WAIT_SECONDS": "0.3", "ANNOUNCE_SECONDS": "0.2", "SERVER_ID": "t-sweep"}
+    # DRAIN_SECONDS: the tables the sweep opened and never played need not hold the teardown.
+    env = {
+        **service_env,
+        "SETTLEMENT_WAIT_SECONDS": "0.3",
+        "ANNOUNCE_SECONDS": "0.2",
+        "SERVER_ID": "t-sweep",
+        "DRAIN_SECONDS": "1",
+    }
     runtime = await start_service(TableServer().spec, TableConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
