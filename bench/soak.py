@@ -67,6 +67,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--decline-rate", type=float, default=0.05, help="T7 proposals declined")
     parser.add_argument("--max-rss-growth-mb", type=float, default=64.0, help="per service (default 64)")
     parser.add_argument("--seed", type=int, default=0, help="bots' random choices (default 0)")
+    parser.add_argument(
+        "--rooms",
+        type=lambda text: [room for room in text.split(",") if room],
+        default=[],
+        help="comma-separated room ids the bots play in (default: every room matchmaking lists)",
+    )
     parser.add_argument("--state-file", type=Path, default=DEFAULT_STATE_FILE, help="a running stack")
     args = parser.parse_args(list(argv))
     if args.minutes <= 0 or args.pairs < 1 or args.interval <= 0 or args.hands < 1:
@@ -201,6 +207,17 @@ class Pair:
                 await client.close()
 
 
+def chosen_rooms(listed: list[mm.Room], wanted: list[str]) -> list[mm.Room]:
+    """The rooms ``--rooms`` names (every listed room when it names none)."""
+    if not wanted:
+        return listed
+    by_id = {room.room_id: room for room in listed}
+    unknown = [room_id for room_id in wanted if room_id not in by_id]
+    if unknown:
+        raise BenchViolation(f"matchmaking lists no room {', '.join(unknown)} (it lists {', '.join(by_id)})")
+    return [by_id[room_id] for room_id in wanted]
+
+
 def error_kind(error: BaseException) -> str:
     if isinstance(error, QueueEnded):
         return "queue_ended"
@@ -281,7 +298,7 @@ async def soak(args: argparse.Namespace) -> int:
         )
         async with lobby:
             await lobby.login("soak lobby")
-            rooms = await lobby.rooms()
+            rooms = chosen_rooms(await lobby.rooms(), args.rooms)
         total_before, _, _ = await ledger_state(state.database_url)
         started = sample_services(state)
         tally = Tally()

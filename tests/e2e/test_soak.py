@@ -18,7 +18,9 @@ soak = load("soak")
 def test_a_short_soak_plays_hands_and_every_end_check_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["--minutes", "0.2", "--pairs", "2", "--interval", "4", "--hands", "2"]
+    # Rooms without a claim window: a hand there takes seconds, not the minutes of human pace.
+    rooms = "duel-novice,duel-offers,erren-novice"
+    argv = ["--minutes", "0.2", "--pairs", "2", "--interval", "4", "--hands", "2", "--rooms", rooms]
     # a state file that does not exist: the soak starts (and stops) a stack of its own
     code = soak.main([*argv, "--state-file", str(tmp_path / "no-stack.json")])
     out = capsys.readouterr().out
