@@ -274,11 +274,15 @@ def config_class(service: str) -> type:
     return config
 
 
+# Read by a library the services run on, not by a setting of ours: gRPC core's choice of resolver.
+LIBRARY_VARIABLES = frozenset({"GRPC_DNS_RESOLVER"})
+
+
 def known_variables(service: str) -> set[str]:
-    """What a service's environment may hold: its settings, plus the addresses `make run` passes to
-    every service (not every service reads all of them)."""
+    """What a service's environment may hold: its settings, the addresses `make run` passes to
+    every service (not every service reads all of them) and the libraries' own variables."""
     settings = {variable for variable, _default, _help in config_class(service).settings_table()}
-    return settings | set(address_variables().values())
+    return settings | set(address_variables().values()) | LIBRARY_VARIABLES
 
 
 def drain_budget_seconds(env: dict[str, str]) -> dict[str, float]:
