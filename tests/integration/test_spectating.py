@@ -61,6 +61,8 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
         "ANNOUNCE_SECONDS": "0.2",
         "SERVER_ID": unique_name("watched"),
         "DRAIN_SECONDS": "2",
+        # No scoring runs here: a hand's end need not wait long for a settlement that never comes.
+        "SETTLEMENT_WAIT_SECONDS": "0.5",
     }
     await start_service(table_server.spec, TableConfig.from_env(settings))
     clients = [
