@@ -107,7 +107,8 @@ async def test_the_client_library_and_its_bot_play_in_a_window_room(
 ) -> None:
     """The SDK's seat loop and the baseline bot (the house bots' policy) answer within the windows; a
     seat that drops its stream mid-hand resumes inside a window and plays on."""
-    rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=0, claim_window_ms=WINDOW_MS)
+    # A short window: what matters is that the seats answer inside windows, not how long they last.
+    rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, fee=0, claim_window_ms=60)
     table_id, first, second = await open_table(rules)
     plans = (MatchPlan(hands=2, drop_after_actions=7), MatchPlan(hands=2))
     outcomes = await asyncio.wait_for(
