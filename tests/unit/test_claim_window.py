@@ -17,91 +17,28 @@ import dataclasses
 import random
 import statistics
 import time
-from typing import Any
 
 import pytest
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.platform.errors import InvalidArgument
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
+from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2, table_pb2
 from duelmahjong.views import codec
 from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
-from services.table import wal
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
 from services.table.ports import BusPorts, OpenRequest
 from services.table.rebuild import rebuild
 from services.table.seats import SeatSession
 from tests.stats import describe, ks_critical, ks_statistic
+from tests.unit.table_fakes import Quiet, RealClock, RecordingLog
 
 WINDOW_MS = 200
 BANK_SECONDS = 5.0
 PASS = play_pb2.Action(**{"pass": play_pb2.PassAction()})
 CLAIMS = frozenset({A.CHI, A.PONG, A.KONG})
-
-
-class Log:
-    """The write-ahead log: one message per step, kept."""
-
-    def __init__(self) -> None:
-        self.messages: list[events_pb2.TableEventAppended] = []
-
-    async def append(self, table_id: str, hand_id: str, records: list[tuple[int, Any]]) -> None:
-        if records:
-            self.messages.append(wal.step_message(table_id, hand_id, records, "test"))
-
-    def continues(self, table_id: str, log_end: int) -> None:
-        return None
-
-    def forget(self, table_id: str) -> None:
-        return None
-
-
-class Services:
-    """Scoring, the wallet and the rest of the bus: nobody answers (an empty settlement is shown)."""
-
-    async def publish(self, subject: str, event: Any, event_id: str) -> None:
-        return None
-
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
-        return None
-
-    async def table_opened(self, request: OpenRequest) -> None:
-        return None
-
-    async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None:
-        return None
-
-    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
-        return None
-
-
-@dataclasses.dataclass
-class RealClock:
-    rng: random.Random
-    metrics: None = None
-    queue_size: int = 64
-    settlement_wait: float = 0.0
-    join_seconds: float = 60.0
-    draining: bool = False
-    gone: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    def seed(self, table_id: str, hand_number: int) -> int:
-        return self.rng.getrandbits(64)
-
-    def salt(self, table_id: str, hand_number: int) -> bytes:
-        return self.rng.randbytes(16)
-
-    def closed(self, table_id: str) -> None:
-        self.gone.set()
-
-    def let_go(self, table_id: str) -> None:
-        return None
 
 
 def _request(window_ms: int, profile: int = rules_pb2.PROFILE_DUEL) -> OpenRequest:
@@ -157,8 +94,8 @@ class Match:
     def __init__(self, window_ms: int, seed: int, answers: tuple[str, ...]) -> None:
         self.rng = random.Random(seed)
         self.answers = answers
-        self.log = Log()
-        ports = BusPorts(self.log, Services(), Services())
+        self.log = RecordingLog()
+        ports = BusPorts(self.log, Quiet(), Quiet())
         self.table = LiveTable(_request(window_ms), RealClock(random.Random(seed + 1)), ports)
         self.sessions = [TimedSession(0), TimedSession(1)]
         self.openers: dict[int, Opener] = {}  # by sequence
@@ -410,7 +347,7 @@ def test_a_table_adopted_inside_a_window_holds_what_it_held() -> None:
 
     async def resume() -> tuple[list[int], list[int]]:
         host = RealClock(random.Random(1))
-        table = LiveTable.adopted(state, host, BusPorts(Log(), Services(), Services()))
+        table = LiveTable.adopted(state, host, BusPorts(RecordingLog(), Quiet(), Quiet()))
         table.start()
         session = SeatSession(0)
         table.attach(session, 0)
