@@ -111,7 +111,9 @@ class Match:
         await asyncio.wait_for(self.table_gone(), timeout=600)
         for driver in drivers:
             driver.cancel()
-        await asyncio.gather(*drivers, return_exceptions=True)
+        for ended in await asyncio.gather(*drivers, return_exceptions=True):
+            if isinstance(ended, Exception):  # a seat whose driver failed would only time out
+                raise ended
 
     async def table_gone(self) -> None:
         await self.table._host.gone.wait()  # type: ignore[attr-defined]
@@ -189,10 +191,11 @@ class Match:
         opener.answer = self.rng.choice(self.answers)
         engine = self.table.state.engine
         legal = engine.legal_actions(seat)
-        if opener.kind == "discard":
-            decline = PASS
+        discard = next((a for a in legal if a.kind == A.DISCARD), None)
+        if opener.kind == "discard" or discard is None:
+            decline = PASS  # a ready hand's draw after a kong is passed (thrown away), not discarded
         else:
-            decline = codec.encode_action(next(a for a in legal if a.kind == A.DISCARD))
+            decline = codec.encode_action(discard)
         sequence = view.legal_actions.sequence
         if opener.answer == "pass":
             return self._send(seat, decline, sequence)
