@@ -22,11 +22,14 @@ import pytest
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.table import Table
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2, table_pb2
 from duelmahjong.views import codec
 from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
+from services.table import claim_window
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
 from services.table.ports import BusPorts, OpenRequest
@@ -317,6 +320,20 @@ def test_a_claim_or_a_win_ends_the_window_at_once() -> None:
     ]
     print(describe("claimed or won", [o.after * 1000 for o in taken]))
     assert taken and all(o.after < WINDOW_MS / 1000 / 2 for o in taken)
+
+
+def test_windows_held_by_a_window_released_late_each_run_whole_from_when_they_are_shown() -> None:
+    """A ready hand's draw held by a discard's window, and its discard held by the draw's: the loop
+    gets to the first window's end only after the second's would have passed (a stall)."""
+    windows: claim_window.Windows[str] = claim_window.Windows(0.05, Table(RoomSettings(profile="duel")))
+    for _ in range(3):  # opened in one step at 0.0: each after the last one open
+        windows.open_after(0.0)
+    assert [w.ends_at for w in windows.open] == pytest.approx([0.05, 0.10, 0.15])
+    first = windows.due(0.2)  # the oldest only: the second's opener is not shown yet
+    assert first is not None and first.ends_at == pytest.approx(0.05) and len(windows.open) == 2
+    windows.delay(0, 0.21 - first.ends_at)  # what the first held left for the streams at 0.21
+    assert [w.ends_at for w in windows.open] == pytest.approx([0.26, 0.31])
+    assert windows.due(0.21) is None and windows.due(0.259) is None and windows.due(0.26) is not None
 
 
 def _cut(match: Match, phase: str, held: bool) -> LiveState:
