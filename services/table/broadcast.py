@@ -103,15 +103,17 @@ class Broadcast:
         windows = self._state.windows
         if windows is None:
             return False
-        ended = windows.due(now)
-        for window in ended:
+        window = windows.due(now)
+        if window is not None:
             for item, counted in window.held:
                 windows.shown_events = max(windows.shown_events, counted)
                 self.send([item])
+            # the windows after it were opened by what it held: they run from when that left
+            windows.delay(0, self._now() - window.ends_at)
         if not windows.holding():  # what nobody is shown (a seat-only pass) is past too
             windows.shown_events = len(self._state.engine.events)
         windows.catch_up(self._state.engine)
-        return bool(ended)
+        return window is not None
 
     def send(self, shown: list[Shown]) -> None:
         facts = self._state.facts()

@@ -120,16 +120,15 @@ class Windows(Generic[ItemT]):
         for index in range(first, len(self.open)):
             self.open[index].ends_at += seconds
 
-    def due(self, now: float) -> list[Window[ItemT]]:
-        """The windows that have ended, taken off. What they held is shown ``now``, maybe later than they
-        ended (a busy loop): the windows after them, opened by what they held, move by as much, so each
-        opener is followed by a whole window from when it is shown."""
-        ended: list[Window[ItemT]] = []
-        while self.open and self.open[0].ends_at <= now:
-            ended.append(self.open.popleft())
-        if ended:
-            self.delay(0, now - ended[-1].ends_at)
-        return ended
+    def due(self, now: float) -> Window[ItemT] | None:
+        """The oldest window, taken off if it has ended. Only it: each window opened while another was
+        open was opened by what the one before it holds, so it runs from when that is shown, maybe later
+        than the one before ended (a busy loop). The caller shows what the ended window held, then moves
+        the windows after it by as much as that came late (:meth:`delay`), so each opener is followed
+        by a whole window from when it left for the streams, however late the loop got to it."""
+        if self.open and self.open[0].ends_at <= now:
+            return self.open.popleft()
+        return None
 
     def next_end(self) -> float | None:
         return self.open[0].ends_at if self.open else None

@@ -139,6 +139,13 @@ class HandCycle:
 
     async def on_clock(self) -> None:
         now = self._host.now()
+        # A window's decision past its time is passed before the windows are released: a loop that gets
+        # here late, past the window's end as well, then shows what follows as it would have in time
+        # (held to the window's end, stamped so), not at once, a step later, at the time of the release.
+        for seat in (0, 1):
+            deadline = self._state.deadline(seat)
+            if self._state.seats[seat].window_until is not None and deadline is not None and now >= deadline:
+                await self._window_passed(seat)
         if self._out.release(now) and self._held_step is not None and not self._state.holding():
             (ended,), self._held_step = self._held_step, None
             await self._go_on(ended)
@@ -160,17 +167,12 @@ class HandCycle:
             deadline = self._state.deadline(seat)
             if deadline is None or now < deadline:
                 continue
+            if state.window_until is not None:
+                await self._window_passed(seat)
+                continue
             if self._host.metrics is not None:
                 self._host.metrics.timeouts.inc()
-            if state.window_until is not None:
-                # A claim window not answered in time is passed, connected or not: no 托管 and no bank
-                # spent, which both seats would be shown (the window's length is the room's, not T11's).
-                default = self._state.engine.default_action(seat)
-                if default is not None:
-                    await self.apply(default, "timeout")
-                else:  # the decision went with the hand (the other seat left inside the window)
-                    state.no_decision()
-            elif self._state.between:
+            if self._state.between:
                 await self.between_hands(seat, "leave", origin="timeout")
             elif not state.connected:
                 # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
@@ -185,6 +187,17 @@ class HandCycle:
                 default = self._state.engine.default_action(seat)
                 if default is not None:
                     await self.apply(default, "timeout", out_of_time=True)
+
+    async def _window_passed(self, seat: int) -> None:
+        """A claim window not answered in time is passed, connected or not: no 托管 and no bank spent,
+        which both seats would be shown (the window's length is the room's, not T11's)."""
+        if self._host.metrics is not None:
+            self._host.metrics.timeouts.inc()
+        default = self._state.engine.default_action(seat)
+        if default is not None:
+            await self.apply(default, "timeout")
+        else:  # the decision went with the hand (the other seat left inside the window)
+            self._state.seats[seat].no_decision()
 
     async def deal(self) -> None:
         number = self._state.engine.state.hand_number + 1

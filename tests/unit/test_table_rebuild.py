@@ -30,84 +30,17 @@ from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, ta
 from duelmahjong.views import codec, seat_views
 from services.scoring import codec as scoring_codec
 from services.scoring.replay import verify_hand
-from services.table import wal
 from services.table.broadcast import Broadcast
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
-from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts, OpenRequest
 from services.table.rebuild import rebuild
 from services.table.seats import SeatSession
 from services.table.spectators import SpectatorFeed, Spectators
+from tests.unit.table_fakes import Host, Quiet, RecordingLog
 
 DECISION_SECONDS = 10.0
 BANK_SECONDS = 20.0
-
-
-class RecordingLog:
-    """The write-ahead log as JetStream would store it: one message per step."""
-
-    def __init__(self) -> None:
-        self.messages: list[events_pb2.TableEventAppended] = []
-
-    async def append(
-        self, table_id: str, hand_id: str, records: list[tuple[int, server_state_pb2.TableLogRecord]]
-    ) -> None:
-        if records:
-            self.messages.append(wal.step_message(table_id, hand_id, records, "test"))
-
-    def continues(self, table_id: str, log_end: int) -> None:
-        return None  # one table, one log: nothing to fence
-
-    def forget(self, table_id: str) -> None:
-        return None
-
-
-class Quiet:
-    """The other services: nobody listens but to hand results; the wallet never answers (an empty
-    settlement is shown)."""
-
-    def __init__(self) -> None:
-        self.results: list[rules_pb2.HandResult] = []
-
-    async def publish(self, subject: str, event: Any, event_id: str) -> None:
-        return None
-
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
-        self.results.append(result)
-
-    async def table_opened(self, request: OpenRequest) -> None:
-        return None
-
-    async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None:
-        return None
-
-    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
-        return None
-
-
-@dataclasses.dataclass
-class Host:
-    now_value: float
-    rng: random.Random
-    metrics: TableMetrics | None = None
-    queue_size: int = 64
-    settlement_wait: float = 0.0
-    join_seconds: float = 60.0
-    draining: bool = False
-    gone: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
-
-    def now(self) -> float:
-        return self.now_value
-
-    def seed(self, table_id: str, hand_number: int) -> int:
-        return self.rng.getrandbits(64)
-
-    def salt(self, table_id: str, hand_number: int) -> bytes:
-        return self.rng.randbytes(16)
-
-    def closed(self, table_id: str) -> None:
-        self.gone.set()
 
 
 def _request(profile: str) -> OpenRequest:
