@@ -176,6 +176,15 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
+diagnose() { # on failure: each container's state and restarts, then each service's last log lines
+    "$ENGINE" ps -aq --filter "label=com.docker.compose.project=$PROJECT" | xargs -r "$ENGINE" inspect \
+        --format '{{index .Config.Labels "com.docker.compose.service"}}: {{.State.Status}} exit={{.State.ExitCode}} restarts={{.RestartCount}} started={{.State.StartedAt}}' >&2 || true
+    for service in nats postgres wallet scoring table matchmaking prometheus; do
+        say "--- $service (last 30 lines)"
+        compose logs --no-color --tail=30 "$service" >&2 || true
+    done
+}
+
 if [[ ${COMPOSE[0]} == docker-compose && $ENGINE == podman ]]; then
     socket="$(mktemp -u /tmp/duel-podman-XXXXXX.sock)"
     # Its log holds one complaint per container about the missing systemd (see the ticker below).
@@ -206,8 +215,7 @@ done
 export DUEL_IMAGE_TAG=$TAG LOG_LEVEL=WARNING
 say "up: nats, postgres, matchmaking, table, scoring, wallet, prometheus"
 if ! compose up --detach --no-build; then
-    compose ps || true
-    compose logs --tail=40 || true
+    diagnose
     exit 1
 fi
 # Every container with a health check healthy (compose waited only for those others depend on).
@@ -222,7 +230,7 @@ while true; do
     fi
     if grep -q '=unhealthy$' <<<"$states" || ((waited >= HEALTH_WAIT_SECONDS)); then
         say "not healthy: $(tr '\n' ' ' <<<"$states")"
-        compose logs --tail=40 || true
+        diagnose
         exit 1
     fi
     sleep 1
@@ -231,7 +239,7 @@ done
 phase up
 say "test runner: tests/deploy/test_deployed_stack.py, tests/deploy/test_composed_stack.py"
 if ! compose --profile test run --rm -T test-runner; then
-    compose logs --tail=60 || true
+    diagnose
     phase tests
     exit 1
 fi
