@@ -84,9 +84,14 @@ class LiveTable:
 
     async def stop(self) -> None:
         """End the table's task now (drain deadline passed); it closes the table on its way out."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            # A cancelled task keeps its CancelledError, whose traceback holds the task's frames and so
+            # this table: dropped, the table is freed by reference counting, frozen or not
+            # (services/table/gc_policy.py).
+            self._task = None
 
     async def hand_off(self) -> None:
         """Stop serving the table after the step in hand, its last records acked — so its log is
