@@ -69,6 +69,7 @@ class LiveTable:
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the task's, set when it runs
         # Another server serves the table now (or is about to): this one stops without a word.
         self._let_go = False
 
@@ -139,6 +140,7 @@ class LiveTable:
             waiter.set_result(None)
 
     async def _run(self) -> None:
+        self._loop = asyncio.get_running_loop()  # once: each lookup checks the process id (a system call)
         try:
             if self._adopted:
                 await self._hands.resume()
@@ -183,7 +185,7 @@ class LiveTable:
     async def _next(self) -> None:
         if not self._inbox:
             deadline = self._hands.next_deadline()
-            loop = asyncio.get_running_loop()
+            loop = self._loop or asyncio.get_running_loop()
             # One future and, with a deadline, one timer that resolves it: the wait for the next item
             # or the next deadline, whichever comes first (cheaper than an Event under a timeout, and
             # it happens once per action).
