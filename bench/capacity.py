@@ -13,7 +13,9 @@ gc=g0:100/≤10.0ms g1:10/54.4ms g2:1/359.1ms hands=139 timeouts=0 errors=0 cpu/
 ``actions/s``: actions the seats sent; ``p50/p95/p99``: action → its event on the same seat, ms;
 ``server_cpu``: of one core, from ``/proc/<pid>/stat``; ``server_rss`` from ``/proc/<pid>/status``;
 ``gc``: per generation, collections in the window / the longest (the server's
-``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known);
+``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known) and
+``(work≤…)``, the bound of the collector's own CPU time in each (``duel_table_gc_work_seconds``: a
+pause longer than its work waited for a core);
 ``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error;
 ``cpu/action``: server CPU per action sent.
 At the end, the largest N with p99 < 50 ms and the server CPU per action there, against the CPU per
