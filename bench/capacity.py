@@ -7,13 +7,15 @@ winning when it can, so hands end, settle and re-deal inside the measurement (no
 ``SETTLEMENT_WAIT_SECONDS`` is short, the hand end does not wait for one). Steps of N live tables,
 each warmed then measured; per step::
 
-    bench capacity N=500 actions/s=255.4 p50=3.3 p95=19.5 p99=167.7 server_cpu=45.1% server_rss=184MB \
-gc=g0:100/≤10.0ms g1:10/54.4ms g2:1/359.1ms hands=139 timeouts=0 errors=0 cpu/action=1.76ms
+    bench capacity N=1000 actions/s=418.7 p50=2.0 p95=7.8 p99=19.8 server_cpu=39.6% server_rss=234MB \
+gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 errors=0 cpu/action=0.94ms
 
 ``actions/s``: actions the seats sent; ``p50/p95/p99``: action → its event on the same seat, ms;
 ``server_cpu``: of one core, from ``/proc/<pid>/stat``; ``server_rss`` from ``/proc/<pid>/status``;
 ``gc``: per generation, collections in the window / the longest (the server's
-``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known);
+``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known) and
+``(work≤…)``, the bound of the collector's own CPU time in each (``duel_table_gc_work_seconds``: a
+pause longer than its work waited for a core);
 ``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error;
 ``cpu/action``: server CPU per action sent.
 At the end, the largest N with p99 < 50 ms and the server CPU per action there, against the CPU per

@@ -54,12 +54,32 @@ class TableConfig(ServiceConfig):
         help="a spectator stream that lags this much beyond its room's spectate delay (its client does "
         "not read) is closed RESOURCE_EXHAUSTED",
     )
+    gc_freeze_seconds: float = setting(
+        0.5,
+        help="how often the server collects its garbage and freezes what survived out of the collector "
+        "(gc.freeze): full collections then walk only what the last seconds left; 0 = never freeze",
+    )
+    gc_threshold0: int = setting(
+        50000, help="allocations (less frees) of tracked objects between two young collections"
+    )
+    gc_threshold1: int = setting(
+        10, help="young collections between two collections of the middle generation"
+    )
+    gc_threshold2: int = setting(10, help="middle collections between two automatic full collections")
 
     def validate(self) -> list[str]:
         problems = super().validate()
         problems += self.at_least_one(
-            "table_capacity", "table_queue_size", "seat_reply_limit", "watchers_per_table"
+            "table_capacity",
+            "table_queue_size",
+            "seat_reply_limit",
+            "watchers_per_table",
+            "gc_threshold0",
+            "gc_threshold1",
+            "gc_threshold2",
         )
+        if self.gc_freeze_seconds < 0:
+            problems.append("GC_FREEZE_SECONDS must be 0 (never freeze) or more")
         return problems + self.positive(
             "announce_seconds",
             "settlement_wait_seconds",

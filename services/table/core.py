@@ -114,6 +114,7 @@ class TableHost:
         # Told when a table closes for good (its ownership record is then released).
         self.on_closed: Callable[[str], None] | None = None
         self._emptied = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def address(self) -> str:
@@ -160,7 +161,14 @@ class TableHost:
         return table
 
     def now(self) -> float:
-        return self.clock() if self.clock else asyncio.get_running_loop().time()
+        if self.clock is not None:
+            return self.clock()
+        # The loop is looked up once: asyncio.get_running_loop() checks the process id with a system
+        # call each time, and the tables ask the time several times per action.
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop.time()
 
     def seed(self, table_id: str, hand_number: int) -> int:
         return self.seeds(table_id, hand_number)

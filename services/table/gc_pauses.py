@@ -7,6 +7,9 @@ beyond a float: an allocation-triggered collection can start while this thread h
 and taking it again there would deadlock. A collector turns the lists into metrics at scrape time:
 
 * ``duel_table_gc_pause_seconds`` — histogram of pauses by ``generation`` (0, 1, 2);
+* ``duel_table_gc_work_seconds`` — histogram of the CPU time the collector spent in each (this
+  thread's): on a machine short of cores a pause can be longer than the work, the process waiting
+  for a core meanwhile, and only the work is the collector's to answer for;
 * ``duel_table_gc_longest_pause_seconds`` — the longest pause of each generation since start.
 """
 
@@ -32,29 +35,52 @@ PAUSE_BUCKETS = (
 )
 
 
+class _Histogram:
+    """Per generation: a count per bucket (the last one past the largest bound, +Inf) and the sum."""
+
+    __slots__ = ("counts", "sums")
+
+    def __init__(self) -> None:
+        self.counts = [[0] * (len(PAUSE_BUCKETS) + 1) for _ in range(GENERATIONS)]
+        self.sums = [0.0] * GENERATIONS
+
+    def add(self, generation: int, seconds: float) -> None:
+        self.counts[generation][bisect_left(PAUSE_BUCKETS, seconds)] += 1
+        self.sums[generation] += seconds
+
+    def family(self, name: str, documentation: str) -> HistogramMetricFamily:
+        family = HistogramMetricFamily(name, documentation, labels=["generation"])
+        bounds = [*(str(bound) for bound in PAUSE_BUCKETS), "+Inf"]
+        for generation in range(GENERATIONS):
+            cumulative = accumulate(list(self.counts[generation]))  # a copy: the hook may add meanwhile
+            buckets = list(zip(bounds, (float(count) for count in cumulative), strict=True))
+            family.add_metric([str(generation)], buckets, self.sums[generation])
+        return family
+
+
 class GcPauses(Collector):
     """Times every collection of this process while installed; a Prometheus collector of the pauses."""
 
-    __slots__ = ("_counts", "_histogram", "_longest", "_longest_name", "_started", "_sums")
+    __slots__ = ("_longest", "_longest_name", "_names", "_pauses", "_started", "_started_work", "_work")
 
     def __init__(self, metrics: ServiceMetrics) -> None:
-        self._started = 0.0
-        # Per generation: a count per bucket, the last one past the largest bound (+Inf).
-        self._counts = [[0] * (len(PAUSE_BUCKETS) + 1) for _ in range(GENERATIONS)]
-        self._sums = [0.0] * GENERATIONS
+        self._started = self._started_work = 0.0
+        self._pauses = _Histogram()
+        self._work = _Histogram()
         self._longest = [0.0] * GENERATIONS
-        self._histogram = metrics.name("gc_pause", "seconds")
+        self._names = (metrics.name("gc_pause", "seconds"), metrics.name("gc_work", "seconds"))
         self._longest_name = metrics.name("gc_longest_pause", "seconds")
         metrics.registry.register(self)
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = time.perf_counter()
+            self._started_work = time.thread_time()
             return
         paused = time.perf_counter() - self._started
         generation = info["generation"]
-        self._counts[generation][bisect_left(PAUSE_BUCKETS, paused)] += 1
-        self._sums[generation] += paused
+        self._pauses.add(generation, paused)
+        self._work.add(generation, time.thread_time() - self._started_work)
         if paused > self._longest[generation]:
             self._longest[generation] = paused
 
@@ -71,17 +97,11 @@ class GcPauses(Collector):
         self.uninstall()
 
     def collect(self) -> Iterator[HistogramMetricFamily | GaugeMetricFamily]:
-        histogram = HistogramMetricFamily(
-            self._histogram, "garbage-collector pauses, by generation", labels=["generation"]
-        )
+        yield self._pauses.family(self._names[0], "garbage-collector pauses, by generation")
+        yield self._work.family(self._names[1], "CPU time the collector spent in each pause, by generation")
         longest = GaugeMetricFamily(
             self._longest_name, "the longest garbage-collector pause since start", labels=["generation"]
         )
-        bounds = [*(str(bound) for bound in PAUSE_BUCKETS), "+Inf"]
         for generation in range(GENERATIONS):
-            cumulative = accumulate(list(self._counts[generation]))  # a copy: the hook may add meanwhile
-            buckets = list(zip(bounds, (float(count) for count in cumulative), strict=True))
-            histogram.add_metric([str(generation)], buckets, self._sums[generation])
             longest.add_metric([str(generation)], self._longest[generation])
-        yield histogram
         yield longest

@@ -69,6 +69,7 @@ class LiveTable:
         self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the task's, set when it runs
         # Another server serves the table now (or is about to): this one stops without a word.
         self._let_go = False
 
@@ -84,9 +85,14 @@ class LiveTable:
 
     async def stop(self) -> None:
         """End the table's task now (drain deadline passed); it closes the table on its way out."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        task = self._task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            # A cancelled task keeps its CancelledError, whose traceback holds the task's frames and so
+            # this table: dropped, the table is freed by reference counting, frozen or not
+            # (services/table/gc_policy.py).
+            self._task = None
 
     async def hand_off(self) -> None:
         """Stop serving the table after the step in hand, its last records acked — so its log is
@@ -134,6 +140,7 @@ class LiveTable:
             waiter.set_result(None)
 
     async def _run(self) -> None:
+        self._loop = asyncio.get_running_loop()  # once: each lookup checks the process id (a system call)
         try:
             if self._adopted:
                 await self._hands.resume()
@@ -178,7 +185,7 @@ class LiveTable:
     async def _next(self) -> None:
         if not self._inbox:
             deadline = self._hands.next_deadline()
-            loop = asyncio.get_running_loop()
+            loop = self._loop or asyncio.get_running_loop()
             # One future and, with a deadline, one timer that resolves it: the wait for the next item
             # or the next deadline, whichever comes first (cheaper than an Event under a timeout, and
             # it happens once per action).

@@ -21,6 +21,7 @@ from services.table.config import TableConfig
 from services.table.core import TableHost
 from services.table.failover import Failover
 from services.table.gc_pauses import GcPauses
+from services.table.gc_policy import GcPolicy, GcSettings
 from services.table.metrics import TableMetrics
 from services.table.ports import BusPorts
 from services.table.publishers import NatsTableEvents, Producer
@@ -112,6 +113,11 @@ class TableServer:
         gc_pauses = GcPauses(runtime.metrics)  # a full collection pauses every table of the process
         gc_pauses.install()
         runtime.on_close(gc_pauses.close)
+        thresholds = (config.gc_threshold0, config.gc_threshold1, config.gc_threshold2)
+        gc_policy = GcPolicy(GcSettings(config.gc_freeze_seconds, thresholds))
+        gc_policy.install()  # what the server has built so far (modules, its parts) lives as long as it
+        runtime.on_close(gc_policy.close)
+        runtime.spawn(gc_policy.run_forever(), name="gc-freeze")
         runtime.on_close(host.spectators.stop)
         runtime.spawn(self._announce(wired), name="announce")
 

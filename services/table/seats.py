@@ -58,6 +58,7 @@ class SeatSession:
         # and the queue's per-item bookkeeping was a visible share of the server's time per action.
         self._outbox: deque[table_pb2.PlayResponse | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the stream's, at its first take
         self._queued_replies = 0  # rejections in the outbox
         self._taken_replies = 0  # rejections taken by the stream and not yet written
         self.overflowed = asyncio.Event()
@@ -100,7 +101,10 @@ class SeatSession:
         The replies taken count against the limit until :meth:`written` says they are out.
         """
         while not self._outbox:
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = self._loop
+            if loop is None:  # once: each lookup checks the process id (a system call)
+                loop = self._loop = asyncio.get_running_loop()
+            self._waiter = loop.create_future()
             try:
                 await self._waiter
             finally:

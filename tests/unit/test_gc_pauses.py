@@ -6,8 +6,11 @@ import gc
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from duelmahjong.cli.bench import load
 from duelmahjong.platform.metrics import ServiceMetrics
 from services.table.gc_pauses import GcPauses
+
+capacity_gc = load("capacity_gc")  # bench/ is not an installed package
 
 
 def _samples(metrics: ServiceMetrics) -> dict[tuple[str, str, str], float]:
@@ -49,3 +52,20 @@ def test_nothing_is_timed_once_uninstalled() -> None:
     pauses.uninstall()
     gc.collect()
     assert _samples(metrics)["duel_table_gc_pause_seconds_count", "2", ""] == 0
+
+
+def test_the_capacity_bench_reads_a_windows_pauses_and_the_collectors_work_in_them() -> None:
+    metrics = ServiceMetrics("table")
+    pauses = GcPauses(metrics)
+    before = capacity_gc.parse(metrics.exposition().decode())
+    pauses.install()
+    try:
+        gc.collect(1)
+        gc.collect(1)
+    finally:
+        pauses.uninstall()
+    window = capacity_gc.parse(metrics.exposition().decode()).since(before)
+    assert window.counts[1] >= 2 and window.counts[0] == window.counts[2] == 0
+    assert 0 < window.longest_work(1) <= 1.0  # a bucket bound over the collector's CPU time
+    text = window.text()
+    assert text.startswith("g0:0/0.0ms g1:") and "(work≤" in text and text.endswith("g2:0/0.0ms")

@@ -159,12 +159,16 @@ class Match:
                 now,
             )
 
-    async def play(self, hands: int) -> None:
+    async def begin(self) -> None:
+        """The table started and both seats attached."""
         self.table.start()
         await self.settle()
         for session in self.sessions:
             self.table.attach(session, 0)
             await self.settle()
+
+    async def play(self, hands: int) -> None:
+        await self.begin()
         for _ in range(2000):
             state = self.table.state
             if state.status == table_pb2.TABLE_STATUS_CLOSED:

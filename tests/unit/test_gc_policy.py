@@ -1,0 +1,115 @@
+"""The table server's collector policy (services/table/gc_policy.py): thresholds set and given back,
+what survives frozen, periodically; and what freezing relies on — a live table, played and closed or
+stopped mid-hand, leaves no cycle of its own for the collector (frozen, it would never be freed)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from duelmahjong.engine.events import Event
+from duelmahjong.engine.table import Table
+from duelmahjong.platform.config import ConfigError
+from services.table.config import TableConfig
+from services.table.gc_policy import GcPolicy, GcSettings
+from services.table.live import LiveTable
+from services.table.live_state import LiveState, Shown
+from tests.unit.test_table_rebuild import Match
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """The collector as the test found it, whatever the test did to it."""
+    thresholds = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+
+
+def test_install_sets_the_thresholds_and_freezes_what_exists_and_close_gives_both_back(
+    collector: None,
+) -> None:
+    before = gc.get_threshold()
+    policy = GcPolicy(GcSettings(5.0, (12345, 7, 3)))
+    policy.install()
+    assert gc.get_threshold() == (12345, 7, 3)
+    assert gc.get_freeze_count() > 0 and policy.freezes == 1
+    survivor = [object()]  # made after the freeze: not frozen until the next one
+    policy.freeze()
+    assert policy.freezes == 2 and gc.get_freeze_count() > 0
+    asyncio.run(policy.close())
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+    assert survivor
+
+
+def test_a_zero_period_never_freezes_but_sets_the_thresholds(collector: None) -> None:
+    gc.unfreeze()
+    policy = GcPolicy(GcSettings(0.0, (5000, 10, 10)))
+    policy.install()
+    assert gc.get_threshold() == (5000, 10, 10) and gc.get_freeze_count() == 0
+    asyncio.run(policy.run_forever())  # returns at once
+    assert policy.freezes == 0
+    asyncio.run(policy.close())
+
+
+def test_run_forever_freezes_every_period(collector: None) -> None:
+    policy = GcPolicy(GcSettings(0.01, gc.get_threshold()))
+
+    async def for_a_while() -> None:
+        task = asyncio.create_task(policy.run_forever())
+        await asyncio.sleep(0.2)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(for_a_while())
+    assert policy.freezes >= 3
+    asyncio.run(policy.close())
+
+
+def test_the_settings_are_read_and_checked() -> None:
+    environ = {"TOKEN_SECRET": "s" * 32, "NATS_URL": "nats://127.0.0.1:1"}
+    config = TableConfig.from_env({**environ, "GC_FREEZE_SECONDS": "2.5", "GC_THRESHOLD0": "20000"})
+    assert (config.gc_freeze_seconds, config.gc_threshold0, config.gc_threshold1) == (2.5, 20000, 10)
+    with pytest.raises(ConfigError) as refused:
+        TableConfig.from_env({**environ, "GC_FREEZE_SECONDS": "-1", "GC_THRESHOLD0": "0"})
+    assert "GC_FREEZE_SECONDS" in str(refused.value) and "GC_THRESHOLD0" in str(refused.value)
+
+
+_TABLE_TYPES = (LiveTable, LiveState, Table, Event, Shown)
+
+
+def _cyclic_garbage_of_tables(run: Callable[[], None]) -> list[str]:
+    """The table objects that only the cycle collector would free after ``run``."""
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        run()
+        gc.collect()
+        return sorted({type(o).__name__ for o in gc.garbage if isinstance(o, _TABLE_TYPES)})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+
+
+def test_a_table_played_to_its_end_is_freed_by_reference_counting() -> None:
+    def played() -> None:
+        match = Match("duel", 11)
+        asyncio.run(match.play(2))
+
+    assert _cyclic_garbage_of_tables(played) == []
+
+
+def test_a_table_stopped_mid_hand_is_freed_by_reference_counting() -> None:
+    async def stopped() -> None:
+        match = Match("erren", 5)
+        await match.begin()
+        for _ in range(20):
+            await match._step(match.table.state, 5)
+            await match.settle()
+        await match.table.stop()
+
+    assert _cyclic_garbage_of_tables(lambda: asyncio.run(stopped())) == []
