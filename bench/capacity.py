@@ -45,13 +45,13 @@ import grpc.aio
 
 from bench import capacity_gc, capacity_seats
 from bench.capacity_seats import Samples, SeatTicket
-from bench.common import cpu_seconds
+from bench.common import cpu_seconds, open_table_request
 from bench.stack_probes import percentile, proc_sample, scrape_gauge
 from bench.table import ROOT, free_port
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import wait_until_serving
-from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
+from duelmahjong.v1 import rules_pb2, table_pb2_grpc
 
 P99_LIMIT_MS = 50.0
 DEFAULT_STEPS = (100, 250, 500, 750, 1000)
@@ -164,17 +164,8 @@ async def open_tables(address: str, secret: str, first: int, count: int) -> list
         stub = table_pb2_grpc.TableServiceStub(channel)
 
         async def one(number: int) -> None:
-            players = [
-                rules_pb2.SeatPlayer(seat=seat, player_id=f"cap-{number}-{seat}", carry=10**9)
-                for seat in (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-            ]
-            request = table_pb2.OpenTableRequest(
-                table_id=f"cap-{number}",
-                pairing_id=f"p{number}",
-                room_id="bench",
-                rules=rules,
-                players=players,
-            )
+            players = (f"cap-{number}-{rules_pb2.SEAT_FIRST}", f"cap-{number}-{rules_pb2.SEAT_SECOND}")
+            request = open_table_request(f"cap-{number}", f"p{number}", "bench", rules, players, 10**9)
             opened = await stub.OpenTable(request, metadata=service)
             head_start = random.randint(0, HEAD_START_MAX)
             for index, ticket in enumerate(opened.tickets):

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from duelmahjong.v1 import rules_pb2, table_pb2
+
 MIN_RUNS = 5
 
 
@@ -102,3 +104,26 @@ def children_of(pid: int) -> Iterable[int]:
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds of ``pid`` and its live children — a process that forks per connection."""
     return cpu_seconds(pid) + sum(cpu_seconds(child) for child in children_of(pid))
+
+
+def open_table_request(
+    table_id: str,
+    pairing_id: str,
+    room_id: str,
+    rules: rules_pb2.RoomRules,
+    player_ids: tuple[str, str],
+    carry: int,
+) -> table_pb2.OpenTableRequest:
+    """An ``OpenTable`` as matchmaking sends it, for a bench's own table: the two players in seat
+    order, each with the same carry."""
+    seats = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
+    return table_pb2.OpenTableRequest(
+        table_id=table_id,
+        pairing_id=pairing_id,
+        room_id=room_id,
+        rules=rules,
+        players=[
+            rules_pb2.SeatPlayer(seat=seat, player_id=player, carry=carry)
+            for seat, player in zip(seats, player_ids, strict=True)
+        ],
+    )

@@ -66,7 +66,7 @@ import grpc.aio
 from nats.aio.msg import Msg
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import cpu_seconds, tree_cpu_seconds
+from bench.common import cpu_seconds, open_table_request, tree_cpu_seconds
 from bench.stack_probes import BenchViolation, ledger_state, percentile, report_checks, settle
 from duelmahjong.cli.demo import ledger_balances
 from duelmahjong.client.policy import BaselineBot
@@ -365,17 +365,10 @@ async def _open_tables(
     try:
         for number in range(len(players) // 2):
             server = number % len(addresses)
-            seated = [
-                rules_pb2.SeatPlayer(seat=seat, player_id=players[2 * number + n], carry=CARRY)
-                for n, seat in enumerate((rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND))
-            ]
+            seated = (players[2 * number], players[2 * number + 1])
             opened = await table_pb2_grpc.TableServiceStub(channels[server]).OpenTable(
-                table_pb2.OpenTableRequest(
-                    table_id=f"{PREFIX}{number}",
-                    pairing_id=f"{PREFIX}p{number}",
-                    room_id="bench-settle",
-                    rules=RULES,
-                    players=seated,
+                open_table_request(
+                    f"{PREFIX}{number}", f"{PREFIX}p{number}", "bench-settle", RULES, seated, CARRY
                 ),
                 metadata=service,
             )

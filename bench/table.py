@@ -42,7 +42,7 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from bench.common import MIN_RUNS, Figure, cpu_seconds
+from bench.common import MIN_RUNS, Figure, cpu_seconds, open_table_request
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
@@ -160,18 +160,9 @@ async def _open_tables(address: str, secret: str) -> list[tuple[str, str]]:
     async with grpc.aio.insecure_channel(address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         for number in range(TABLES):
-            players = [
-                rules_pb2.SeatPlayer(seat=seat, player_id=f"bench-{number}-{seat}", carry=10**9)
-                for seat in (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-            ]
+            players = (f"bench-{number}-{rules_pb2.SEAT_FIRST}", f"bench-{number}-{rules_pb2.SEAT_SECOND}")
             opened = await stub.OpenTable(
-                table_pb2.OpenTableRequest(
-                    table_id=f"bench-{number}",
-                    pairing_id=f"p{number}",
-                    room_id="bench",
-                    rules=rules,
-                    players=players,
-                ),
+                open_table_request(f"bench-{number}", f"p{number}", "bench", rules, players, 10**9),
                 metadata=auth.bearer_metadata(service),
             )
             for ticket in opened.tickets:
