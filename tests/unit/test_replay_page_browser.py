@@ -30,6 +30,28 @@ from tests.unit.replay_samples import every_hand, hand_made_replay, won_hand_wit
 pytestmark = pytest.mark.timeout(120)
 
 
+def _unfiltered(kind: int, line: bytes, above: bytes, channels: int) -> bytes:
+    """One PNG row with its filter undone (PNG spec, filter method 0: None, Sub, Up, Average, Paeth);
+    every row must be undone, since the next may be filtered against it."""
+    if kind == 0:
+        return line
+    if kind == 2:
+        return bytes((x + b) & 0xFF for x, b in zip(line, above, strict=True))
+    out = bytearray(line)
+    for i in range(len(out)):
+        a = out[i - channels] if i >= channels else 0
+        if kind == 1:
+            out[i] = (out[i] + a) & 0xFF
+        elif kind == 3:
+            out[i] = (out[i] + (a + above[i]) // 2) & 0xFF
+        else:
+            b, c = above[i], above[i - channels] if i >= channels else 0
+            p = a + b - c
+            pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+            out[i] = (out[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+    return bytes(out)
+
+
 def _png_size_and_colours(png: bytes) -> tuple[int, int, int]:
     """Width, height and the number of distinct colours of an 8-bit RGB(A) PNG (what Chromium writes)."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -48,19 +70,14 @@ def _png_size_and_colours(png: bytes) -> tuple[int, int, int]:
     raw = zlib.decompress(idat)
     stride = width * channels
     colours: set[bytes] = set()
-    previous = bytearray(stride)
-    for row in range(0, height, max(1, height // 60)):
-        # Undo the row's filter only where it needs no previous row (None, Sub); sample those rows.
+    previous = bytes(stride)
+    every = max(1, height // 60)
+    for row in range(height):
         start = row * (stride + 1)
-        line = bytearray(raw[start + 1 : start + 1 + stride])
-        if raw[start] == 1:
-            for i in range(channels, stride):
-                line[i] = (line[i] + line[i - channels]) & 0xFF
-        elif raw[start] != 0:
-            continue
-        colours.update(bytes(line[i : i + 3]) for i in range(0, stride, channels * 7))
+        line = _unfiltered(raw[start], raw[start + 1 : start + 1 + stride], previous, channels)
+        if row % every == 0:
+            colours.update(line[i : i + 3] for i in range(0, stride, channels * 7))
         previous = line
-    del previous
     return width, height, len(colours)
 
 
