@@ -81,6 +81,9 @@ def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
         "METRICS_PORT": "0",
         "SHUTDOWN_GRACE_SECONDS": "1",
         "LOG_LEVEL": "WARNING",
+        # A table server started here shares pytest's process: its collector policy would freeze
+        # every object of the test run, not only its own (tests/unit/test_gc_policy.py tests it).
+        "GC_FREEZE_SECONDS": "0",
         # Tests share one NATS: each test's table servers adopt each other's tables, no one else's.
         "TABLE_OWNERS_BUCKET": f"OWNERS_{uuid.uuid4().hex[:12]}",
     }
