@@ -34,7 +34,6 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     metrics.register(runtime.metrics, matchmaker)
     bots = None
     if isinstance(wallet, WalletClient):
-        runtime.spawn(wallet.connect(), name="wallet-connect")
         pool = BotPool(config.matchmaking_bot_pool)
         bots = ClientBots(config.wallet_address, wallet, lambda: runtime.server.address, matchmaker, pool)
         matchmaker.attach_bots(bots)

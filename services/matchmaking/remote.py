@@ -91,12 +91,6 @@ class WalletClient:
         self._token = token
         self._names: dict[str, str] = {}  # from the last GetBalance of each player (its login name)
 
-    async def connect(self) -> None:
-        """Resolve the wallet's name and connect now, at start: the first player's call then finds
-        the connection made instead of waiting on a lookup (a compose network's DNS may drop
-        queries for a moment while containers join it, as they do at start)."""
-        await self._channel.channel_ready()
-
     async def available(self, player_id: str) -> int:
         reply = await self._call(self._stub.GetBalance, wallet_pb2.GetBalanceRequest(player_id=player_id))
         self._names[player_id] = reply.display_name
