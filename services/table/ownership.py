@@ -134,7 +134,9 @@ class Ownership:
                 storage=api.StorageType.FILE,
             )
             self._kv = await js.create_key_value(config=config)
-        await self._renew()
+        # The bucket's stream may still be electing its leader (a replicated bucket just created, a
+        # cluster node lost): the first lease is put again until it is stored, as a publish would be.
+        await self.bus.until_stored(self._renew, what={"lease": self.lease.server_id})
         self._tasks.append(asyncio.create_task(self._watch(), name="ownership-watch"))
         self._tasks.append(asyncio.create_task(self._renew_forever(), name="ownership-renew"))
         await self._caught_up.wait()

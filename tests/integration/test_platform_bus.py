@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import nats.errors
 import nats.js.errors
 import pytest
 from nats.aio.msg import Msg
@@ -54,6 +55,30 @@ async def test_a_publish_repeated_with_the_same_message_id_is_delivered_once(
     consumer = ConsumerSpec(stream.name, unique_name("reader"), f"{subject}.>")
     await _drain(bus, consumer, handle, settle=0.6)
     assert received == [b"hand h-1", b"hand h-2"]
+
+
+async def test_a_write_nobody_stores_yet_is_sent_again_until_its_stream_answers(
+    bus: Bus, unique_name: Callable[[str], str]
+) -> None:
+    """As while a stream elects its leader: nobody answers for the subject until the stream exists."""
+    name = unique_name("LATE")
+    subject = f"duel.test.{name.lower()}"
+    with pytest.raises((nats.errors.NoRespondersError, nats.js.errors.NoStreamResponseError)):
+        await bus.publish(f"{subject}.x", b"too early", msg_id="early", within_seconds=0.2)
+
+    async def declare_later() -> None:
+        await asyncio.sleep(0.5)
+        await bus.declare_stream(StreamSpec(name, (f"{subject}.>",)))
+
+    late = asyncio.create_task(declare_later())
+    put = await bus.until_stored(
+        lambda: bus.js.publish(f"{subject}.x", b"stored", headers={"Nats-Msg-Id": "once"}),
+        what={"subject": subject},
+        within_seconds=10,
+    )
+    await late
+    assert put.stream == name and put.seq == 1
+    assert (await bus.js.get_last_msg(name, f"{subject}.x")).data == b"stored"
 
 
 async def test_publish_event_uses_the_envelope_event_id(bus: Bus, unique_name: Callable[[str], str]) -> None:

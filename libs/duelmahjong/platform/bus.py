@@ -24,6 +24,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -62,6 +63,7 @@ _TRANSIENT_ERRORS = (
 )
 
 _log = get_logger("bus")
+T = TypeVar("T")
 
 Handler = Callable[[Msg], Awaitable[None]]
 
@@ -212,24 +214,39 @@ class Bus:
         id. While NATS reconnects or the stream elects a leader the publish is sent again, with the same
         message id (so the stream keeps one copy), until ``within_seconds`` have passed; then the last
         error is raised."""
+        ack = await self.until_stored(
+            lambda: self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers)),
+            what={"subject": subject, "msg_id": msg_id},
+            within_seconds=within_seconds,
+        )
+        self._stored(bool(ack.duplicate))
+        return ack
+
+    async def until_stored(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        what: dict[str, str],
+        within_seconds: float = PUBLISH_WITHIN_SECONDS,
+    ) -> T:
+        """``attempt()`` (a JetStream write: a publish, a key-value put) made again, after a doubling
+        pause, while NATS reconnects or the stream elects a leader, until ``within_seconds`` have passed;
+        then its last error is raised. ``what`` names the write in the warning each retry logs."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within_seconds
         pause = _RETRY_FIRST_SECONDS
         while True:
             try:
-                ack = await self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers))
-                break
+                return await attempt()
             except _TRANSIENT_ERRORS as err:
                 if self.client.is_closed or loop.time() + pause > deadline:
                     raise
                 _log.warning(
-                    "publish not acked; sending it again",
-                    extra={"fields": {"subject": subject, "msg_id": msg_id, "error": type(err).__name__}},
+                    "write not acked; sending it again",
+                    extra={"fields": {**what, "error": type(err).__name__}},
                 )
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, _RETRY_MOST_SECONDS)
-        self._stored(bool(ack.duplicate))
-        return ack
 
     async def append_fenced(
         self, stream: str, subject: str, payload: bytes, *, msg_id: str, expected_last_sequence: int
