@@ -70,6 +70,17 @@ else
     # docker-compose (Debian's) speaks the Docker API; podman serves it on a socket of our own.
     COMPOSE=(docker-compose)
 fi
+if [[ $ENGINE == podman ]]; then
+    # Fixed addresses and /etc/hosts names instead of podman 4's network DNS (see the file). The
+    # /24 is one no podman network of this machine uses (another run's, say).
+    used="$(podman network ls -q | xargs -r podman network inspect --format '{{range .Subnets}}{{.Subnet}} {{end}}' 2>/dev/null || true)"
+    for ((attempt = 0; attempt < 200; attempt++)); do
+        DUEL_SUBNET="10.213.$(((RANDOM + attempt) % 250 + 2))"
+        [[ " $used " == *" $DUEL_SUBNET.0/24 "* ]] || break
+    done
+    export DUEL_SUBNET DUEL_NETWORK="${PROJECT}_default"
+    compose_files+=(-f deploy/compose/docker-compose.static-addresses.yml)
+fi
 compose() { "${COMPOSE[@]}" --project-name "$PROJECT" --project-directory deploy/compose \
     "${compose_files[@]}" "$@"; }
 
@@ -176,12 +187,16 @@ teardown() {
 trap teardown EXIT
 trap 'exit 130' INT TERM
 
-diagnose() { # on failure: each container's state and restarts, then each service's last log lines
+diagnose() { # on failure: each container's state and restarts, the wallet seen from matchmaking,
+    # Postgres's sessions, then each service's last log lines
     "$ENGINE" ps -aq --filter "label=com.docker.compose.project=$PROJECT" | xargs -r "$ENGINE" inspect \
         --format '{{index .Config.Labels "com.docker.compose.service"}}: {{.State.Status}} exit={{.State.ExitCode}} restarts={{.RestartCount}} started={{.State.StartedAt}}' >&2 || true
+    say "--- matchmaking's view of the wallet (deploy/compose-diagnose.py), and Postgres's sessions"
+    compose exec -T matchmaking python - <deploy/compose-diagnose.py >&2 || true
+    compose exec -T postgres psql -U duel -d duel -c "select pid, datname, state, wait_event_type, wait_event, now() - query_start as age, left(query, 80) from pg_stat_activity where datname is not null" >&2 || true
     for service in nats postgres wallet scoring table matchmaking prometheus; do
         say "--- $service (last 30 lines)"
-        compose logs --no-color --tail=30 "$service" >&2 || true
+        compose logs --no-color --tail="${COMPOSE_TEST_LOG_LINES:-30}" "$service" >&2 || true
     done
 }
 
@@ -212,7 +227,11 @@ fi
 for variable in NATS POSTGRES MATCHMAKING TABLE SCORING WALLET PROMETHEUS GRAFANA; do
     export "${variable}_HOST_PORT="
 done
-export DUEL_IMAGE_TAG=$TAG LOG_LEVEL=WARNING
+export DUEL_IMAGE_TAG=$TAG LOG_LEVEL="${COMPOSE_TEST_LOG_LEVEL:-WARNING}"
+if [[ -n ${DUEL_NETWORK:-} ]]; then  # labelled as the project's, so the teardown removes it too
+    podman network create --subnet "$DUEL_SUBNET.0/24" --ip-range "$DUEL_SUBNET.128/25" \
+        --label "com.docker.compose.project=$PROJECT" "$DUEL_NETWORK" >/dev/null
+fi
 say "up: nats, postgres, matchmaking, table, scoring, wallet, prometheus"
 if ! compose up --detach --no-build; then
     diagnose

@@ -274,8 +274,9 @@ def config_class(service: str) -> type:
     return config
 
 
-# Read by a library the services run on, not by a setting of ours: gRPC core's choice of resolver.
-LIBRARY_VARIABLES = frozenset({"GRPC_DNS_RESOLVER"})
+# Read by a library the services run on, not by a setting of ours: gRPC core's choice of resolver
+# and its tracing.
+LIBRARY_VARIABLES = frozenset({"GRPC_DNS_RESOLVER", "GRPC_TRACE", "GRPC_VERBOSITY"})
 
 
 def known_variables(service: str) -> set[str]:

@@ -38,10 +38,11 @@ pytestmark = [
 
 HANDS = 2
 SCRAPE_WAIT_SECONDS = 90.0  # the scrape interval is 15 s; the first scrape may come late under load
-# podman's DNS for the compose network (aardvark-dns) drops queries for about 2 s whenever a
-# container joins the network, as this runner just did; a service whose first lookup of another
-# falls in that gap answers UNAVAILABLE "errors resolving" until gRPC resolves again. Only that
-# error is given this long to pass; any other failure fails at once.
+# Where the services find each other through the compose network's DNS (Docker; under podman the
+# script pins addresses in /etc/hosts instead), a service whose first lookup of another is answered
+# with an error while a container joins the network, as this runner just did, answers UNAVAILABLE
+# "errors resolving" until gRPC resolves again. Only that error is given this long to pass; any
+# other failure fails at once.
 RESOLVING_GRACE_SECONDS = 30.0
 
 

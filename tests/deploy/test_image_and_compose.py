@@ -241,3 +241,26 @@ def test_the_local_override_swaps_only_the_infrastructure_for_local_images(
         assert local[name].get("command") == compose["services"][name].get("command")
         assert local[name].get("healthcheck") == compose["services"][name].get("healthcheck")
     assert local["grafana"]["profiles"] == ["grafana"], "grafana has no local image: left out"
+
+
+def test_the_static_address_override_names_every_service_in_every_hosts_file(
+    kit: ModuleType, compose: Doc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under podman every container finds the others through /etc/hosts: each service's fixed address
+    is the one every container's hosts entry gives its name, and the runner has the entries too."""
+    monkeypatch.setenv("DUEL_SUBNET", "10.213.7")
+    monkeypatch.setenv("DUEL_NETWORK", "duel-net")
+    pinned = _resolved(kit, "docker-compose.yml", "docker-compose.static-addresses.yml")
+    services = pinned["services"]
+    address = {
+        name: service["networks"]["default"]["ipv4_address"]
+        for name, service in services.items()
+        if name != "test-runner"
+    }
+    assert set(address) | {"test-runner"} == set(compose["services"]), "a service without a fixed address"
+    assert len(set(address.values())) == len(address), "two services share an address"
+    for name, service in services.items():
+        hosts = service["extra_hosts"]  # docker-compose 1 gives a mapping, the compose spec a list
+        entries = dict(hosts) if isinstance(hosts, dict) else dict(h.split(":", 1) for h in hosts)
+        assert entries == address, name
+    assert pinned["networks"]["default"] == {"external": True, "name": "duel-net"}
