@@ -287,6 +287,7 @@ async def _decide(run: Run, view: play_pb2.SeatView, hand_id: str) -> play_pb2.A
 
 
 async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
+    call: grpc.aio.StreamStreamCall[table_pb2.PlayRequest, table_pb2.PlayResponse] | None = None
     try:
         async with grpc.aio.insecure_channel(address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
@@ -325,8 +326,14 @@ async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
                     sent_after = last_seen
                     await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
     except grpc.aio.AioRpcError as err:
-        if not run.closing or err.code() != grpc.StatusCode.CANCELLED:
-            run.stream_errors.append(f"{err.code().name}: {err.details()}")
+        code, details = err.code(), err.details()
+        if code == grpc.StatusCode.INTERNAL and call is not None:
+            # A write the server's end of the stream cut off is reported as INTERNAL "Internal error
+            # from Core" (grpc/grpc#36066): the status the server sent is the stream's own.
+            code, details = await call.code(), await call.details()
+        if run.closing and code in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED):
+            return  # the table closed (its other seat left) as this seat wrote, or the run cancelled it
+        run.stream_errors.append(f"{code.name}: {details}")
 
 
 async def _players(wallet: str, secret: str, count: int) -> list[str]:
