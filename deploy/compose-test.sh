@@ -75,7 +75,7 @@ if [[ $ENGINE == podman ]]; then
     # /24 is one no podman network of this machine uses (another run's, say).
     used="$(podman network ls -q | xargs -r podman network inspect --format '{{range .Subnets}}{{.Subnet}} {{end}}' 2>/dev/null || true)"
     for ((attempt = 0; attempt < 200; attempt++)); do
-        DUEL_SUBNET="10.213.$(((RANDOM + attempt) % 250 + 2))"
+        DUEL_SUBNET="10.213.$((RANDOM % 250 + 2))"
         [[ " $used " == *" $DUEL_SUBNET.0/24 "* ]] || break
     done
     export DUEL_SUBNET DUEL_NETWORK="${PROJECT}_default"
@@ -195,7 +195,7 @@ diagnose() { # on failure: each container's state and restarts, the wallet seen 
     compose exec -T matchmaking python - <deploy/compose-diagnose.py >&2 || true
     compose exec -T postgres psql -U duel -d duel -c "select pid, datname, state, wait_event_type, wait_event, now() - query_start as age, left(query, 80) from pg_stat_activity where datname is not null" >&2 || true
     for service in nats postgres wallet scoring table matchmaking prometheus; do
-        say "--- $service (last 30 lines)"
+        say "--- $service (last ${COMPOSE_TEST_LOG_LINES:-30} lines)"
         compose logs --no-color --tail="${COMPOSE_TEST_LOG_LINES:-30}" "$service" >&2 || true
     done
 }
@@ -228,7 +228,7 @@ for variable in NATS POSTGRES MATCHMAKING TABLE SCORING WALLET PROMETHEUS GRAFAN
     export "${variable}_HOST_PORT="
 done
 export DUEL_IMAGE_TAG=$TAG LOG_LEVEL="${COMPOSE_TEST_LOG_LEVEL:-WARNING}"
-if [[ -n ${DUEL_NETWORK:-} ]]; then  # labelled as the project's, so the teardown removes it too
+if [[ $ENGINE == podman ]]; then  # the static addresses' network, labelled as the project's, so the teardown removes it too
     podman network create --subnet "$DUEL_SUBNET.0/24" --ip-range "$DUEL_SUBNET.128/25" \
         --label "com.docker.compose.project=$PROJECT" "$DUEL_NETWORK" >/dev/null
 fi

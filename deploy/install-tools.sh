@@ -21,7 +21,7 @@ fi
 # The replay page's test (tests/unit/test_replay_page_browser.py) drives a real headless browser.
 command -v chromium >/dev/null || apt_missing+=(chromium)
 # The compose test's engine: Docker where one answers, else podman (Debian's) run by runc, with
-# netavark (with iptables) and aardvark-dns for the compose network's service names, mmdebstrap for the local base
+# netavark (with iptables) and aardvark-dns for its networks, mmdebstrap for the local base
 # image where no registry is reachable; docker-compose drives it through podman's Docker API.
 if ! { command -v docker >/dev/null && docker info >/dev/null 2>&1; } && command -v apt-get >/dev/null; then
     command -v podman >/dev/null || apt_missing+=(podman)
