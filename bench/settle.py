@@ -287,7 +287,7 @@ async def _decide(run: Run, view: play_pb2.SeatView, hand_id: str) -> play_pb2.A
 
 
 async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
-    call: grpc.aio.StreamStreamCall[table_pb2.PlayRequest, table_pb2.PlayResponse] | None = None
+    writing = False
     try:
         async with grpc.aio.insecure_channel(address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
@@ -324,16 +324,17 @@ async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
                 if decision is not None and sent_after < 0:
                     action = await _decide(run, decision, hand_id)
                     sent_after = last_seen
+                    writing = True
                     await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
+                    writing = False
     except grpc.aio.AioRpcError as err:
-        code, details = err.code(), err.details()
-        if code == grpc.StatusCode.INTERNAL and call is not None:
-            # A write the server's end of the stream cut off is reported as INTERNAL "Internal error
-            # from Core" (grpc/grpc#36066): the status the server sent is the stream's own.
-            code, details = await call.code(), await call.details()
-        if run.closing and code in (grpc.StatusCode.OK, grpc.StatusCode.CANCELLED):
-            return  # the table closed (its other seat left) as this seat wrote, or the run cancelled it
-        run.stream_errors.append(f"{code.name}: {details}")
+        # While the run closes, a table ends its seats' streams as its other seat leaves; a write
+        # this seat was making then fails as INTERNAL "Internal error from Core" (grpc.aio reports a
+        # write the server's end of the stream cut off so, grpc/grpc#36066), or the run cancels it.
+        code = err.code()
+        ended = code == grpc.StatusCode.CANCELLED or (writing and code == grpc.StatusCode.INTERNAL)
+        if not (run.closing and ended):
+            run.stream_errors.append(f"{code.name}: {err.details()}")
 
 
 async def _players(wallet: str, secret: str, count: int) -> list[str]:
