@@ -30,7 +30,9 @@ class ScoringConfig(ServiceConfig):
         2, env="SCORING_CONSUMER_WORKERS", help="HandEnded workers per replica sharing the durable consumer"
     )
     log_fetch_seconds: float = setting(
-        2.0, env="SCORING_LOG_FETCH_SECONDS", help="longest wait for one batch of a table's log"
+        2.0,
+        env="SCORING_LOG_FETCH_SECONDS",
+        help="longest a read of a table's log waits for its answers (a lagging replica catching up included)",
     )
     archive_workers: int = setting(
         1,

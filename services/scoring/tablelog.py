@@ -7,22 +7,24 @@ the table closed, the hand that never ended.
 
 from __future__ import annotations
 
-import uuid
+import asyncio
 from dataclasses import dataclass
 
 import nats.errors
 import nats.js.errors
 from google.protobuf.message import DecodeError
-from nats.aio.msg import Msg
-from nats.js import api
 
-from duelmahjong.platform import subjects
+from duelmahjong.platform import direct_get, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import events_pb2, server_state_pb2
 from services.scoring.replay import ReplayMismatch
 
 # Read to the end of the log: a sequence no table reaches.
 WHOLE_LOG = 2**63 - 1
+# How long a read that a lagging replica answered short waits before it asks again.
+REPLICA_CATCH_UP_SECONDS = 0.02
+# The least time one direct get is given to answer, even when the read's own time is up.
+MINIMUM_ANSWER_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +49,16 @@ def logged_records(appended: events_pb2.TableEventAppended) -> list[LoggedRecord
 class TableLogReader:
     """Reads one table's log up to a table sequence.
 
-    Each read uses its own short-lived consumer filtered on the table's subject (memory storage, no
-    acks), deleted afterwards; it stops at the claimed last sequence or the subject's last message.
+    A read is batched direct gets of the table's subject (``batch`` messages an answer, no consumer:
+    platform.direct_get) from its first message on, until the claimed last sequence. Any replica may
+    answer a direct get, so a read that ends short asks the stream's leader where the subject ends,
+    and reads on from there while a replica catches up (for at most ``fetch_seconds``); what the
+    leader does not have either is the log as it is, and the replay decides what a short log means.
     """
 
     def __init__(self, bus: Bus, *, batch: int = 256, fetch_seconds: float = 2.0) -> None:
         self._bus = bus
+        self._gets = direct_get.DirectGets(bus.client)
         self._stream = subjects.TABLE_LOG_STREAM.name
         self._batch = batch
         self._fetch_seconds = fetch_seconds
@@ -62,46 +68,42 @@ class TableLogReader:
             subject = subjects.table_log_subject(table_id)
         except ValueError as err:  # an id no table could have logged under
             raise ReplayMismatch(str(err)) from None
-        js = self._bus.js
-        try:
-            end = (await js.get_last_msg(self._stream, subject)).seq or 0
-        except nats.js.errors.NotFoundError:
-            return []  # no log at all: the replay refuses (or waits for) it
-        name = f"scoring-replay-{uuid.uuid4().hex}"
-        config = api.ConsumerConfig(
-            name=name,
-            filter_subject=subject,
-            deliver_policy=api.DeliverPolicy.ALL,
-            ack_policy=api.AckPolicy.NONE,
-            inactive_threshold=60.0,  # the server cleans up after a reader that died
-            mem_storage=True,
-        )
-        await js.add_consumer(self._stream, config=config)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._fetch_seconds
         records: list[LoggedRecord] = []
+        start = 1  # the next stream sequence to read from
+        leader_end: int | None = None  # where the leader's copy of the subject ends, once asked
+        while True:
+            batch = await self._batch_from(subject, start, deadline - loop.time())
+            for message in batch.messages:
+                logged = logged_records(_appended(message))
+                records.extend(r for r in logged if r.sequence <= last_sequence)
+                if logged[-1].sequence >= last_sequence:
+                    return records
+                start = message.sequence + 1
+            if batch.more:
+                continue
+            if leader_end is None:
+                leader_end = await direct_get.last_sequence(self._bus.js, self._stream, subject)
+            if start > leader_end or loop.time() >= deadline:
+                return records  # the whole subject as its leader has it
+            await asyncio.sleep(REPLICA_CATCH_UP_SECONDS)  # a replica behind its leader answered
+
+    async def _batch_from(self, subject: str, start: int, seconds: float) -> direct_get.Batch:
         try:
-            subscription = await js.pull_subscribe_bind(consumer=name, stream=self._stream)
-            try:
-                while True:
-                    messages = await subscription.fetch(self._batch, timeout=self._fetch_seconds)
-                    for message in messages:
-                        logged = logged_records(_appended(message))
-                        records.extend(r for r in logged if r.sequence <= last_sequence)
-                        if logged[-1].sequence >= last_sequence or message.metadata.sequence.stream >= end:
-                            return records
-            except (nats.errors.TimeoutError, TimeoutError):
-                return records  # nothing more arrived: the replay decides what a short log means
-            finally:
-                await subscription.unsubscribe()
-        finally:
-            try:
-                await js.delete_consumer(self._stream, name)
-            except nats.js.errors.NotFoundError:
-                pass
+            return await self._gets.read_batch(
+                self._stream,
+                subject,
+                start=start,
+                batch=self._batch,
+                answer_seconds=max(seconds, MINIMUM_ANSWER_SECONDS),
+            )
+        except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+            return direct_get.Batch([], more=False)  # no answer: the leader says what there is
 
 
-def _appended(message: Msg) -> events_pb2.TableEventAppended:
+def _appended(message: direct_get.StoredMessage) -> events_pb2.TableEventAppended:
     try:
         return events_pb2.TableEventAppended.FromString(message.data)
     except DecodeError:
-        stream_sequence = message.metadata.sequence.stream
-        raise ReplayMismatch(f"the log's message {stream_sequence} is not a TableEventAppended") from None
+        raise ReplayMismatch(f"the log's message {message.sequence} is not a TableEventAppended") from None

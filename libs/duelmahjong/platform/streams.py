@@ -18,6 +18,7 @@ class StreamSpec:
     subjects: tuple[str, ...]
     duplicate_window_seconds: float = 120.0
     max_age_seconds: float = 0.0
+    allow_direct: bool = False  # answer direct gets (any replica), for readers that need no consumer
 
     def config(self, policy: StoragePolicy) -> api.StreamConfig:
         max_age = policy.max_age_seconds.get(self.name, self.max_age_seconds)
@@ -29,6 +30,7 @@ class StreamSpec:
             duplicate_window=self.duplicate_window_seconds,
             max_age=max_age or None,
             num_replicas=policy.replicas,
+            allow_direct=self.allow_direct or None,
         )
 
 

@@ -45,7 +45,10 @@ TABLE_STREAM = StreamSpec("DUEL_TABLE", ("duel.table.>",))
 # replays for TABLE_LOG_RETENTION_DAYS (the declared default here; the deployment's setting wins).
 TABLE_LOG_RETENTION_DAYS = 30.0
 TABLE_LOG_STREAM = StreamSpec(
-    "DUEL_TABLE_LOG", (f"{TABLE_LOG_PREFIX}.>",), max_age_seconds=TABLE_LOG_RETENTION_DAYS * 86400
+    "DUEL_TABLE_LOG",
+    (f"{TABLE_LOG_PREFIX}.>",),
+    max_age_seconds=TABLE_LOG_RETENTION_DAYS * 86400,
+    allow_direct=True,  # scoring reads a hand's log with batched direct gets
 )
 SCORING_STREAM = StreamSpec("DUEL_SCORING", ("duel.scoring.>",))
 WALLET_STREAM = StreamSpec("DUEL_WALLET", ("duel.wallet.>",))
