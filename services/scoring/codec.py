@@ -9,7 +9,6 @@ settlements as messages. Contract seats ``SEAT_FIRST``/``SEAT_SECOND`` are engin
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -209,16 +208,16 @@ def replay_records(logged: Sequence[LoggedRecord]) -> list[LogRecord]:
 
 
 def _log_record(logged: LoggedRecord) -> LogRecord:
-    record = logged.record
+    # Built in one call (not a base then dataclasses.replace): a hand has a hundred records or more.
+    record, sequence, hand_id, table_id = logged.record, logged.sequence, logged.hand_id, logged.table_id
     which = record.WhichOneof("kind")
-    base = LogRecord(sequence=logged.sequence, hand_id=logged.hand_id, table_id=logged.table_id)
     if which == "engine_event":
-        return dataclasses.replace(base, canonical=record.engine_event.canonical_json)
+        return LogRecord(sequence, hand_id, table_id, canonical=record.engine_event.canonical_json)
     if which == "action_applied":
-        return dataclasses.replace(base, action=record.action_applied.engine_action or "?")
+        return LogRecord(sequence, hand_id, table_id, action=record.action_applied.engine_action or "?")
     if which == "hand_begun":
-        return dataclasses.replace(base, begun=_hand_begun(record.hand_begun))
-    return base
+        return LogRecord(sequence, hand_id, table_id, begun=_hand_begun(record.hand_begun))
+    return LogRecord(sequence, hand_id, table_id)
 
 
 # --- outbound -----------------------------------------------------------------------------------------

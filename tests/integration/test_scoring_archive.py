@@ -7,6 +7,7 @@ hand VOID; ArchiveService serves it all over real gRPC, private tables to their 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2, wallet_pb2
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
-from services.scoring.archive_store import ArchiveStore
+from services.scoring.archive_store import ArchiveStore, Posting, TransactionRow
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
 from tests.integration.test_scoring_replay import LoggedTable, bot_hand, hand_ended, hand_result, write_log
@@ -281,22 +282,67 @@ def entry(pairing: str, players: tuple[str, str], started: datetime, *, private:
     )
 
 
+@pytest_asyncio.fixture
+async def store(database_url: str) -> AsyncIterator[ArchiveStore]:
+    """The archive's store on a pool of its own, beside the running service."""
+    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
+    try:
+        yield ArchiveStore(pool)
+    finally:
+        await pool.close()
+
+
+async def test_a_hand_and_a_transaction_are_each_stored_once_in_one_statement(
+    archive: tuple[Any, asyncpg.Connection], store: ArchiveStore
+) -> None:
+    _, db = archive
+    pairing = f"po-{secrets.token_hex(4)}"
+    first = entry(pairing, ("ann", "bot-2"), datetime(2030, 6, 1, tzinfo=UTC), private=False)
+    second = dataclasses.replace(first, hand_id=f"{pairing}-h2", hand_number=2)
+    assert await store.archive_hand(first) and await store.archive_hand(second)
+    assert not await store.archive_hand(second)
+    row = TransactionRow(
+        transaction_id=f"tx-{pairing}",
+        hand_id=first.hand_id,
+        table_id=first.table_id,
+        source_event_id=f"ev-{pairing}",
+        hand_transaction=True,
+        settlement=b"",
+        postings=(
+            Posting("player:ann", -120, rules_pb2.POSTING_REASON_HAND_TRANSFER),
+            Posting("player:bot-2", 120, rules_pb2.POSTING_REASON_HAND_TRANSFER),
+        ),
+    )
+    assert await store.record_transaction(row)
+    assert not await store.record_transaction(dataclasses.replace(row, postings=row.postings[:1]))
+    hands = await db.fetch("SELECT hand_number FROM archive.hands WHERE pairing_id = $1 ORDER BY 1", pairing)
+    players = await db.fetch(
+        "SELECT seat, player_id, is_bot FROM archive.pairing_players WHERE pairing_id = $1 ORDER BY seat",
+        pairing,
+    )
+    postings = await db.fetch(
+        "SELECT position, account, amount FROM archive.postings WHERE transaction_id = $1 ORDER BY 1",
+        row.transaction_id,
+    )
+    assert [h["hand_number"] for h in hands] == [1, 2]
+    assert [(p["seat"], p["player_id"], p["is_bot"]) for p in players] == [
+        (rules_pb2.SEAT_FIRST, "ann", False),
+        (rules_pb2.SEAT_SECOND, "bot-2", True),
+    ]
+    assert [tuple(p) for p in postings] == [(0, "player:ann", -120), (1, "player:bot-2", 120)]
+
+
 async def test_private_tables_paging_and_refusals(
-    archive: tuple[Any, asyncpg.Connection], database_url: str, issue: Callable[..., Any]
+    archive: tuple[Any, asyncpg.Connection], store: ArchiveStore, issue: Callable[..., Any]
 ) -> None:
     stub, _ = archive
     me = f"me-{secrets.token_hex(4)}"
-    pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2)
-    try:
-        store = ArchiveStore(pool)
-        base = datetime(2030, 5, 1, tzinfo=UTC)
-        await store.archive_hand(entry(f"pa-{me}", (me, "bot-7"), base, private=False))
-        await store.archive_hand(entry(f"pb-{me}", ("eve", me), base + timedelta(hours=1), private=False))
-        await store.archive_hand(entry(f"pc-{me}", (me, "eve"), base + timedelta(hours=2), private=True))
-        again = entry(f"pc-{me}", (me, "eve"), base + timedelta(hours=2), private=True)
-        assert not await store.archive_hand(again)  # a hand is stored once
-    finally:
-        await pool.close()
+    base = datetime(2030, 5, 1, tzinfo=UTC)
+    await store.archive_hand(entry(f"pa-{me}", (me, "bot-7"), base, private=False))
+    await store.archive_hand(entry(f"pb-{me}", ("eve", me), base + timedelta(hours=1), private=False))
+    await store.archive_hand(entry(f"pc-{me}", (me, "eve"), base + timedelta(hours=2), private=True))
+    again = entry(f"pc-{me}", (me, "eve"), base + timedelta(hours=2), private=True)
+    assert not await store.archive_hand(again)  # a hand is stored once
 
     first = await stub.ListMatches(archive_pb2.ListMatchesRequest(page_size=2), metadata=issue(me))
     assert [m.pairing_id for m in first.matches] == [f"pc-{me}", f"pb-{me}"]  # newest first
