@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
+from duelmahjong.rules import analysis
 from duelmahjong.v1 import archive_pb2_grpc, scoring_pb2_grpc
 from services.scoring import archive_api, archive_events, events
 from services.scoring.api import SERVICE_NAME, ScoringApi
@@ -21,6 +23,7 @@ async def wire(runtime: ServiceRuntime[ScoringConfig]) -> None:
     config = runtime.config
     store = ArchiveStore(runtime.require_db())
     await events.declare(bus)
+    await asyncio.to_thread(analysis.load_tables)  # the replays' rules, before the first hand
     core = ScoringCore()
     reader = TableLogReader(bus, fetch_seconds=config.log_fetch_seconds)
     archiver = archive_events.Archiver(store, runtime.metrics)

@@ -12,6 +12,7 @@ from typing import Any
 
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, run
+from duelmahjong.rules import analysis
 from duelmahjong.v1 import table_pb2_grpc
 from services.table import publishers
 from services.table.adoption import AdoptionMetrics
@@ -75,6 +76,8 @@ class TableServer:
             raise RuntimeError("a TableServer wires one server: make one per server")
         config = runtime.config
         bus = runtime.require_bus()
+        # The engine's rules, before the first table and before the collector freezes what exists.
+        await asyncio.to_thread(analysis.load_tables)
         await publishers.declare(bus)
         producer = Producer(f"table/{config.server_id or 'table'}")
         settlements = SettlementInbox(bus)

@@ -84,6 +84,15 @@ _SUIT_WAITS, _HONOR_WAITS = OnFirstUse("suit_waits", globals()), OnFirstUse("hon
 _MERGE, _FINAL = OnFirstUse("merge", globals()), OnFirstUse("final", globals())
 _SUIT_READINGS = OnFirstUse("suit_readings", globals())
 _HONOR_READINGS = OnFirstUse("honor_readings", globals())
+
+
+def load_tables() -> None:
+    """Load the lookup tables now rather than at the first hand checked: a service calls this at
+    start, so no player waits for the load (or, with no cache yet, the build) and a server that
+    answers is one that has them."""
+    OnFirstUse.load_all(globals())
+
+
 _ORPHANS_COMPLETE = 13 + 16  # thirteen kinds, one of them twice
 _DIGIT_OF_COUNT = bytes(range(48, 53)) + b"x" * 251
 _GREEN_ORDER = sorted(GREEN_TILES)

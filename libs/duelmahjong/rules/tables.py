@@ -106,6 +106,14 @@ class OnFirstUse:
                 self.namespace[name] = getattr(tables, value.field)
         return getattr(tables, self.field)
 
+    @staticmethod
+    def load_all(namespace: dict[str, Any]) -> None:
+        """Load the tables now and bind every :class:`OnFirstUse` global of ``namespace``."""
+        for value in list(namespace.values()):
+            if isinstance(value, OnFirstUse):
+                value._load()
+                return
+
     def __getitem__(self, key: int) -> int:
         value: int = self._load()[key]
         return value

@@ -74,6 +74,34 @@ def test_a_table_bound_before_use_loads_on_first_lookup_and_then_is_the_table() 
     assert namespace["WIN"] is built.suit_win and namespace["READINGS"] is built.suit_readings
 
 
+def test_loading_all_binds_every_table_of_a_namespace_before_any_lookup() -> None:
+    namespace: dict[str, object] = {"OTHER": 7}
+    namespace["WIN"] = tables.OnFirstUse("suit_win", namespace)
+    namespace["MERGE"] = tables.OnFirstUse("merge", namespace)
+    tables.OnFirstUse.load_all(namespace)
+    built = tables.get_tables()
+    assert namespace == {"OTHER": 7, "WIN": built.suit_win, "MERGE": built.merge}
+
+
+_LOAD_AT_START = """
+from duelmahjong.rules import analysis, tables
+unbound = lambda: sorted(n for n, v in vars(analysis).items() if isinstance(v, tables.OnFirstUse))
+print(bool(unbound()), tables.get_tables.cache_info().currsize)
+analysis.load_tables()
+print(unbound(), tables.get_tables.cache_info().currsize)
+"""
+
+
+def test_a_service_loads_the_analysis_tables_at_start_in_one_load(tmp_path: Path) -> None:
+    tables._save(tmp_path / tables.cache_path().name, tables.get_tables())
+    env = {**os.environ, "DUELMAHJONG_CACHE_DIR": str(tmp_path)}
+    child = subprocess.run(
+        [sys.executable, "-c", _LOAD_AT_START], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["True 0", "[] 1"]
+
+
 _IMPORT_EVERYTHING = """
 import importlib, pkgutil, sys
 import duelmahjong.rules
