@@ -48,8 +48,11 @@ STAMP_EXACT_MS = 0.01
 # At the client, each of the two events also took its own way through the table server's loop, the
 # network and the client's loop, on two cores that other processes share: the discard may come late
 # by more than the next event does. Far below anything a player could read as a leak, and the same
-# whether or not the opponent had an option (the medians and the KS test check that).
+# whether or not the opponent had an option (the medians and the KS test check that). A client stalled
+# for a moment (another process on its core) shortens one wait by its stall: such waits are allowed
+# down to ARRIVAL_STALL_MS short, as one in twenty at most.
 ARRIVAL_JITTER_MS = 25
+ARRIVAL_STALL_MS = 75
 
 SHIPPED = next(r for r in json.loads(DEFAULT_ROOMS_FILE.read_text()) if r["room_id"] == "duel-even")
 # The shipped room's rules; a short window, and queue times that do not slow the test. No house bot
@@ -224,7 +227,9 @@ async def test_the_wait_after_a_discard_says_nothing_in_a_room_with_a_claim_wind
         assert len(option) >= OPTIONS and len(option) + len(none) >= DISCARDS, "too few discards measured"
         if stamped:
             assert all(abs(wait - WINDOW_MS) < STAMP_EXACT_MS for wait in option + none)
-        assert min(option + none) >= WINDOW_MS - ARRIVAL_JITTER_MS
+        waits = option + none
+        assert min(waits) >= WINDOW_MS - ARRIVAL_STALL_MS
+        assert sum(wait < WINDOW_MS - ARRIVAL_JITTER_MS for wait in waits) <= len(waits) / 20
         for sample in (option, none):
             assert abs(statistics.median(sample) - WINDOW_MS) < 15
         assert abs(statistics.median(option) - statistics.median(none)) < 5
