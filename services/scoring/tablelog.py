@@ -74,7 +74,16 @@ class TableLogReader:
         start = 1  # the next stream sequence to read from
         leader_end: int | None = None  # where the leader's copy of the subject ends, once asked
         while True:
-            batch = await self._batch_from(subject, start, deadline - loop.time())
+            try:
+                batch = await self._gets.read_batch(
+                    self._stream,
+                    subject,
+                    start=start,
+                    batch=self._batch,
+                    answer_seconds=max(deadline - loop.time(), MINIMUM_ANSWER_SECONDS),
+                )
+            except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+                batch = direct_get.Batch([], more=False)  # no answer: the leader says what there is
             for message in batch.messages:
                 logged = logged_records(_appended(message))
                 records.extend(r for r in logged if r.sequence <= last_sequence)
@@ -88,18 +97,6 @@ class TableLogReader:
             if start > leader_end or loop.time() >= deadline:
                 return records  # the whole subject as its leader has it
             await asyncio.sleep(REPLICA_CATCH_UP_SECONDS)  # a replica behind its leader answered
-
-    async def _batch_from(self, subject: str, start: int, seconds: float) -> direct_get.Batch:
-        try:
-            return await self._gets.read_batch(
-                self._stream,
-                subject,
-                start=start,
-                batch=self._batch,
-                answer_seconds=max(seconds, MINIMUM_ANSWER_SECONDS),
-            )
-        except (nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
-            return direct_get.Batch([], more=False)  # no answer: the leader says what there is
 
 
 def _appended(message: direct_get.StoredMessage) -> events_pb2.TableEventAppended:

@@ -24,8 +24,9 @@ TABLE_LOG = f"{subjects.TABLE_LOG_PREFIX}.<table_id>"  # every table's write-ahe
 KNOWN = {*subjects.SUBJECT_OF_EVENT.values(), TABLE_LOG}
 EVENT_OF_TABLE_LOG = "TableEventAppended"
 # Calls whose subject a service reads: NATS subscriptions, durable consumers (the platform's
-# ConsumerSpec, nats' ConsumerConfig) and the wallet's declared list of consumed events (Source).
-CONSUMING_CALLS = frozenset({"subscribe", "ConsumerSpec", "ConsumerConfig", "Source"})
+# ConsumerSpec, nats' ConsumerConfig), direct gets of stored messages (platform.direct_get's
+# read_batch) and the wallet's declared list of consumed events (Source).
+CONSUMING_CALLS = frozenset({"subscribe", "ConsumerSpec", "ConsumerConfig", "read_batch", "Source"})
 # Consuming calls whose subject is not written at the call, with where it comes from instead.
 INDIRECT = {
     ("wallet", "events.py", "ConsumerSpec"): "each Source of services/wallet/sources.py SOURCES",
