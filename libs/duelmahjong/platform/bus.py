@@ -21,7 +21,6 @@ normally acks the message; one that raises naks it with a delay so it is redeliv
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -37,6 +36,7 @@ from duelmahjong.platform.db import database_unavailable
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.pull import PullFeed
+from duelmahjong.platform.replies import ReplyInbox
 from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy, StreamSpec
 
 MSG_ID_HEADER = "Nats-Msg-Id"
@@ -295,7 +295,6 @@ class Bus:
         headers = _with_msg_id(msg_id)
         if self._pub_acks is None:
             self._pub_acks = _PubAcks(self.client, self._stored)
-            await self._pub_acks.start()
         return await self._pub_acks.publish(subject, payload, headers)
 
     async def publish_event(self, subject: str, event: Message) -> api.PubAck:
@@ -362,35 +361,27 @@ class Bus:
 
 
 class _PubAcks:
-    """The PubAcks of :meth:`Bus.publish_unconfirmed`: one wildcard reply subscription, a counter
-    for reply subjects, a future per publish (dropped once done, or cancelled by its waiter)."""
+    """The PubAcks of :meth:`Bus.publish_unconfirmed`: replies on one :class:`ReplyInbox`, a
+    future per publish (its reply route dropped once done, or cancelled by its waiter)."""
 
     def __init__(self, client: Client, on_stored: Callable[[bool], None]) -> None:
         self._client = client
         self._on_stored = on_stored
-        self._prefix = ""
-        self._numbers = itertools.count()
-        self._waiting: dict[str, asyncio.Future[bool]] = {}
-
-    async def start(self) -> None:
-        self._prefix = self._client.new_inbox()
-        await self._client.subscribe(f"{self._prefix}.*", cb=self._arrived)
+        self._replies = ReplyInbox(client)
 
     async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> asyncio.Future[bool]:
-        token = str(next(self._numbers))
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiting[token] = future
-        future.add_done_callback(lambda _done: self._waiting.pop(token, None))
+        reply, token = await self._replies.reply_subject(lambda message: self._arrived(future, message))
+        future.add_done_callback(lambda _done: self._replies.release(token))
         try:
-            await self._client.publish(subject, payload, reply=f"{self._prefix}.{token}", headers=headers)
+            await self._client.publish(subject, payload, reply=reply, headers=headers)
         except BaseException:
             future.cancel()
             raise
         return future
 
-    async def _arrived(self, message: Msg) -> None:
-        future = self._waiting.get(message.subject.rpartition(".")[2])
-        if future is None or future.done():
+    def _arrived(self, future: asyncio.Future[bool], message: Msg) -> None:
+        if future.done():
             return
         if message.headers and message.headers.get(api.Header.STATUS) == "503":
             future.set_exception(nats.js.errors.NoStreamResponseError())

@@ -14,7 +14,6 @@ against the stream leader (:func:`last_sequence`).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from dataclasses import dataclass
 
@@ -23,6 +22,8 @@ import nats.js.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import api
+
+from duelmahjong.platform.replies import ReplyInbox
 
 SEQUENCE_HEADER = "Nats-Sequence"
 PENDING_HEADER = "Nats-Num-Pending"
@@ -48,7 +49,8 @@ class Batch:
 
 
 class DirectGetError(Exception):
-    """The stream refused the direct get (no such stream, direct gets not allowed, a bad request)."""
+    """The stream answered the direct get with an error status (a request it cannot serve). A
+    stream that does not exist or allows no direct gets has nobody answering: NoStreamResponseError."""
 
 
 class _Answer:
@@ -81,54 +83,32 @@ class _Answer:
 
 
 class DirectGets:
-    """Batched direct gets over one connection, their answers on one wildcard inbox subscription
-    (made at the first request) routed by a token per request, so a request costs one publish and no
-    subscription of its own."""
+    """Batched direct gets over one connection, their answers on one :class:`ReplyInbox`, so a
+    request costs one publish and no subscription of its own."""
 
-    __slots__ = ("_client", "_numbers", "_prefix", "_started", "_waiting")
+    __slots__ = ("_client", "_replies")
 
     def __init__(self, client: Client) -> None:
         self._client = client
-        self._prefix = ""
-        self._numbers = itertools.count()
-        self._waiting: dict[str, _Answer] = {}
-        self._started: asyncio.Lock | None = None
+        self._replies = ReplyInbox(client)
 
     async def read_batch(
         self, stream: str, subject: str, *, start: int, batch: int, answer_seconds: float
     ) -> Batch:
         """The first ``batch`` messages on ``subject`` at stream sequences ≥ ``start``; raises
         ``nats.errors.TimeoutError`` when the end of the batch has not come within ``answer_seconds``."""
-        await self._start()
-        token = str(next(self._numbers))
-        answer = self._waiting[token] = _Answer()
+        answer = _Answer()
+        reply, token = await self._replies.reply_subject(answer.arrived)
         try:
             request = json.dumps({"seq": max(start, 1), "next_by_subj": subject, "batch": batch}).encode()
-            await self._client.publish(
-                f"{api.DEFAULT_PREFIX}.DIRECT.GET.{stream}", request, reply=f"{self._prefix}.{token}"
-            )
+            await self._client.publish(f"{api.DEFAULT_PREFIX}.DIRECT.GET.{stream}", request, reply=reply)
             try:
                 await asyncio.wait_for(answer.done, answer_seconds)
             except TimeoutError:
                 raise nats.errors.TimeoutError from None
         finally:
-            del self._waiting[token]
+            self._replies.release(token)
         return Batch(answer.messages, answer.more)
-
-    async def _start(self) -> None:
-        if self._prefix:
-            return
-        self._started = self._started or asyncio.Lock()
-        async with self._started:
-            if not self._prefix:
-                prefix = self._client.new_inbox()
-                await self._client.subscribe(f"{prefix}.*", cb=self._arrived)
-                self._prefix = prefix
-
-    async def _arrived(self, message: Msg) -> None:
-        answer = self._waiting.get(message.subject.rpartition(".")[2])
-        if answer is not None:
-            answer.arrived(message)
 
 
 async def last_sequence(js: nats.js.JetStreamContext, stream: str, subject: str) -> int:
