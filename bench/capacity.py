@@ -18,8 +18,15 @@ gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 err
 pause longer than its work waited for a core);
 ``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error;
 ``cpu/action``: server CPU per action sent.
-At the end, the largest N with p99 < 50 ms and the server CPU per action there, against the CPU per
-action of ``table.wire`` (bench/table.py: the wire floor) measured in the same run.
+At the end, the largest N with p99 < 50 ms and the server CPU per action there. Then the reference,
+measured in the same run (bench/capacity_wire.py): ``table.wire`` (bench/table.py: the wire floor, one
+write-ahead record acked and one message to each seat per action, nothing of the game) on as many
+tables as a step (the largest up to 1,000), its seats thinking as these do::
+
+    bench capacity.wire N=1000 actions/s=420.3 p50=1.0 p99=2.4 server_cpu=21.5% cpu/action=0.512ms ...
+    bench capacity.cpu N=1000 ours=1.120ms wire=0.512ms per action ratio(wire/ours)=0.46
+
+the CPU an action costs the server at this pace against what the transports alone cost there.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ from pathlib import Path
 
 import grpc.aio
 
-from bench import capacity_gc, capacity_seats
+from bench import capacity_gc, capacity_seats, capacity_wire
 from bench.capacity_seats import Samples, SeatTicket
 from bench.common import cpu_seconds, open_table_request
 from bench.stack_probes import percentile, proc_sample, scrape_gauge
@@ -68,7 +75,7 @@ class Settings:
     seconds: float = 30.0
     think: tuple[float, float] = (1.0, 3.0)
     workers: int = 2
-    wire: bool = True  # measure table.wire's CPU per action for the reference
+    wire: bool = True  # measure table.wire at this pace for the reference (bench/capacity_wire.py)
 
 
 @dataclass(frozen=True)
@@ -227,8 +234,8 @@ def _server_env(
     }
 
 
-async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], float | None]:
-    """Every step's figures, and table.wire's server CPU per action (seconds; None if not measured)."""
+async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], capacity_wire.WireFloor | None]:
+    """Every step's figures, and table.wire's at the same pace (None if not measured)."""
     secret = secrets.token_hex(32)
     grpc_port, metrics_port = free_port(), free_port()
     steps = sorted(set(settings.steps))
@@ -256,24 +263,36 @@ async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], float
                 server.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 server.kill()
-        wire = await capacity_gc.wire_cpu_per_action(nats_server.url) if settings.wire else None
+        wire = None
+        if settings.wire:
+            tables = capacity_wire.reference_tables(steps)
+            wire = await capacity_wire.measure(
+                nats_server.url, tables, settings.think, settings.warm_seconds, settings.seconds
+            )
+            print(wire.line(), flush=True)
     return results, wire
 
 
-def summary(steps: Sequence[Step], wire_cpu: float | None) -> str:
-    """The largest N with p99 under the limit, and the server CPU per action there."""
+def summary(steps: Sequence[Step], wire: capacity_wire.WireFloor | None) -> str:
+    """The largest N with p99 under the limit and the server CPU per action there; with the reference,
+    the CPU per action of the step it was measured at against the wire floor's at that step."""
     held = [step for step in steps if step.p(0.99) < P99_LIMIT_MS and step.errors == 0]
-    if not held:
-        return f"bench capacity.max_tables ours=0 (no step had p99 < {P99_LIMIT_MS:.0f} ms without errors)"
-    best = max(held, key=lambda step: step.tables)
-    line = (
-        f"bench capacity.max_tables ours={best.tables} p99<{P99_LIMIT_MS:.0f}ms "
-        f"server_cpu_per_action={best.cpu_per_action_ms:.3f}ms"
-    )
-    if wire_cpu:
-        ratio = wire_cpu * 1e3 / best.cpu_per_action_ms
-        line += f" ref=table.wire {wire_cpu * 1e3:.3f}ms ratio(wire/ours)={ratio:.2f}"
-    return line
+    if held:
+        best = max(held, key=lambda step: step.tables)
+        lines = [
+            f"bench capacity.max_tables ours={best.tables} p99<{P99_LIMIT_MS:.0f}ms "
+            f"server_cpu_per_action={best.cpu_per_action_ms:.3f}ms"
+        ]
+    else:
+        lines = [f"bench capacity.max_tables ours=0 (no step had p99 < {P99_LIMIT_MS:.0f} ms without errors)"]
+    same = [step for step in steps if wire is not None and step.tables == wire.tables]
+    if wire is not None and same and same[0].cpu_per_action_ms and wire.cpu_per_action_ms:
+        ours = same[0].cpu_per_action_ms
+        lines.append(
+            f"bench capacity.cpu N={wire.tables} ours={ours:.3f}ms wire={wire.cpu_per_action_ms:.3f}ms "
+            f"per action ratio(wire/ours)={wire.cpu_per_action_ms / ours:.2f}"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -1,23 +1,15 @@
-"""What ``duel bench capacity`` reads besides its seats: the table server's garbage-collector pauses
-(``duel_table_gc_pause_seconds``, services/table/gc_pauses.py) and table.wire's CPU per action."""
+"""What ``duel bench capacity`` reads of the table server besides its seats: its garbage-collector
+pauses (``duel_table_gc_pause_seconds``, services/table/gc_pauses.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import math
-import signal
-import subprocess
-import sys
 import urllib.request
 from dataclasses import dataclass
 
-import grpc.aio
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.table import ROOT, TABLES, Window, free_port, wire_seat
-
 GENERATIONS = 3
-WIRE_RUNS, WIRE_SECONDS = 3, 2.0
 
 
 Buckets = tuple[tuple[float, float], ...]  # (bound, cumulative count), ascending
@@ -108,36 +100,3 @@ def parse(text: str) -> Pauses:
         tuple(longest),
         work=tuple(tuple(sorted(w)) for w in work),
     )
-
-
-async def wire_cpu_per_action(nats_url: str) -> float:
-    """Server CPU seconds per action of table.wire (bench/table.py) on ``TABLES`` tables, saturated."""
-    port = free_port()
-    command = [sys.executable, "-m", "bench.table", "--wire-server", str(port), nats_url]
-    server = subprocess.Popen(command, cwd=ROOT)  # noqa: ASYNC220
-    tasks: list[asyncio.Task[None]] = []
-    try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            await asyncio.wait_for(channel.channel_ready(), timeout=60)
-        window = Window({"wire": server.pid})
-        address = f"127.0.0.1:{port}"
-        tasks = [
-            asyncio.create_task(wire_seat(address, number, seat, window))
-            for number in range(TABLES)
-            for seat in (0, 1)
-        ]
-        await window.measure("wire", 0.5)
-        window.cpu["wire"] = [0.0, 0.0, 0]
-        for _ in range(WIRE_RUNS):
-            await window.measure("wire", WIRE_SECONDS)
-        cpu, _client, count = window.cpu["wire"]
-        return cpu / max(int(count), 1)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()

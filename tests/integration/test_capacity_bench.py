@@ -9,8 +9,13 @@ import pytest
 
 from duelmahjong.cli.bench import load
 from duelmahjong.platform import eventloop
+from duelmahjong.platform.embedded import EmbeddedNats
 
 pytestmark = pytest.mark.integration
+
+
+percentile = load("stack_probes").percentile
+NO_PAUSES = load("capacity_gc").Pauses((0.0, 0.0, 0.0), ((), (), ()), (0.0, 0.0, 0.0))
 
 
 @pytest.mark.timeout(60)
@@ -31,3 +36,29 @@ def test_a_quick_capacity_step_reports_sane_figures(tmp_path: Path) -> None:
     assert "(work≤" in step.gc.text()
     assert step.line().startswith("bench capacity N=4 actions/s=")
     assert capacity.summary(steps, None).startswith("bench capacity.max_tables ours=")
+
+
+@pytest.mark.timeout(60)
+def test_the_wire_floor_at_the_seats_pace_is_measured_and_compared(tmp_path: Path) -> None:
+    capacity, capacity_wire = load("capacity"), load("capacity_wire")
+    with EmbeddedNats(tmp_path / "nats") as nats_server:
+        wire = eventloop.run(capacity_wire.measure(nats_server.url, 4, (0.01, 0.05), 0.5, 3.0))
+    assert wire.tables == 4 and wire.seconds >= 3.0
+    assert wire.sent / wire.seconds > 20  # 4 tables, one action in flight each, thinking ≤ 50 ms
+    assert 0 < percentile(wire.latencies, 0.5) <= percentile(wire.latencies, 0.99) < 1.0
+    assert 0 < wire.cpu_per_action_ms < 50
+    assert wire.line().startswith("bench capacity.wire N=4 actions/s=")
+    assert capacity_wire.reference_tables([100, 1000, 2000]) == 1000
+    assert capacity_wire.reference_tables([1500, 2000]) == 1500
+
+    step = capacity.Step(
+        4, 10.0, load("capacity_seats").Samples(latencies=[0.002] * 100, sent=100), 0.1, 50.0, NO_PAUSES, 1, 0
+    )
+    lines = capacity.summary([step], wire).splitlines()
+    assert lines[0] == "bench capacity.max_tables ours=4 p99<50ms server_cpu_per_action=1.000ms"
+    ratio = wire.cpu_per_action_ms / 1.0
+    assert lines[1] == (
+        f"bench capacity.cpu N=4 ours=1.000ms wire={wire.cpu_per_action_ms:.3f}ms per action "
+        f"ratio(wire/ours)={ratio:.2f}"
+    )
+    assert len(capacity.summary([step], None).splitlines()) == 1  # no reference, no comparison

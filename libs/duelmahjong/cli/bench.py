@@ -21,6 +21,7 @@ _NOT_AREAS = {
     "__init__",
     "capacity_gc",
     "capacity_seats",
+    "capacity_wire",
     "common",
     "rules_corpus",
     "stack_probes",
