@@ -43,7 +43,8 @@ def test_the_wire_floor_at_the_seats_pace_is_measured_and_compared(tmp_path: Pat
     capacity, capacity_wire = load("capacity"), load("capacity_wire")
     with EmbeddedNats(tmp_path / "nats") as nats_server:
         wire = eventloop.run(capacity_wire.measure(nats_server.url, 4, (0.01, 0.05), 0.5, 3.0))
-    assert wire.tables == 4 and wire.seconds >= 3.0
+    # the window is the loop's own 3 s sleep, which may wake a clock tick early by perf_counter
+    assert wire.tables == 4 and 2.9 <= wire.seconds < 4.0
     assert wire.sent / wire.seconds > 20  # 4 tables, one action in flight each, thinking ≤ 50 ms
     assert 0 < percentile(wire.latencies, 0.5) <= percentile(wire.latencies, 0.99) < 1.0
     assert 0 < wire.cpu_per_action_ms < 50
