@@ -209,3 +209,23 @@ async def test_an_rpc_in_flight_when_the_service_stops_still_completes(
     runtime.stopping.set()  # what SIGTERM does
     reply = await call
     assert reply.status == Reply.SERVING
+
+
+@pytest.mark.timeout(60)
+async def test_a_burst_of_new_connections_is_served_not_refused(probe: tuple[Any, Any]) -> None:
+    """As the seats of a dead server's tables reconnect to the one that adopts them: thousands of
+    players' own connections, each opening its call at once. grpc core refuses calls that arrive
+    faster than grpc.aio asks for them beyond its pending-request limit (1,000 by default), which a
+    client sees as INTERNAL or CANCELLED; the server's limit is set above such a burst."""
+    runtime, _ = probe
+    burst = 2500
+    channels = [grpc.aio.insecure_channel(runtime.server.address) for _ in range(burst)]
+    try:
+        outcomes = await asyncio.gather(
+            *(_call(channel, "Public")(Request(), timeout=30) for channel in channels), return_exceptions=True
+        )
+    finally:
+        await asyncio.gather(*(channel.close() for channel in channels))
+    refused = [str(outcome.code()) for outcome in outcomes if isinstance(outcome, grpc.aio.AioRpcError)]
+    assert not refused, f"{len(refused)} of {burst} calls refused: {sorted(set(refused))}"
+    assert all(isinstance(outcome, Reply) and outcome.status == Reply.SERVING for outcome in outcomes)
