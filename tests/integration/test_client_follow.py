@@ -33,7 +33,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
 ROOM_ID = "erren-follow"
 ROOM = {"room_id": ROOM_ID, "profile": "erren", "fan_rate": 1, "fee": 1, "carry_min": 100}
-CUT_AT_DECISION = 4  # seat 0's decision whose answer is lost with the connection
+# seat 0's decision whose answer is lost with the connection: early, so that a short hand still has it
+CUT_AT_DECISION = 2
 DEAD_FOR = 1.0  # how long nothing answers for the table before its adopter does
 
 
@@ -68,6 +69,9 @@ class Relay:
 
     def cut(self) -> None:
         self.cut_done = True
+        self.close()
+
+    def close(self) -> None:
         if self._server is not None:
             self._server.close()
         for transport in self._transports:
@@ -178,9 +182,13 @@ async def test_a_client_follows_its_table_to_another_server_and_finishes_the_han
             ),
             timeout=90,
         )
-        assert relay.cut_done and moves
+        assert relay.cut_done and moves, (
+            f"seat 0 was asked {len(decisions[0])} play decisions before its hand ended, the cut is at "
+            f"decision {CUT_AT_DECISION}: {outcomes}"
+        )
         await moves[0]
     finally:
+        relay.close()  # whatever happened: no connection of it outlives the test
         for client in clients:
             await client.close()
         await adopter.stop(0)
