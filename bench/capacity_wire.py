@@ -88,6 +88,16 @@ async def _seat(address: str, table: int, seat: int, think: tuple[float, float],
                 my_turn = True
 
 
+def _all_seats_playing(seats: list[asyncio.Task[None]]) -> None:
+    """A floor measured on fewer tables than it names would be no floor: a seat that ended is an error."""
+    ended = [seat for seat in seats if seat.done()]
+    if ended:
+        first = ended[0].exception() if not ended[0].cancelled() else "cancelled"
+        raise RuntimeError(
+            f"{len(ended)} of {len(seats)} wire seats ended before the window closed, first: {first}"
+        )
+
+
 async def measure(
     nats_url: str, tables: int, think: tuple[float, float], warm_seconds: float, seconds: float
 ) -> WireFloor:
@@ -108,6 +118,7 @@ async def measure(
             for seat in (0, 1)
         ]
         await asyncio.sleep(warm_seconds + think[1])  # every seat connected and into its rhythm
+        _all_seats_playing(tasks)
         cpu_before, started = cpu_seconds(server.pid), time.perf_counter()
         tally.measuring = True
         await asyncio.sleep(seconds)
@@ -115,6 +126,7 @@ async def measure(
         elapsed, cpu = time.perf_counter() - started, cpu_seconds(server.pid) - cpu_before
         if server.poll() is not None:
             raise RuntimeError(f"the wire server exited with {server.returncode} during the measurement")
+        _all_seats_playing(tasks)
         return WireFloor(tables, elapsed, tally.sent, cpu, tally.latencies)
     finally:
         for task in tasks:

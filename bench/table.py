@@ -46,7 +46,7 @@ from bench.common import MIN_RUNS, Figure, cpu_seconds, open_table_request
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
-from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.grpc_server import PENDING_CALL_OPTIONS, wait_until_serving
 from duelmahjong.platform.streams import StreamSpec
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
 
@@ -185,8 +185,9 @@ async def _echo_server(port: int) -> None:
 async def _serve_bare(
     port: int, service: str, method: str, handler: Callable[..., AsyncIterator[bytes]]
 ) -> None:
-    """A grpc.aio server of one bytes-in, bytes-out bidirectional method: no interceptors, no health."""
-    server = grpc.aio.server()
+    """A grpc.aio server of one bytes-in, bytes-out bidirectional method: no interceptors, no health;
+    a burst of new calls queued as the services' servers queue it."""
+    server = grpc.aio.server(options=PENDING_CALL_OPTIONS)
     handlers = {method: grpc.stream_stream_rpc_method_handler(handler)}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     server.add_insecure_port(f"127.0.0.1:{port}")

@@ -39,6 +39,10 @@ MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 # here: the seats of a dead table server's tables reconnecting to the adopter, a room's players
 # returning after a deploy. Each pending call holds a few KB until it is served.
 MAX_PENDING_CALLS = 20_000
+PENDING_CALL_OPTIONS = [
+    ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+    ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
+]
 
 _log = get_logger("grpc.server")
 
@@ -64,8 +68,7 @@ class ServiceServer:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
-                ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
+                *PENDING_CALL_OPTIONS,
                 # Tolerate clients that keep long Play streams open through NATs.
                 ("grpc.keepalive_permit_without_calls", 1),
                 ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
