@@ -16,7 +16,8 @@ gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 err
 ``duel_table_gc_pause_seconds``; ``≤`` marks a bucket bound where the exact longest is not known) and
 ``(work≤…)``, the bound of the collector's own CPU time in each (``duel_table_gc_work_seconds``: a
 pause longer than its work waited for a core);
-``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error;
+``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error
+(since the run began);
 ``cpu/action``: server CPU per action sent.
 At the end, the largest N with p99 < 50 ms and the server CPU per action there. Then the reference,
 measured in the same run (bench/capacity_wire.py): ``table.wire`` (bench/table.py: the wire floor, one

@@ -41,7 +41,9 @@ class Samples:
     latencies: list[float] = field(default_factory=list)  # seconds, action sent → its first event
     sent: int = 0  # actions sent, continues included
     rejected: int = 0
-    errors: int = 0  # streams that ended in an RPC error
+    # streams that ended in an RPC error, since the run began (not reset by take): a seat refused or
+    # cut while warming up leaves every later step with fewer live tables than it names
+    errors: int = 0
     hands_started: int = 0  # seen by the first seat of each table
     head_start_left: int = 0  # decisions still to be played at FAST_THINK (not reset by take)
 
@@ -49,7 +51,7 @@ class Samples:
         taken = Samples(
             self.latencies, self.sent, self.rejected, self.errors, self.hands_started, self.head_start_left
         )
-        self.latencies, self.sent, self.rejected, self.errors, self.hands_started = [], 0, 0, 0, 0
+        self.latencies, self.sent, self.rejected, self.hands_started = [], 0, 0, 0
         return taken
 
 
