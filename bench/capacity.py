@@ -8,7 +8,8 @@ winning when it can, so hands end, settle and re-deal inside the measurement (no
 each warmed then measured; per step::
 
     bench capacity N=1000 actions/s=418.7 p50=2.0 p95=7.8 p99=19.8 server_cpu=39.6% server_rss=234MB \
-gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 errors=0 cpu/action=0.94ms
+gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 errors=0 cpu/action=0.94ms \
+attach=3.2s
 
 ``actions/s``: actions the seats sent; ``p50/p95/p99``: action → its event on the same seat, ms;
 ``server_cpu``: of one core, from ``/proc/<pid>/stat``; ``server_rss`` from ``/proc/<pid>/status``;
@@ -18,7 +19,8 @@ gc=g0:0/0.0ms g1:0/0.0ms g2:59/≤75.0ms(work≤10.0ms) hands=200 timeouts=0 err
 pause longer than its work waited for a core);
 ``hands``: hands finished on the server; ``errors``: rejected actions plus streams ended in an error
 (since the run began);
-``cpu/action``: server CPU per action sent.
+``cpu/action``: server CPU per action sent; ``attach``: the step's new tables opened → every new seat's
+stream attached (seats play only then: bench/capacity_seats.py says why).
 At the end, the largest N with p99 < 50 ms and the server CPU per action there. Then the reference,
 measured in the same run (bench/capacity_wire.py): ``table.wire`` (bench/table.py: the wire floor, one
 write-ahead record acked and one message to each seat per action, nothing of the game) on as many
@@ -67,6 +69,7 @@ OPEN_AT_ONCE = 50  # OpenTable calls in flight while a step's tables are opened
 # A table's head start, in decisions of each seat (bench/capacity_seats.py): a duel hand is about 30.
 HEAD_START_MAX = 40
 HEAD_START_WAIT_SECONDS = 120.0
+ATTACH_WAIT_SECONDS = 120.0  # a step's seats still unattached by then play anyway (and show as errors)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class Step:
     gc: capacity_gc.Pauses
     hands: float
     timeouts: float
+    attach_seconds: float  # the step's new tables opened → every new seat's stream attached
 
     @property
     def rate(self) -> float:
@@ -110,7 +114,8 @@ class Step:
             f"bench capacity N={self.tables} actions/s={self.rate:.1f} p50={self.p(0.5):.1f} "
             f"p95={self.p(0.95):.1f} p99={self.p(0.99):.1f} server_cpu={self.server_cpu / self.seconds:.1%} "
             f"server_rss={self.rss_mb:.0f}MB gc={self.gc.text()} hands={self.hands:.0f} "
-            f"timeouts={self.timeouts:.0f} errors={self.errors} cpu/action={self.cpu_per_action_ms:.2f}ms"
+            f"timeouts={self.timeouts:.0f} errors={self.errors} cpu/action={self.cpu_per_action_ms:.2f}ms "
+            f"attach={self.attach_seconds:.1f}s"
         )
 
 
@@ -121,6 +126,7 @@ class Workers:
         context = multiprocessing.get_context("spawn")
         self.pipes: list[Connection] = []
         self.processes = []
+        self.seats = 0  # added so far
         for _ in range(count):
             ours, theirs = context.Pipe()
             process = context.Process(target=capacity_seats.serve, args=(theirs, address, think), daemon=True)
@@ -140,6 +146,21 @@ class Workers:
             shares[number % len(shares)].append(seat)
         await asyncio.gather(*(self.ask(i, "add", share) for i, share in enumerate(shares)))
 
+    async def add_attached(self, seats: list[SeatTicket]) -> float:
+        """Add ``seats``, wait until every seat added so far is attached (or its stream ended), then
+        let them play; the seconds that took."""
+        started = time.perf_counter()
+        await self.add(seats)
+        self.seats += len(seats)
+        while time.perf_counter() - started < ATTACH_WAIT_SECONDS:
+            samples = await self.collect()
+            if samples.attached + samples.errors >= self.seats:
+                break
+            await asyncio.sleep(0.2)
+        attached = time.perf_counter() - started
+        await asyncio.gather(*(self.ask(i, "release") for i in range(len(self.pipes))))
+        return attached
+
     async def collect(self) -> Samples:
         taken = await asyncio.gather(*(self.ask(i, "collect") for i in range(len(self.pipes))))
         total = Samples()
@@ -151,6 +172,7 @@ class Workers:
             total.errors += samples.errors
             total.hands_started += samples.hands_started
             total.head_start_left += samples.head_start_left
+            total.attached += samples.attached
         return total
 
     async def stop(self) -> None:
@@ -190,7 +212,7 @@ def _counter(metrics_url: str, name: str) -> float:
 
 
 async def _measure_step(
-    tables: int, workers: Workers, pid: int, metrics_url: str, settings: Settings
+    tables: int, workers: Workers, pid: int, metrics_url: str, settings: Settings, attach_seconds: float
 ) -> Step:
     await asyncio.sleep(settings.warm_seconds)
     waited = 0.0  # the warm-up's samples are dropped; the head starts' burst is over before measuring
@@ -215,6 +237,7 @@ async def _measure_step(
         gc_after.since(gc_before),
         await asyncio.to_thread(_counter, metrics_url, "duel_table_hands_total") - hands,
         await asyncio.to_thread(_counter, metrics_url, "duel_table_timeouts_total") - timeouts,
+        attach_seconds,
     )
 
 
@@ -251,9 +274,10 @@ async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], capac
             workers = Workers(settings.workers, address, settings.think)
             opened = 0
             for tables in steps:
-                await workers.add(await open_tables(address, secret, opened, tables - opened))
+                seats = await open_tables(address, secret, opened, tables - opened)
                 opened = tables
-                step = await _measure_step(tables, workers, server.pid, metrics_url, settings)
+                attach_seconds = await workers.add_attached(seats)
+                step = await _measure_step(tables, workers, server.pid, metrics_url, settings, attach_seconds)
                 print(step.line(), flush=True)
                 results.append(step)
         finally:

@@ -10,8 +10,14 @@ hand's length (minutes at human pace) later. So each table gets a random head st
 that many decisions first at ``FAST_THINK``, which spreads the tables over the phases of a hand as a
 population of players is; the parent measures once every head start is used up.
 
+A batch of seats opens its streams first and plays only once the parent releases it, when every seat
+of the batch (in every process) is attached: head starts asked at ``FAST_THINK`` are many times what
+the server can serve, and a loop saturated by them takes new calls so slowly (grpc.aio asks grpc core
+for one call at a time, one loop turn each) that seats still connecting would wait out grpc core's
+30 s limit for an unrequested call and be cancelled, or the table's join time and find it closed.
+
 The parent drives it over a pipe: ``("add", seats)``, ``("collect", None)`` → the samples since the
-last collect, ``("stop", None)``.
+last collect, ``("release", None)`` → the seats added so far may play, ``("stop", None)``.
 """
 
 from __future__ import annotations
@@ -46,10 +52,17 @@ class Samples:
     errors: int = 0
     hands_started: int = 0  # seen by the first seat of each table
     head_start_left: int = 0  # decisions still to be played at FAST_THINK (not reset by take)
+    attached: int = 0  # streams that received their first response (not reset by take)
 
     def take(self) -> Samples:
         taken = Samples(
-            self.latencies, self.sent, self.rejected, self.errors, self.hands_started, self.head_start_left
+            self.latencies,
+            self.sent,
+            self.rejected,
+            self.errors,
+            self.hands_started,
+            self.head_start_left,
+            self.attached,
         )
         self.latencies, self.sent, self.rejected, self.hands_started = [], 0, 0, 0
         return taken
@@ -59,10 +72,18 @@ class Seat:
     """One seat: a reader of its stream and an actor that answers its decisions after thinking."""
 
     def __init__(
-        self, call: grpc.aio.StreamStreamCall, samples: Samples, think: Think, first: bool, head_start: int
+        self,
+        call: grpc.aio.StreamStreamCall,
+        samples: Samples,
+        think: Think,
+        first: bool,
+        head_start: int,
+        released: asyncio.Event,
     ) -> None:
         self.call = call
         self.samples = samples
+        self.released = released
+        self.attached = False
         self.think = think
         self.first = first
         self.head_start = head_start
@@ -74,6 +95,9 @@ class Seat:
         self.wake = asyncio.Event()
 
     def on_response(self, response: table_pb2.PlayResponse) -> None:
+        if not self.attached:
+            self.attached = True
+            self.samples.attached += 1
         if response.HasField("event"):
             event = response.event
             self.last_seen = max(self.last_seen, event.sequence)
@@ -93,6 +117,7 @@ class Seat:
                 self.wake.set()
 
     async def act(self) -> None:
+        await self.released.wait()
         while True:
             await self.wake.wait()
             self.wake.clear()
@@ -113,7 +138,9 @@ class Seat:
 SeatTicket = tuple[str, str, bool, int]  # token, table ticket, first seat, head start
 
 
-async def play_seat(address: str, seat_ticket: SeatTicket, think: Think, samples: Samples) -> None:
+async def play_seat(
+    address: str, seat_ticket: SeatTicket, think: Think, samples: Samples, released: asyncio.Event
+) -> None:
     token, ticket, first, head_start = seat_ticket
     if think[1] <= FAST_THINK[1]:
         head_start = 0  # seats this fast need none
@@ -123,7 +150,7 @@ async def play_seat(address: str, seat_ticket: SeatTicket, think: Think, samples
         async with grpc.aio.insecure_channel(address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
             await call.write(table_pb2.PlayRequest(table_ticket=ticket, accept_batches=True))
-            seat = Seat(call, samples, think, first, head_start)
+            seat = Seat(call, samples, think, first, head_start, released)
             actor = asyncio.create_task(seat.act())
             try:
                 while (received := await call.read()) is not grpc.aio.EOF:
@@ -141,14 +168,19 @@ async def play_seat(address: str, seat_ticket: SeatTicket, think: Think, samples
 async def _serve(conn: Connection, address: str, think: Think) -> None:
     samples = Samples()
     seats: list[asyncio.Task[None]] = []
+    released = asyncio.Event()
     while True:
         command, payload = await asyncio.to_thread(conn.recv)
         if command == "add":
+            released = asyncio.Event()  # this batch waits for its own release
             for seat_ticket in payload:
-                seats.append(asyncio.create_task(play_seat(address, seat_ticket, think, samples)))
+                seats.append(asyncio.create_task(play_seat(address, seat_ticket, think, samples, released)))
             conn.send(len(seats))
         elif command == "collect":
             conn.send(samples.take())
+        elif command == "release":
+            released.set()
+            conn.send(None)
         else:
             for task in seats:
                 task.cancel()

@@ -31,10 +31,13 @@ def test_a_quick_capacity_step_reports_sane_figures(tmp_path: Path) -> None:
     assert 0 < step.p(0.5) <= step.p(0.95) <= step.p(0.99) < 1000
     assert step.hands >= 1 and step.samples.hands_started >= 1  # hands end and re-deal in the window
     assert 0 < step.server_cpu / step.seconds <= 1.05 and step.rss_mb > 20
-    # the server reports its collections: every half second it collects before it freezes (generation 2)
-    assert step.gc.counts[2] >= 4 and step.gc.longest[2] > 0 and step.gc.longest_work(2) > 0
+    # the server reports its collections: at least once a second it collects before it freezes
+    # (generation 2), as often as its pauses allow (services/table/gc_policy.py)
+    assert step.gc.counts[2] >= 2 and step.gc.longest[2] > 0 and step.gc.longest_work(2) > 0
     assert "(work≤" in step.gc.text()
     assert step.line().startswith("bench capacity N=4 actions/s=")
+    assert 0 < step.attach_seconds < 30 and step.line().endswith(f"attach={step.attach_seconds:.1f}s")
+    assert step.samples.attached == 8  # every seat attached before any played
     assert capacity.summary(steps, None).startswith("bench capacity.max_tables ours=")
 
 
@@ -52,9 +55,8 @@ def test_the_wire_floor_at_the_seats_pace_is_measured_and_compared(tmp_path: Pat
     assert capacity_wire.reference_tables([100, 1000, 2000]) == 1000
     assert capacity_wire.reference_tables([1500, 2000]) == 1500
 
-    step = capacity.Step(
-        4, 10.0, load("capacity_seats").Samples(latencies=[0.002] * 100, sent=100), 0.1, 50.0, NO_PAUSES, 1, 0
-    )
+    samples = load("capacity_seats").Samples(latencies=[0.002] * 100, sent=100)
+    step = capacity.Step(4, 10.0, samples, 0.1, 50.0, NO_PAUSES, 1, 0, 0.5)
     lines = capacity.summary([step], wire).splitlines()
     assert lines[0] == "bench capacity.max_tables ours=4 p99<50ms server_cpu_per_action=1.000ms"
     ratio = wire.cpu_per_action_ms / 1.0

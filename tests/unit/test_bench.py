@@ -59,7 +59,8 @@ def test_duel_bench_finds_the_areas_and_rejects_unknown_ones(capsys: pytest.Capt
 def test_capacity_seat_errors_count_since_the_run_began() -> None:
     """A seat refused while a step warms up leaves that step and every later one short of tables:
     taking a window's samples resets what the window measured, never the streams lost."""
-    samples = load("capacity_seats").Samples(latencies=[0.001], sent=5, rejected=1, errors=2)
+    samples = load("capacity_seats").Samples(latencies=[0.001], sent=5, rejected=1, errors=2, attached=7)
     taken = samples.take()
-    assert (taken.sent, taken.rejected, taken.errors) == (5, 1, 2)
+    assert (taken.sent, taken.rejected, taken.errors, taken.attached) == (5, 1, 2, 7)
     assert (samples.latencies, samples.sent, samples.rejected, samples.errors) == ([], 0, 0, 2)
+    assert samples.attached == 7  # the parent releases a step's seats once all it added are attached
