@@ -55,9 +55,15 @@ class TableConfig(ServiceConfig):
         "not read) is closed RESOURCE_EXHAUSTED",
     )
     gc_freeze_seconds: float = setting(
-        0.5,
-        help="how often the server collects its garbage and freezes what survived out of the collector "
-        "(gc.freeze): full collections then walk only what the last seconds left; 0 = never freeze",
+        1.0,
+        help="the longest period between two of the server's collections that freeze what survived "
+        "out of the collector (gc.freeze): full collections then walk only what the last period "
+        "left; 0 = never freeze",
+    )
+    gc_pause_target_seconds: float = setting(
+        0.005,
+        help="what a freeze's collection should take: the period shortens (to 0.05 s at least) while "
+        "collections take longer, and lengthens (to GC_FREEZE_SECONDS) while they take less",
     )
     gc_threshold0: int = setting(
         50000, help="allocations (less frees) of tracked objects between two young collections"
@@ -81,6 +87,7 @@ class TableConfig(ServiceConfig):
         if self.gc_freeze_seconds < 0:
             problems.append("GC_FREEZE_SECONDS must be 0 (never freeze) or more")
         return problems + self.positive(
+            "gc_pause_target_seconds",
             "announce_seconds",
             "settlement_wait_seconds",
             "join_seconds",

@@ -6,13 +6,19 @@ few hundred tracked objects a hand), so with the collector as Python runs it a f
 millions of objects at a couple of thousand tables, and pauses the process for hundreds of
 milliseconds (``duel bench capacity``, docs/benchmarks.md).
 
-So every ``freeze_seconds`` :class:`GcPolicy` collects (a full collection, which walks only what is not
-frozen yet: what was made since the last freeze) and then moves every object that survived into the
+So :class:`GcPolicy` periodically collects (a full collection, which walks only what is not frozen
+yet: what was made since the last freeze) and then moves every object that survived into the
 permanent generation (``gc.freeze()``), which no collection walks (``gc.freeze`` itself moves lists,
 whatever their length). Collections, automatic or these, then cost what the last period left alive,
-whatever the number of tables: at 1,000 tables half a second leaves about 12,000 objects (the
-events just shown, the seats' pending reads re-armed), a collection of about 3 ms, where an unfrozen
-full collection walked 600,000 for hundreds of ms. The pause grows with the period.
+whatever the number of tables kept: where an unfrozen full collection walked 600,000 objects for
+hundreds of ms at 1,000 tables, a freeze's collection walks the events just shown and the seats'
+reads re-armed since the last one.
+
+That grows with the period and the rate of actions: measured at 2,000 tables (≈1,000 actions/s), a
+period of 0.5 s made pauses of 10–30 ms, 0.25 s under 10 ms, at the same CPU. So the period is not
+fixed: after each freeze it moves toward the one whose collection would have taken
+``pause_target_seconds``, between ``MIN_PERIOD_SECONDS`` and ``freeze_seconds`` (an idle server
+freezes rarely, a busy one often, and the pause stays about the target).
 
 What this costs: a frozen object is still freed when its last reference goes (reference counting), but
 a *cycle* of frozen objects that becomes garbage is never collected. The table's own structures are
@@ -30,23 +36,31 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
+import time
 from dataclasses import dataclass
+
+# The shortest period: a collection has a fixed cost (tens of µs) and a freeze ends a loop turn.
+MIN_PERIOD_SECONDS = 0.05
 
 
 @dataclass(frozen=True, slots=True)
 class GcSettings:
-    freeze_seconds: float  # 0: never freeze (the collector as Python runs it)
+    freeze_seconds: float  # the longest period between freezes; 0: never freeze (Python's collector)
     thresholds: tuple[int, int, int]
+    pause_target_seconds: float = 0.005  # what a freeze's collection should take
 
 
 class GcPolicy:
     """Sets the collector's thresholds and freezes what survives, periodically, while running."""
 
-    __slots__ = ("_previous", "freezes", "settings")
+    __slots__ = ("_previous", "freezes", "last_pause", "period", "settings")
 
     def __init__(self, settings: GcSettings) -> None:
         self.settings = settings
         self.freezes = 0
+        self.period = settings.freeze_seconds  # seconds until the next freeze
+        self.last_pause = 0.0  # the last freeze's collection, seconds
         self._previous: tuple[int, int, int] | None = None
 
     def install(self) -> None:
@@ -59,16 +73,27 @@ class GcPolicy:
 
     def freeze(self) -> None:
         """Collect what is not frozen, then freeze what survived."""
+        started = time.perf_counter()
         gc.collect()
+        self.last_pause = time.perf_counter() - started
         gc.freeze()
         self.freezes += 1
+
+    def adapt(self) -> None:
+        """Move the period toward the one whose collection would have taken the target. The pause is
+        about proportional to the period; the step is the square root of the ratio, so a collection
+        slowed once (the process waiting for a core) does not halve the period on its own."""
+        ratio = self.settings.pause_target_seconds / max(self.last_pause, 1e-6)
+        period = self.period * math.sqrt(ratio)
+        self.period = min(self.settings.freeze_seconds, max(MIN_PERIOD_SECONDS, period))
 
     async def run_forever(self) -> None:
         if self.settings.freeze_seconds <= 0:
             return
         while True:
-            await asyncio.sleep(self.settings.freeze_seconds)
+            await asyncio.sleep(self.period)
             self.freeze()
+            self.adapt()
 
     async def close(self) -> None:
         """Unfreeze and put the thresholds back, as a service closer."""

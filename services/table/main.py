@@ -117,7 +117,11 @@ class TableServer:
         gc_pauses.install()
         runtime.on_close(gc_pauses.close)
         thresholds = (config.gc_threshold0, config.gc_threshold1, config.gc_threshold2)
-        gc_policy = GcPolicy(GcSettings(config.gc_freeze_seconds, thresholds))
+        gc_settings = GcSettings(config.gc_freeze_seconds, thresholds, config.gc_pause_target_seconds)
+        gc_policy = GcPolicy(gc_settings)
+        runtime.metrics.gauge(
+            "gc_freeze_period", "seconds", "the current period between two freezes of the collector"
+        ).set_function(lambda: gc_policy.period)
         gc_policy.install()  # what the server has built so far (modules, its parts) lives as long as it
         runtime.on_close(gc_policy.close)
         runtime.spawn(gc_policy.run_forever(), name="gc-freeze")

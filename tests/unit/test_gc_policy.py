@@ -14,7 +14,7 @@ from duelmahjong.engine.events import Event
 from duelmahjong.engine.table import Table
 from duelmahjong.platform.config import ConfigError
 from services.table.config import TableConfig
-from services.table.gc_policy import GcPolicy, GcSettings
+from services.table.gc_policy import MIN_PERIOD_SECONDS, GcPolicy, GcSettings
 from services.table.live import LiveTable
 from services.table.live_state import LiveState, Shown
 from tests.unit.test_table_rebuild import Match
@@ -70,13 +70,65 @@ def test_run_forever_freezes_every_period(collector: None) -> None:
     asyncio.run(policy.close())
 
 
+def test_the_period_follows_the_pause_toward_the_target_within_its_bounds(collector: None) -> None:
+    """A collection over the target shortens the period, one under it lengthens it; a single slow one
+    moves it by the square root of the ratio, not all the way; the bounds hold whatever the pause."""
+    policy = GcPolicy(GcSettings(1.0, gc.get_threshold(), pause_target_seconds=0.005))
+    policy.last_pause = 0.020  # four times the target
+    policy.adapt()
+    assert policy.period == pytest.approx(0.5)
+    policy.last_pause = 0.010
+    policy.adapt()
+    assert policy.period == pytest.approx(0.5 / 2**0.5)
+    policy.last_pause = 0.0025
+    policy.adapt()
+    assert policy.period == pytest.approx(0.5)
+    policy.last_pause = 10.0
+    policy.adapt()
+    assert policy.period == MIN_PERIOD_SECONDS
+    policy.last_pause = 0.0
+    policy.adapt()
+    assert policy.period == 1.0
+
+
+def test_run_forever_adapts_the_period_to_what_the_collections_take(collector: None) -> None:
+    """Objects the collector tracks, kept between freezes, make each collection walk them: a target
+    far under what that takes drives the period to its floor; a target far over it, to its ceiling."""
+    kept: list[list[int]] = []
+
+    async def for_a_while(policy: GcPolicy) -> None:
+        task = asyncio.create_task(policy.run_forever())
+        for _ in range(40):
+            kept.extend([i] for i in range(20_000))  # tracked, alive at the next collection
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    busy = GcPolicy(GcSettings(0.2, gc.get_threshold(), pause_target_seconds=1e-6))
+    asyncio.run(for_a_while(busy))
+    assert busy.freezes >= 3 and busy.period == MIN_PERIOD_SECONDS and busy.last_pause > 1e-6
+    asyncio.run(busy.close())
+    idle = GcPolicy(GcSettings(0.2, gc.get_threshold(), pause_target_seconds=10.0))
+    asyncio.run(for_a_while(idle))
+    assert idle.freezes >= 1 and idle.period == 0.2
+    asyncio.run(idle.close())
+    assert len(kept) == 80 * 20_000
+
+
 def test_the_settings_are_read_and_checked() -> None:
     environ = {"TOKEN_SECRET": "s" * 32, "NATS_URL": "nats://127.0.0.1:1"}
-    config = TableConfig.from_env({**environ, "GC_FREEZE_SECONDS": "2.5", "GC_THRESHOLD0": "20000"})
+    config = TableConfig.from_env(
+        {**environ, "GC_FREEZE_SECONDS": "2.5", "GC_THRESHOLD0": "20000", "GC_PAUSE_TARGET_SECONDS": "0.002"}
+    )
     assert (config.gc_freeze_seconds, config.gc_threshold0, config.gc_threshold1) == (2.5, 20000, 10)
+    assert config.gc_pause_target_seconds == 0.002
+    assert TableConfig.from_env(environ).gc_pause_target_seconds == 0.005
     with pytest.raises(ConfigError) as refused:
-        TableConfig.from_env({**environ, "GC_FREEZE_SECONDS": "-1", "GC_THRESHOLD0": "0"})
-    assert "GC_FREEZE_SECONDS" in str(refused.value) and "GC_THRESHOLD0" in str(refused.value)
+        TableConfig.from_env(
+            {**environ, "GC_FREEZE_SECONDS": "-1", "GC_THRESHOLD0": "0", "GC_PAUSE_TARGET_SECONDS": "0"}
+        )
+    for name in ("GC_FREEZE_SECONDS", "GC_THRESHOLD0", "GC_PAUSE_TARGET_SECONDS"):
+        assert name in str(refused.value)
 
 
 _TABLE_TYPES = (LiveTable, LiveState, Table, Event, Shown)
