@@ -62,7 +62,7 @@ class TableConfig(ServiceConfig):
     )
     gc_pause_target_seconds: float = setting(
         0.005,
-        help="what a freeze's collection should take: the period shortens (to 0.05 s at least) while "
+        help="what a freeze's collection should take: the period shortens (to 0.25 s at least) while "
         "collections take longer, and lengthens (to GC_FREEZE_SECONDS) while they take less",
     )
     gc_threshold0: int = setting(
