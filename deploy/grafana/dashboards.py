@@ -457,6 +457,17 @@ TABLE_SERVERS = Dashboard(
                     unit="s",
                 ),
                 Panel(
+                    "Collector pauses p99, and the freeze period, per pod",
+                    (
+                        (p99("pod", "duel_table_gc_pause_seconds_bucket"), "pause p99 {{pod}}"),
+                        ("max by (pod) (duel_table_gc_freeze_period_seconds)", "period {{pod}}"),
+                    ),
+                    unit="s",
+                    description="A collection stops every table of its pod. The period between freezes"
+                    " shortens as actions grow, to keep each collection near GC_PAUSE_TARGET_SECONDS"
+                    ' (docs/operations.md, "The table server\'s garbage collector").',
+                ),
+                Panel(
                     "Timeouts, auto-play, reconnects, escapes /min",
                     (
                         (per_minute("", "duel_table_timeouts_total"), "timeouts (T11 default played)"),
