@@ -26,7 +26,7 @@ import asyncio
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
 
 import grpc
@@ -55,15 +55,7 @@ class Samples:
     attached: int = 0  # streams that received their first response (not reset by take)
 
     def take(self) -> Samples:
-        taken = Samples(
-            self.latencies,
-            self.sent,
-            self.rejected,
-            self.errors,
-            self.hands_started,
-            self.head_start_left,
-            self.attached,
-        )
+        taken = replace(self)
         self.latencies, self.sent, self.rejected, self.hands_started = [], 0, 0, 0
         return taken
 

@@ -52,7 +52,7 @@ MIN_PERIOD_SECONDS = 0.25
 class GcSettings:
     freeze_seconds: float  # the longest period between freezes; 0: never freeze (Python's collector)
     thresholds: tuple[int, int, int]
-    pause_target_seconds: float = 0.005  # what a freeze's collection should take
+    pause_target_seconds: float  # what a freeze's collection should take
 
 
 class GcPolicy:

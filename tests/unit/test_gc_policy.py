@@ -33,7 +33,7 @@ def test_install_sets_the_thresholds_and_freezes_what_exists_and_close_gives_bot
     collector: None,
 ) -> None:
     before = gc.get_threshold()
-    policy = GcPolicy(GcSettings(5.0, (12345, 7, 3)))
+    policy = GcPolicy(GcSettings(5.0, (12345, 7, 3), 0.005))
     policy.install()
     assert gc.get_threshold() == (12345, 7, 3)
     assert gc.get_freeze_count() > 0 and policy.freezes == 1
@@ -48,7 +48,7 @@ def test_install_sets_the_thresholds_and_freezes_what_exists_and_close_gives_bot
 
 def test_a_zero_period_never_freezes_but_sets_the_thresholds(collector: None) -> None:
     gc.unfreeze()
-    policy = GcPolicy(GcSettings(0.0, (5000, 10, 10)))
+    policy = GcPolicy(GcSettings(0.0, (5000, 10, 10), 0.005))
     policy.install()
     assert gc.get_threshold() == (5000, 10, 10) and gc.get_freeze_count() == 0
     asyncio.run(policy.run_forever())  # returns at once
@@ -57,7 +57,7 @@ def test_a_zero_period_never_freezes_but_sets_the_thresholds(collector: None) ->
 
 
 def test_run_forever_freezes_every_period(collector: None) -> None:
-    policy = GcPolicy(GcSettings(0.01, gc.get_threshold()))
+    policy = GcPolicy(GcSettings(0.01, gc.get_threshold(), 0.005))
 
     async def for_a_while() -> None:
         task = asyncio.create_task(policy.run_forever())
