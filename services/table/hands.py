@@ -18,12 +18,15 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
+from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, table_pb2
 from duelmahjong.views import items, seat_events
 from services.table import claim_window, records, results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
+
+_log = get_logger("table.hands")
 
 
 class HandCycle:
@@ -269,11 +272,22 @@ class HandCycle:
             players=self._state.request.players,
             last_sequence=self._state.log.sequence,
         )
+        hand_id = self._state.hand_id
+        arrived: asyncio.Future[events_pb2.SettlementApplied] = asyncio.get_running_loop().create_future()
+        self._settlements.expect(hand_id, arrived.set_result)
         # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
         await self._events.hand_ended(hand_result)
         self._state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
         self._out.send_views()
-        applied = await self._settlements.settlement(self._state.hand_id, self._host.settlement_wait)
+        applied: events_pb2.SettlementApplied | None = None
+        try:
+            applied = await asyncio.wait_for(arrived, self._host.settlement_wait)
+        except TimeoutError:
+            _log.warning(
+                "no settlement for the hand in time; carrying on", extra={"fields": {"hand_id": hand_id}}
+            )
+        finally:
+            self._settlements.forget(hand_id)
         await self._show_settlement(applied)
         winner = int(str(result["winner"]))
         if winner >= 0:

@@ -80,14 +80,16 @@ class TableServer:
         await asyncio.to_thread(analysis.load_tables)
         await publishers.declare(bus)
         producer = Producer(f"table/{config.server_id or 'table'}")
-        settlements = SettlementInbox(bus)
-        await settlements.start()
+        metrics = TableMetrics.create(runtime.metrics)
+        settlements = SettlementInbox(
+            bus, hosts=lambda table_id: table_id in host.live_tables, metrics=metrics
+        )
         events = NatsTableEvents(bus, producer)
         host = TableHost(
             config.table_capacity,
             ports=BusPorts(wal=NatsWriteAheadLog(bus, producer), events=events, settlements=settlements),
             tickets=TicketBook(config.token_secret),
-            metrics=TableMetrics.create(runtime.metrics),
+            metrics=metrics,
             queue_size=config.table_queue_size,
             settlement_wait=config.settlement_wait_seconds,
             join_seconds=config.join_seconds,
@@ -97,6 +99,7 @@ class TableServer:
                 metrics=SpectatorMetrics.create(runtime.metrics),
             ),
         )
+        await settlements.start()
         host.locate = lambda: config.advertise_address or f"{config.grpc_host}:{runtime.server.port}"
         failover = Failover(
             bus,

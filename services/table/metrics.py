@@ -23,6 +23,8 @@ class TableMetrics:
     queue_full: Counter
     hands: Counter
     fenced: Counter
+    settlements_unclaimed: Counter
+    settlements_foreign: Counter
     # actions' children by (kind, origin): labels() checks and locks on every call, once per action.
     _actions_by: dict[tuple[str, str], Counter] = field(default_factory=dict)
 
@@ -54,5 +56,13 @@ class TableMetrics:
             hands=metrics.counter("hands", "total", "hands finished, by outcome", ["outcome"]),
             fenced=metrics.counter(
                 "fencing_refusals", "total", "write-ahead appends refused: another server writes the table"
+            ),
+            settlements_unclaimed=metrics.counter(
+                "settlements_unclaimed",
+                "total",
+                "hand settlements of this server's tables that came when no table waited for them; dropped",
+            ),
+            settlements_foreign=metrics.counter(
+                "settlements_foreign", "total", "hand settlements of other servers' tables heard; dropped"
             ),
         )

@@ -88,10 +88,15 @@ class TableEvents(Protocol):
 
 
 class Settlements(Protocol):
-    """The wallet's answers about the hands this server finished."""
+    """The wallet's answers about the hands this server finished: what it applied for a hand, the only
+    settlement seats are shown."""
 
-    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
-        """What the wallet applied for the hand (the only settlement seats are shown), or None."""
+    def expect(self, hand_id: str, deliver: Callable[[events_pb2.SettlementApplied], None]) -> None:
+        """The hand's answer goes to ``deliver`` once, when it arrives; expected before the hand's
+        result is published."""
+
+    def forget(self, hand_id: str) -> None:
+        """The hand's table waits no more; a later answer is dropped (and counted)."""
 
 
 @dataclass(frozen=True)

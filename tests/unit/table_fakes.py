@@ -54,7 +54,10 @@ class Quiet:
     async def table_closed(self, request: OpenRequest, reason: str, hands_played: int) -> None:
         return None
 
-    async def settlement(self, hand_id: str, within: float) -> events_pb2.SettlementApplied | None:
+    def expect(self, hand_id: str, deliver: Any) -> None:
+        return None
+
+    def forget(self, hand_id: str) -> None:
         return None
 
 
