@@ -9,6 +9,7 @@ Who owns what (each message family is built in one module, from engine values or
 - ``live``: one live table (its inbox, its task, the checks of a seat's request, the BUSY refusal and
   ``GetTableStatusResponse``); ``live_state``: its declared state; ``broadcast``: what its seats are
   shown (``PlayResponse``, ``ActionRejected``), written ahead first; ``hands``: what moves its hands on;
+  ``settling``: a hand's end (SETTLING until the wallet's answer comes as an inbox message);
   ``seats``: one seat's stream and clocks; ``tickets``: table tickets;
 - in ``duelmahjong.views`` (a library, so the replay and the scoring service build the same messages):
   ``codec``, the contract's words for engine values — seats, phases, room rules, actions and legal

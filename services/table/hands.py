@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from typing import Any
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
@@ -18,15 +19,13 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
-from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, table_pb2
 from duelmahjong.views import items, seat_events
 from services.table import claim_window, records, results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
-
-_log = get_logger("table.hands")
+from services.table.settling import PostSettlement, Settling
 
 
 class HandCycle:
@@ -39,12 +38,13 @@ class HandCycle:
         host: TableOwner,
         events: TableEvents,
         settlements: Settlements,
+        post_settlement: PostSettlement,
     ) -> None:
         self._state = state
         self._out = out
         self._host = host
         self._events = events
-        self._settlements = settlements
+        self.settling = Settling(state, out, host, events, settlements, post_settlement)
         # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
         # are shown: (the hand_ended event, if the step ended the hand).
         self._held_step: tuple[Event | None] | None = None
@@ -130,6 +130,8 @@ class HandCycle:
     def next_deadline(self) -> float | None:
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             return self._state.opened_at + self._host.join_seconds
+        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
+            return self.settling.deadline()  # no decision runs while the hand is settled
         times = [t for t in (self._state.deadline(0), self._state.deadline(1)) if t is not None]
         if self._state.windows is not None and self._state.windows.open:
             times.append(self._state.windows.open[0].ends_at)
@@ -155,6 +157,10 @@ class HandCycle:
         if self._state.status == table_pb2.TABLE_STATUS_WAITING:
             if now >= self._state.opened_at + self._host.join_seconds:
                 self._state.ending("a seat never joined the table")  # nobody played
+            return
+        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
+            if self.settling.gave_up(now):
+                await self.settled(None)
             return
         for seat in (0, 1):
             if self._state.status == table_pb2.TABLE_STATUS_CLOSED or self._state.engine.phase == CLOSED:
@@ -232,11 +238,20 @@ class HandCycle:
         self.offer_decisions()
         await self.autoplay()
 
-    async def hand_over(self, result: dict[str, object]) -> None:
+    async def hand_over(self, result: dict[str, Any]) -> None:
         self._state.hands_played += 1
         if self._host.metrics is not None:
             self._host.metrics.hands.labels(outcome=str(result["outcome"])).inc()
-        await self._settle(result)
+        await self.settling.begin(result)
+
+    async def settled(self, applied: events_pb2.SettlementApplied | None) -> None:
+        """The hand's settlement came (None: the wait for it passed): shown, then between hands, where
+        a seat that asked to leave while it was on its way leaves now."""
+        await self.settling.settled(applied)
+        leaving, self._state.leaving = sorted(self._state.leaving), set()
+        for seat in leaving:
+            if self._state.between:
+                await self.between_hands(seat, "leave")
 
     async def resume(self) -> None:
         """A table rebuilt from its log (:mod:`services.table.rebuild`) goes on where the log stops: a
@@ -255,62 +270,11 @@ class HandCycle:
                 await self._out.announce(
                     functools.partial(seat_events.seat_connection, seat, False, auto_play)
                 )
-        if self._state.status == table_pb2.TABLE_STATUS_BETWEEN_HANDS and not self._state.between:
+        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
-            await self._settle((ended.public or {})["result"])
+            await self.settling.begin((ended.public or {})["result"])
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
             await self.autoplay()
-
-    async def _settle(self, result: dict[str, object]) -> None:
-        """The hand's result goes to scoring; the wallet's settlement is shown; then between hands."""
-        hand_result = results.hand_result(
-            result,
-            table_id=self._state.table_id,
-            hand_id=self._state.hand_id,
-            room_id=self._state.request.room_id,
-            rules=self._state.request.rules,
-            players=self._state.request.players,
-            last_sequence=self._state.log.sequence,
-        )
-        hand_id = self._state.hand_id
-        arrived: asyncio.Future[events_pb2.SettlementApplied] = asyncio.get_running_loop().create_future()
-        self._settlements.expect(hand_id, arrived.set_result)
-        # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
-        await self._events.hand_ended(hand_result)
-        self._state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
-        self._out.send_views()
-        applied: events_pb2.SettlementApplied | None = None
-        try:
-            applied = await asyncio.wait_for(arrived, self._host.settlement_wait)
-        except TimeoutError:
-            _log.warning(
-                "no settlement for the hand in time; carrying on", extra={"fields": {"hand_id": hand_id}}
-            )
-        finally:
-            self._settlements.forget(hand_id)
-        await self._show_settlement(applied)
-        winner = int(str(result["winner"]))
-        if winner >= 0:
-            guessed = results.guess_resolved(
-                result,
-                applied,
-                table_id=self._state.table_id,
-                hand_id=self._state.hand_id,
-                player_id=self._state.request.players[winner].player_id,
-            )
-            if guessed is not None:
-                await self._events.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{self._state.hand_id}")
-        if self._state.engine.phase == CLOSED or self._host.draining:
-            self._state.ending(
-                "a player left during the hand"
-                if self._state.engine.phase == CLOSED
-                else "the table server is draining"
-            )
-            return
-        self._state.between, self._state.between_since = True, self._host.now()
-        for state in self._state.seats:
-            state.continuing = False
-        self._out.send_views()
 
     async def _spend_items(
         self, sent: list[tuple[int, Event]], grand_shift: frozenset[int] = frozenset()
@@ -347,12 +311,6 @@ class HandCycle:
                 await self._events.publish(
                     subjects.EXCHANGE_CHARGED, charge, f"exchange:{self._state.table_id}:{sequence}"
                 )
-
-    async def _show_settlement(self, applied: events_pb2.SettlementApplied | None) -> None:
-        """Both seats are shown what the hand moved: the next numbered event, written ahead like the rest,
-        so a seat that resumes later is sent it too."""
-        players = self._state.request.players
-        await self._out.announce(lambda sequence: seat_events.hand_settled(applied, players, sequence))
 
     async def between_hands(
         self,

@@ -25,7 +25,7 @@ from duelmahjong.engine.errors import IllegalActionError
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.errors import DomainError, Unavailable
 from duelmahjong.platform.logging import get_logger
-from duelmahjong.v1 import table_pb2
+from duelmahjong.v1 import events_pb2, table_pb2
 from duelmahjong.views import codec, items, seat_events, seat_views
 from services.table import records
 from services.table.broadcast import Broadcast
@@ -44,12 +44,33 @@ def _release(waiter: asyncio.Future[None]) -> None:
 
 @dataclass
 class _Item:
-    what: str  # "attach", "detach", "action", "drain", "status", "let_go"
+    what: str  # "attach", "detach", "action", "drain", "status", "let_go", "settled"
     session: SeatSession | None
     request: table_pb2.PlayRequest | None = None
     received: float = 0.0
     last_seen: int = 0
     reply: asyncio.Future[table_pb2.GetTableStatusResponse] | None = None
+    settlement: events_pb2.SettlementApplied | None = None
+
+
+class _Inbox:
+    """What the table's task reads, in order, and the task's wait for it. Apart from the table, so
+    that what posts into it (the settlement board, for the hand being settled) holds the inbox only,
+    never the table: a table that ends is freed by reference counting (services/table/gc_policy.py)."""
+
+    def __init__(self) -> None:
+        self.items: deque[_Item] = deque()
+        self.waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
+
+    def put(self, item: _Item) -> None:
+        self.items.append(item)
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def post_settlement(self, settlement: events_pb2.SettlementApplied) -> None:
+        """The wallet's answer for the hand this table is settling: a message of its inbox like any."""
+        self.put(_Item("settled", None, settlement=settlement))
 
 
 class LiveTable:
@@ -64,9 +85,10 @@ class LiveTable:
         self._host = host
         self._ports = ports
         self._out = Broadcast(self.state, ports.wal, host.now)
-        self._hands = HandCycle(self.state, self._out, host, ports.events, ports.settlements)
-        self._inbox: deque[_Item] = deque()
-        self._waiter: asyncio.Future[None] | None = None  # the task's wait for its inbox, if waiting
+        self._inbox = _Inbox()
+        self._hands = HandCycle(
+            self.state, self._out, host, ports.events, ports.settlements, self._inbox.post_settlement
+        )
         self._pending_actions = 0
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the task's, set when it runs
@@ -134,10 +156,7 @@ class LiveTable:
         self._put(_Item("action", session, request, received=time.perf_counter()))
 
     def _put(self, item: _Item) -> None:
-        self._inbox.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._inbox.put(item)
 
     async def _run(self) -> None:
         self._loop = asyncio.get_running_loop()  # once: each lookup checks the process id (a system call)
@@ -150,7 +169,8 @@ class LiveTable:
                 await self._out.publish([opening], self.state.engine.events[:1])  # table_opened: sequence 1
                 await self._ports.events.table_opened(self.state.request)
             while (
-                self.state.engine.phase != CLOSED
+                # An escape closes the engine's pairing with the hand; the table stays to settle it.
+                (self.state.engine.phase != CLOSED or self.state.status == table_pb2.TABLE_STATUS_SETTLING)
                 and self.state.status != table_pb2.TABLE_STATUS_CLOSED
                 and not self._let_go
             ):
@@ -170,6 +190,7 @@ class LiveTable:
                 "table task failed; closing the table", extra={"fields": {"table_id": self.state.table_id}}
             )
         finally:
+            self._hands.settling.abandon()  # the server's board holds nothing of a table that stopped
             if self._let_go:
                 self._end_streams()
                 self._host.let_go(self.state.table_id)
@@ -183,24 +204,24 @@ class LiveTable:
                 state.session = None
 
     async def _next(self) -> None:
-        if not self._inbox:
+        if not self._inbox.items:
             deadline = self._hands.next_deadline()
             loop = self._loop or asyncio.get_running_loop()
             # One future and, with a deadline, one timer that resolves it: the wait for the next item
             # or the next deadline, whichever comes first (cheaper than an Event under a timeout, and
             # it happens once per action).
-            waiter = self._waiter = loop.create_future()
+            waiter = self._inbox.waiter = loop.create_future()
             timer = None
             if deadline is not None:
                 timer = loop.call_later(max(0.0, deadline - self._host.now()), _release, waiter)
             try:
                 await waiter
             finally:
-                self._waiter = None
+                self._inbox.waiter = None
                 if timer is not None:
                     timer.cancel()
-        if self._inbox:
-            item = self._inbox.popleft()
+        if self._inbox.items:
+            item = self._inbox.items.popleft()
             if item.what == "action":
                 self._pending_actions -= 1
             await self._handle(item)
@@ -217,6 +238,9 @@ class LiveTable:
             return
         if item.what == "let_go":
             self._let_go = True
+            return
+        if item.what == "settled":
+            await self._hands.settled(item.settlement)
             return
         if item.session is None:  # the server drains: a table with no hand in play closes now
             if self.state.status == table_pb2.TABLE_STATUS_WAITING or self.state.between:
@@ -271,6 +295,13 @@ class LiveTable:
     ) -> None:
         seat, message = session.seat, request.action
         which = message.WhichOneof("kind")
+        if self.state.status == table_pb2.TABLE_STATUS_SETTLING:
+            if which == "leave":  # T7: leaving between hands, once the hand is settled
+                self.state.leaving.add(seat)
+            else:
+                why = "the hand is being settled: no decision until its settlement is shown"
+                self._out.reject(session, request, table_pb2.REJECTION_CODE_STALE, why)
+            return
         if self.state.between:
             await self._hands.between_hands(seat, which, request=request)
             return

@@ -80,6 +80,10 @@ class LiveState:
     hands_played: int = 0
     between: bool = False  # T7 / T10: between hands, each seat continues or leaves
     between_since: float = 0.0
+    # TABLE_STATUS_SETTLING: since when the hand's settlement is awaited, and the seats that asked to
+    # leave meanwhile (they leave once it is shown: T7, leaving between hands).
+    settling_since: float = 0.0
+    leaving: set[int] = field(default_factory=set)
     opened_at: float = 0.0
     close_reason: str = "the pairing ended"
     log: EventLog = field(default_factory=EventLog)
@@ -166,4 +170,5 @@ class LiveState:
             rules=self.request.rules,
             offer_ids=(self.narrator.offer_ids[0], self.narrator.offer_ids[1]),
             auto_play=(self.seats[0].auto_play, self.seats[1].auto_play),
+            settling=self.status == table_pb2.TABLE_STATUS_SETTLING,
         )

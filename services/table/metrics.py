@@ -24,6 +24,7 @@ class TableMetrics:
     hands: Counter
     fenced: Counter
     settlements_unclaimed: Counter
+    settlement_latency: Histogram
     settlements_foreign: Counter
     # actions' children by (kind, origin): labels() checks and locks on every call, once per action.
     _actions_by: dict[tuple[str, str], Counter] = field(default_factory=dict)
@@ -61,6 +62,11 @@ class TableMetrics:
                 "settlements_unclaimed",
                 "total",
                 "hand settlements of this server's tables that came when no table waited for them; dropped",
+            ),
+            settlement_latency=metrics.histogram(
+                "settlement_latency",
+                "seconds",
+                "a hand's end → its settlement taken from the table's inbox (or the wait given up)",
             ),
             settlements_foreign=metrics.counter(
                 "settlements_foreign", "total", "hand settlements of other servers' tables heard; dropped"

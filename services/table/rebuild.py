@@ -118,7 +118,7 @@ def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
         _spent(state, sent, frozenset())
         if any(event.kind == "hand_ended" for _, event in sent):
             state.hands_played += 1
-            state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
+            state.status = table_pb2.TABLE_STATUS_SETTLING
         elif engine.phase != CLOSED:
             _offer(state, now)
 
@@ -161,6 +161,7 @@ def _table_event(state: LiveState, event: play_pb2.SeatEvent, now: float) -> Non
         if state.engine.phase == CLOSED:
             state.ending("a player left during the hand")
         else:
+            state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
             state.between, state.between_since = True, now
             for seat in state.seats:
                 seat.continuing = False

@@ -28,6 +28,7 @@ _PHASES = {
     play_pb2.HAND_PHASE_GUESS: "猜大小",
     play_pb2.HAND_PHASE_BETWEEN_HANDS: "between hands",
     play_pb2.HAND_PHASE_ENDED: "closed",
+    play_pb2.HAND_PHASE_SETTLING: "settling",
 }
 INDENT = "  "
 LABEL = 8  # "river  " etc.

@@ -62,6 +62,7 @@ class TableFacts:
     rules: rules_pb2.RoomRules | None = None
     offer_ids: tuple[str, str] = ("", "")  # T5: each seat's pending offer's id (its OfferMade's sequence)
     auto_play: tuple[bool, bool] = (False, False)  # T10 托管
+    settling: bool = False  # the hand ended and its settlement is on its way (HAND_PHASE_SETTLING)
 
 
 @lru_cache(maxsize=4096)
@@ -141,7 +142,7 @@ def seat_view(
     public.hand_id = facts.hand_id
     public.hand_number = view["hand_number"]
     public.profile = contract.PROFILES[view["profile"]]
-    public.phase = codec.PHASES[view["phase"]]
+    public.phase = play_pb2.HAND_PHASE_SETTLING if facts.settling else codec.PHASES[view["phase"]]
     public.round_wind = contract.WINDS[view["round_wind"]]
     public.dealer = codec.seat_enum(view["dealer"])
     public.turn = codec.seat_enum(view["to_move"])

@@ -1,0 +1,138 @@
+"""A hand's end at a live table: its result goes to scoring, the table is SETTLING while the wallet's
+answer is on its way, and that answer comes back as an ordinary message of the table's inbox.
+
+The table's task never awaits another service. :meth:`Settling.begin` asks the server's settlement
+board (:class:`~services.table.ports.Settlements`) to post the hand's answer to the table's inbox,
+publishes the result and returns; the task goes on serving attaches, detaches, status and spectators.
+:meth:`Settling.settled` runs when the answer is taken from the inbox — or, with none, once
+``settlement_wait`` has passed (:meth:`Settling.gave_up`): both seats are shown ``hand_settled``
+(without a settlement if none came), and the table goes between hands or closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from duelmahjong.engine.state import CLOSED
+from duelmahjong.platform import subjects
+from duelmahjong.platform.logging import get_logger
+from duelmahjong.v1 import events_pb2, table_pb2
+from duelmahjong.views import seat_events
+from services.table import results
+from services.table.broadcast import Broadcast
+from services.table.live_state import LiveState
+from services.table.ports import Settlements, TableEvents, TableOwner
+
+_log = get_logger("table.settling")
+
+PostSettlement = Callable[[events_pb2.SettlementApplied], None]
+
+
+class Settling:
+    """From a hand's result to its settlement shown, in the table's task, without waiting in it."""
+
+    def __init__(
+        self,
+        state: LiveState,
+        out: Broadcast,
+        host: TableOwner,
+        events: TableEvents,
+        settlements: Settlements,
+        post: PostSettlement,
+    ) -> None:
+        self._state = state
+        self._out = out
+        self._host = host
+        self._events = events
+        self._settlements = settlements
+        self._post = post  # puts the wallet's answer into the table's inbox
+        self._result: dict[str, Any] = {}
+
+    async def begin(self, result: dict[str, Any]) -> None:
+        """The hand ended with ``result`` (the engine's): SETTLING, the answer expected, the result
+        published for scoring. A table rebuilt in SETTLING begins again: the claim is the hand's own,
+        so scoring and the wallet take it once and answer it again."""
+        state = self._state
+        self._result = result
+        state.status, state.settling_since = table_pb2.TABLE_STATUS_SETTLING, self._host.now()
+        hand_result = results.hand_result(
+            result,
+            table_id=state.table_id,
+            hand_id=state.hand_id,
+            room_id=state.request.room_id,
+            rules=state.request.rules,
+            players=state.request.players,
+            last_sequence=state.log.sequence,
+        )
+        # Expected before it is asked for, so no answer can come first.
+        self._settlements.expect(state.hand_id, self._post)
+        # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
+        await self._events.hand_ended(hand_result)
+        self._out.send_views()  # both seats see SETTLING
+
+    def deadline(self) -> float | None:
+        """When the table stops waiting for the hand's settlement (None: not settling)."""
+        if self._state.status != table_pb2.TABLE_STATUS_SETTLING:
+            return None
+        return self._state.settling_since + self._host.settlement_wait
+
+    def gave_up(self, now: float) -> bool:
+        """Whether the wait for the hand's settlement has passed at ``now``: then the table stops
+        expecting it (a later answer is dropped, and counted) and goes on without it."""
+        deadline = self.deadline()
+        if deadline is None or now < deadline:
+            return False
+        self._settlements.forget(self._state.hand_id)
+        _log.warning(
+            "no settlement for the hand in time; carrying on",
+            extra={"fields": {"table_id": self._state.table_id, "hand_id": self._state.hand_id}},
+        )
+        return True
+
+    def abandon(self) -> None:
+        """The table stops here (closed, let go, stopped): its hand's answer is expected no more."""
+        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
+            self._settlements.forget(self._state.hand_id)
+
+    async def settled(self, applied: events_pb2.SettlementApplied | None) -> None:
+        """The wallet's answer taken from the inbox (None: it did not come in time): shown to both seats,
+        written ahead like every event; then between hands, or the table's end."""
+        state = self._state
+        if state.status != table_pb2.TABLE_STATUS_SETTLING:
+            return
+        if applied is not None and applied.hand_id != state.hand_id:
+            return  # an answer for another hand of this table: never expected now
+        if self._host.metrics is not None:
+            self._host.metrics.settlement_latency.observe(self._host.now() - state.settling_since)
+        players = state.request.players
+        await self._out.announce(lambda sequence: seat_events.hand_settled(applied, players, sequence))
+        await self._guess(applied)
+        if state.engine.phase == CLOSED or self._host.draining:
+            state.ending(
+                "a player left during the hand"
+                if state.engine.phase == CLOSED
+                else "the table server is draining"
+            )
+            return
+        state.status = table_pb2.TABLE_STATUS_BETWEEN_HANDS
+        state.between, state.between_since = True, self._host.now()
+        for seat in state.seats:
+            seat.continuing = False
+        self._out.send_views()
+
+    async def _guess(self, applied: events_pb2.SettlementApplied | None) -> None:
+        """T12: the winner's 猜大小 is staked on what the wallet moved to them, once it is known."""
+        winner = int(str(self._result.get("winner", -1)))
+        if winner < 0:
+            return
+        state = self._state
+        guessed = results.guess_resolved(
+            self._result,
+            applied,
+            table_id=state.table_id,
+            hand_id=state.hand_id,
+            player_id=state.request.players[winner].player_id,
+        )
+        if guessed is not None:
+            await self._events.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{state.hand_id}")
