@@ -16,6 +16,7 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
@@ -79,7 +80,7 @@ class HandCycle:
     async def _go_on(self, ended: Event | None) -> None:
         """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
-            await self.hand_over((ended.public or {})["result"])
+            await self.hand_over(ended.outcome)
         elif self._state.engine.phase != CLOSED:
             self.offer_decisions()
             await self.autoplay()
@@ -229,10 +230,10 @@ class HandCycle:
         self.offer_decisions()
         await self.autoplay()
 
-    async def hand_over(self, result: dict[str, object]) -> None:
+    async def hand_over(self, result: Outcome) -> None:
         self._state.hands_played += 1
         if self._host.metrics is not None:
-            self._host.metrics.hands.labels(outcome=str(result["outcome"])).inc()
+            self._host.metrics.hands.labels(outcome=result.termination).inc()
         await self._settle(result)
 
     async def resume(self) -> None:
@@ -254,11 +255,11 @@ class HandCycle:
                 )
         if self._state.status == table_pb2.TABLE_STATUS_BETWEEN_HANDS and not self._state.between:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
-            await self._settle((ended.public or {})["result"])
+            await self._settle(ended.outcome)
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
             await self.autoplay()
 
-    async def _settle(self, result: dict[str, object]) -> None:
+    async def _settle(self, result: Outcome) -> None:
         """The hand's result goes to scoring; the wallet's settlement is shown; then between hands."""
         hand_result = results.hand_result(
             result,
@@ -275,7 +276,7 @@ class HandCycle:
         self._out.send_views()
         applied = await self._settlements.settlement(self._state.hand_id, self._host.settlement_wait)
         await self._show_settlement(applied)
-        winner = int(str(result["winner"]))
+        winner = result.winner
         if winner >= 0:
             guessed = results.guess_resolved(
                 result,

@@ -108,7 +108,7 @@ def state_digest(table: Table) -> dict[str, Any]:
     state = table.state
     return {
         "views": [table.view(0), table.view(1)],
-        "results": state.results,
+        "results": [outcome.to_json() for outcome in state.results],
         "hands": state.hands,
         "melds": state.melds,
         "rivers": state.river_marks,

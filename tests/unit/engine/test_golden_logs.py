@@ -10,6 +10,7 @@ import json
 import pytest
 
 from duelmahjong.engine.events import Event, canonical_log
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.table import Table
 from tests.unit.engine.golden_logs import CASES, GOLDEN_LOGS, digests
 
@@ -49,3 +50,12 @@ def test_golden_logs_hold_every_kind_and_ending() -> None:
                 endings.add(event["public"]["result"]["outcome"])
     assert seen == KINDS
     assert endings == {"win", "drawn", "escape"}
+
+
+def test_outcomes_read_back_to_the_logged_result() -> None:
+    for name in CASES:
+        for line in _log(name).splitlines():
+            event = json.loads(line)
+            if event["kind"] == "hand_ended":
+                result = event["public"]["result"]
+                assert Outcome.from_json(result).to_json() == result
