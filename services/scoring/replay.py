@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.replay.tables import counts_at_deal
@@ -75,7 +76,7 @@ class ReplayedHand:
     """The hand as the engine rebuilt it."""
 
     settings: RoomSettings
-    result: dict[str, Any]  # the engine's hand result (``hand_ended.public.result``)
+    outcome: Outcome  # the hand's outcome the engine reached
     events: int  # engine events compared
 
 
@@ -130,12 +131,12 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
     ended = [e for e in produced[: len(logged)] if e.kind == "hand_ended"]
     if not ended:
         raise ReplayMismatch("the log up to last_sequence does not end the hand")
-    result = dict((ended[0].public or {})["result"])
-    _check_claim(table.settings, result, claim)
+    outcome = ended[0].outcome
+    _check_claim(table.settings, outcome, claim)
     begun = [r.begun for r in log if r.begun is not None and r.hand_id == claim.hand_id]
     if begun:
         _check_begun(begun[-1], claim)
-    return ReplayedHand(table.settings, result, len(logged))
+    return ReplayedHand(table.settings, outcome, len(logged))
 
 
 def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
@@ -198,7 +199,7 @@ def _description(value: Any, whose: str) -> HandDescription:
         raise ReplayMismatch(f"the {whose} description is not a valid hand: {err}") from None
 
 
-def _check_claim(settings: RoomSettings, result: dict[str, Any], claim: HandClaim) -> None:
+def _check_claim(settings: RoomSettings, outcome: Outcome, claim: HandClaim) -> None:
     """The claimed hand result must be what the engine reached."""
     differences = []
 
@@ -207,27 +208,27 @@ def _check_claim(settings: RoomSettings, result: dict[str, Any], claim: HandClai
             differences.append(f"{what}: replay {replayed!r}, claimed {claimed!r}")
 
     same("profile", settings.profile, claim.profile)
-    same("hand number", result["hand"], claim.hand_number)
-    same("outcome", result["outcome"], claim.outcome)
-    same("dealer", result["dealer"], claim.dealer)
-    same("winner", result["winner"], claim.winner)
-    same("escaper", result["escaper"], claim.escaper)
-    same("negotiated multiplier", result["negotiated"], claim.negotiated)
-    same("progressive multiplier", result["progressive"], claim.progressive)
-    if result["outcome"] == "win" and claim.description is not None:
-        replayed = _description(result["description"], "replayed").to_json()
+    same("hand number", outcome.hand, claim.hand_number)
+    same("outcome", outcome.termination.value, claim.outcome)
+    same("dealer", outcome.dealer, claim.dealer)
+    same("winner", outcome.winner, claim.winner)
+    same("escaper", outcome.escaper, claim.escaper)
+    same("negotiated multiplier", outcome.negotiated, claim.negotiated)
+    same("progressive multiplier", outcome.progressive, claim.progressive)
+    if outcome.win is not None and claim.description is not None:
+        replayed = _description(outcome.win.description, "replayed").to_json()
         claimed = _description(claim.description, "claimed").to_json()
         for key in sorted(set(replayed) | set(claimed)):  # name only the keys that differ
             same(f"description {key}", replayed.get(key), claimed.get(key))
-    if "doubling" in result:  # erren (T8, H2)
+    erren = outcome.erren
+    if erren is not None:  # erren (T8, H2)
         same(
             "start doublers",
-            tuple(s for s, chose in enumerate(result["doubling"]) if chose),
+            tuple(s for s, chose in enumerate(erren.doubling) if chose),
             claim.start_doubled,
         )
-        same("win declines", result.get("win_doublings", 0), claim.win_declines)
-        task = result.get("task") or None
-        same("task", _task(task, bool(result.get("task_completed"))), _task_claim(claim.task))
+        same("win declines", erren.win_doublings, claim.win_declines)
+        same("task", _task(erren.task or None, erren.task_completed), _task_claim(claim.task))
     if differences:
         raise ReplayMismatch("the hand result differs from the replay: " + "; ".join(differences))
 

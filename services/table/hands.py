@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.v1 import events_pb2, table_pb2
@@ -82,7 +82,7 @@ class HandCycle:
     async def _go_on(self, ended: Event | None) -> None:
         """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
-            await self.hand_over((ended.public or {})["result"])
+            await self.hand_over(ended.outcome)
         elif self._state.engine.phase != CLOSED:
             self.offer_decisions()
             await self.autoplay()
@@ -238,11 +238,11 @@ class HandCycle:
         self.offer_decisions()
         await self.autoplay()
 
-    async def hand_over(self, result: dict[str, Any]) -> None:
+    async def hand_over(self, outcome: Outcome) -> None:
         self._state.hands_played += 1
         if self._host.metrics is not None:
-            self._host.metrics.hands.labels(outcome=str(result["outcome"])).inc()
-        await self.settling.begin(result)
+            self._host.metrics.hands.labels(outcome=outcome.termination).inc()
+        await self.settling.begin(outcome)
 
     async def settled(self, applied: events_pb2.SettlementApplied | None) -> None:
         """The hand's settlement came (None: the wait for it passed): shown, then between hands, where
@@ -272,7 +272,7 @@ class HandCycle:
                 )
         if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
             ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
-            await self.settling.begin((ended.public or {})["result"])
+            await self.settling.begin(ended.outcome)
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
             await self.autoplay()
 

@@ -1,7 +1,8 @@
-"""The engine's hand result (``hand_ended.public.result``) as the contract's ``HandResult``.
+"""The hand's outcome (the engine's :class:`~duelmahjong.engine.outcome.Outcome`) as the contract's
+``HandResult``.
 
 ``HandEnded`` carries it to scoring, which replays the table's log and compares: so this encoding is
-a pure function of the engine result plus the table's facts (ids, room, players, fan rate).
+a pure function of the outcome plus the table's facts (ids, room, players, fan rate).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from duelmahjong import contract
+from duelmahjong.engine.actions import GUESS_BIG
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.v1 import events_pb2, rules_pb2
 from duelmahjong.views import codec
 from duelmahjong.views.seat_views import OUTCOMES, hand_task
@@ -20,7 +23,7 @@ def hand_description(description: dict[str, Any]) -> rules_pb2.HandDescription:
 
 
 def hand_result(
-    result: dict[str, Any],
+    outcome: Outcome,
     *,
     table_id: str,
     hand_id: str,
@@ -34,35 +37,34 @@ def hand_result(
     message = rules_pb2.HandResult(
         table_id=table_id,
         hand_id=hand_id,
-        hand_number=int(result["hand"]),
+        hand_number=outcome.hand,
         room_id=room_id,
         rules=rules,
         players=list(players),
-        dealer=codec.seat_enum(int(result["dealer"])),
-        outcome=OUTCOMES[result["outcome"]],
-        winner=codec.seat_enum(int(result["winner"])),
-        escaper=codec.seat_enum(int(result["escaper"])),
+        dealer=codec.seat_enum(outcome.dealer),
+        outcome=OUTCOMES[outcome.termination],
+        winner=codec.seat_enum(outcome.winner),
+        escaper=codec.seat_enum(outcome.escaper),
         multipliers=rules_pb2.Multipliers(
-            negotiated=int(result["negotiated"]),
-            progressive=int(result["progressive"]),
+            negotiated=outcome.negotiated,
+            progressive=outcome.progressive,
             fan_rate=rules.fan_rate,
         ),
         last_sequence=last_sequence,
     )
-    if result["outcome"] == "win":
-        message.description.CopyFrom(hand_description(result["description"]))
-    if "doubling" in result:
+    if outcome.win is not None:
+        message.description.CopyFrom(hand_description(outcome.win.description))
+    erren = outcome.erren
+    if erren is not None:
         message.doubling.CopyFrom(
             rules_pb2.DoublingChoices(
-                start_doubled=[
-                    codec.seat_enum(seat) for seat, chose in enumerate(result["doubling"]) if chose
-                ],
-                win_declines=int(result.get("win_doublings", 0)),
+                start_doubled=[codec.seat_enum(seat) for seat, chose in enumerate(erren.doubling) if chose],
+                win_declines=erren.win_doublings,
             )
         )
-    task = hand_task(result.get("task"), bool(result.get("task_completed")))
-    if task is not None:
-        message.task.CopyFrom(task)
+        task = hand_task(erren.task, erren.task_completed)
+        if task is not None:
+            message.task.CopyFrom(task)
     return message
 
 
@@ -85,7 +87,7 @@ def exchange_charged(
 
 
 def guess_resolved(
-    result: dict[str, Any],
+    outcome: Outcome,
     applied: events_pb2.SettlementApplied | None,
     *,
     table_id: str,
@@ -94,8 +96,8 @@ def guess_resolved(
 ) -> events_pb2.GuessResolved | None:
     """T12: the winner's 猜大小 on the hand's winnings — the transfer the wallet moved to them
     (``applied``), once it is known; none without the wallet's settlement of the hand."""
-    guess = result.get("guess")
-    if not guess or guess.get("choice") not in ("big", "small"):
+    guess = outcome.guess
+    if guess is None or guess.dice is None:  # collecting rolls nothing
         return None
     if applied is None or not applied.settlement.HasField("transfer"):
         return None
@@ -103,9 +105,9 @@ def guess_resolved(
         table_id=table_id,
         hand_id=hand_id,
         player_id=player_id,
-        guess=rules_pb2.GUESS_BIG if guess["choice"] == "big" else rules_pb2.GUESS_SMALL,
-        dice=[int(d) for d in guess.get("dice", ())],
-        won=bool(guess.get("right")),
-        payout_multiplier=int(guess.get("factor", 0)),
+        guess=rules_pb2.GUESS_BIG if guess.choice == GUESS_BIG else rules_pb2.GUESS_SMALL,
+        dice=list(guess.dice),
+        won=bool(guess.right),
+        payout_multiplier=guess.factor or 0,
         stake=applied.settlement.transfer.amount,
     )

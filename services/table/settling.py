@@ -12,8 +12,8 @@ publishes the result and returns; the task goes on serving attaches, detaches, s
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
 from duelmahjong.platform.logging import get_logger
@@ -47,17 +47,17 @@ class Settling:
         self._events = events
         self._settlements = settlements
         self._post = post  # puts the wallet's answer into the table's inbox
-        self._result: dict[str, Any] = {}
+        self._outcome: Outcome | None = None
 
-    async def begin(self, result: dict[str, Any]) -> None:
-        """The hand ended with ``result`` (the engine's): SETTLING, the answer expected, the result
+    async def begin(self, outcome: Outcome) -> None:
+        """The hand ended with ``outcome`` (the engine's): SETTLING, the answer expected, the result
         published for scoring. A table rebuilt in SETTLING begins again: the claim is the hand's own,
         so scoring and the wallet take it once and answer it again."""
         state = self._state
-        self._result = result
+        self._outcome = outcome
         state.status, state.settling_since = table_pb2.TABLE_STATUS_SETTLING, self._host.now()
         hand_result = results.hand_result(
-            result,
+            outcome,
             table_id=state.table_id,
             hand_id=state.hand_id,
             room_id=state.request.room_id,
@@ -123,16 +123,16 @@ class Settling:
 
     async def _guess(self, applied: events_pb2.SettlementApplied | None) -> None:
         """T12: the winner's 猜大小 is staked on what the wallet moved to them, once it is known."""
-        winner = int(str(self._result.get("winner", -1)))
-        if winner < 0:
+        outcome = self._outcome
+        if outcome is None or outcome.winner < 0:
             return
         state = self._state
         guessed = results.guess_resolved(
-            self._result,
+            outcome,
             applied,
             table_id=state.table_id,
             hand_id=state.hand_id,
-            player_id=state.request.players[winner].player_id,
+            player_id=state.request.players[outcome.winner].player_id,
         )
         if guessed is not None:
             await self._events.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{state.hand_id}")

@@ -62,7 +62,7 @@ def won_hand() -> tuple[LoggedTable, rules_pb2.HandResult]:
     for seed in range(1, 200):
         table = opened_table()
         outcome = bot_hand(table, seed)
-        if outcome["outcome"] == "win":
+        if outcome.win is not None:
             return table, hand_result(table, outcome)
     raise AssertionError("no won hand in 200 seeds")
 

@@ -28,6 +28,7 @@ from duelmahjong import contract
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import choose
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome, Termination
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
@@ -108,7 +109,7 @@ class LoggedTable:
         return events
 
 
-def bot_hand(table: LoggedTable, seed: int | None = None, **options: Any) -> dict[str, Any]:
+def bot_hand(table: LoggedTable, seed: int | None = None, **options: Any) -> Outcome:
     """Deal and let the baseline bot play both seats through ``table.play`` until the hand ends."""
     table.deal(seed, **options)
     while table.engine.outcome is None:
@@ -119,40 +120,44 @@ def bot_hand(table: LoggedTable, seed: int | None = None, **options: Any) -> dic
                 break
         else:
             raise RuntimeError("nobody can act, yet the hand is not over")
-    return table.engine.outcome
+    outcome = table.engine.outcome
+    assert outcome is not None
+    return outcome
 
 
-def hand_result(table: LoggedTable, result: dict[str, Any]) -> rules_pb2.HandResult:
+def hand_result(table: LoggedTable, result: Outcome) -> rules_pb2.HandResult:
     """The ``HandResult`` of the hand just finished, as the table publishes it."""
     message = rules_pb2.HandResult(
         table_id=table.table_id,
         hand_id=table.hand_id,
-        hand_number=result["hand"],
+        hand_number=result.hand,
         room_id="room-test",
         rules=table.rules,
         players=table.players,
-        dealer=SEATS[result["dealer"]],
-        outcome={"win": 1, "drawn": 2, "escape": 3}[result["outcome"]],
-        winner=SEATS[result["winner"]] if result["winner"] >= 0 else 0,
-        escaper=SEATS[result["escaper"]] if result["escaper"] >= 0 else 0,
+        dealer=SEATS[result.dealer],
+        outcome={"win": 1, "drawn": 2, "escape": 3}[result.termination],
+        winner=SEATS[result.winner] if result.winner >= 0 else 0,
+        escaper=SEATS[result.escaper] if result.escaper >= 0 else 0,
         multipliers=rules_pb2.Multipliers(
-            negotiated=result["negotiated"], progressive=result["progressive"], fan_rate=table.rules.fan_rate
+            negotiated=result.negotiated, progressive=result.progressive, fan_rate=table.rules.fan_rate
         ),
         last_sequence=len(table.records),
     )
-    if result["outcome"] == "win":
-        message.description.CopyFrom(description_message(result["description"]))
-    if "doubling" in result:
-        message.doubling.start_doubled.extend(SEATS[s] for s, chose in enumerate(result["doubling"]) if chose)
-        message.doubling.win_declines = result.get("win_doublings", 0)
-    task = result.get("task")
+    if result.win is not None:
+        message.description.CopyFrom(description_message(result.win.description))
+    erren = result.erren
+    if erren is None:
+        return message
+    message.doubling.start_doubled.extend(SEATS[s] for s, chose in enumerate(erren.doubling) if chose)
+    message.doubling.win_declines = erren.win_doublings
+    task = erren.task
     if task:
         message.task.CopyFrom(
             rules_pb2.HandTask(
                 kind=_TASKS[task["kind"]],
                 pattern=contract.pattern_enum(task["pattern"]) if task.get("pattern") else 0,
                 multiplier=task["multiplier"],
-                completed_by_winner=bool(result.get("task_completed")),
+                completed_by_winner=erren.task_completed,
             )
         )
     return message
@@ -185,12 +190,12 @@ def records_of(table: LoggedTable) -> list[LogRecord]:
     return [codec.log_record(record) for record in table.records]
 
 
-def first_hand(profile: str, outcome: str, **settings: Any) -> tuple[LoggedTable, dict[str, Any]]:
+def first_hand(profile: str, outcome: str, **settings: Any) -> tuple[LoggedTable, Outcome]:
     """A fresh table whose first bot hand ends with ``outcome`` (seeds tried in order: deterministic)."""
     for seed in range(1, 200):
         table = LoggedTable(profile, **settings)
         result = bot_hand(table, seed)
-        if result["outcome"] == outcome:
+        if result.termination == outcome:
             return table, result
     raise AssertionError(f"no {profile} hand ended {outcome} in 200 seeds")
 
@@ -210,11 +215,11 @@ def test_bot_hands_replay_to_their_results_hand_after_hand(profile: str) -> None
         result = bot_hand(table, seed=100 + number)
         claim = codec.hand_claim(hand_result(table, result))
         replayed = verify_hand(records_of(table), claim)
-        assert replayed.result == result
+        assert replayed.outcome == result
         scored = ScoringCore().score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
-        if result["outcome"] == "win":
+        if result.win is not None:
             assert scored.evaluation is not None
-            assert scored.evaluation.total_fan == result["evaluation"]["total_fan"]
+            assert scored.evaluation.total_fan == result.win.total_fan
         if profile == "duel":  # T7: the progressive multiplier doubles every hand of the pairing
             assert claim.progressive == 2 ** (number - 1)
 
@@ -236,7 +241,7 @@ def test_the_log_names_a_win_and_a_kong_as_the_contract_does(profile: str) -> No
     kinds = {text.split()[1] for text in logged}
     assert kinds & {"win", "self_draw_win"}
     assert not kinds & {"ron", "tsumo", "ankan", "kakan"}
-    assert verify_hand(records_of(table), codec.hand_claim(hand_result(table, result))).result == result
+    assert verify_hand(records_of(table), codec.hand_claim(hand_result(table, result))).outcome == result
 
 
 def test_a_changed_win_tile_is_refused() -> None:
@@ -250,7 +255,7 @@ def test_a_changed_win_tile_is_refused() -> None:
 
 def test_a_swapped_winner_is_refused() -> None:
     table, result = first_hand("duel", "win")
-    loser = SEATS[1 - result["winner"]]
+    loser = SEATS[result.loser]
     tampered = edited(hand_result(table, result), lambda r: setattr(r, "winner", loser))
     with pytest.raises(ReplayMismatch, match="winner"):
         verify_hand(records_of(table), codec.hand_claim(tampered))
@@ -301,7 +306,7 @@ def test_escape_mid_hand_replays_and_costs_the_t10_h3_penalty() -> None:
         table.play(f"{seat} exchange []")
     table.play("1 leave")  # T10: leaving during a hand is escape
     result = table.engine.outcome
-    assert result is not None and result["outcome"] == "escape"
+    assert result is not None and result.termination is Termination.ESCAPE
     claim = codec.hand_claim(hand_result(table, result))
     verify_hand(records_of(table), claim)
     scored = ScoringCore().score(claim)
@@ -320,7 +325,8 @@ def test_H3_an_erren_escape_after_both_doubled_replays_and_costs_88_x_4_x_n() ->
         table.play(f"{seat} double")
     table.play("1 leave")
     result = table.engine.outcome
-    assert result is not None and result["outcome"] == "escape" and result["doubling"] == [True, True]
+    assert result is not None and result.termination is Termination.ESCAPE
+    assert result.erren is not None and result.erren.doubling == (True, True)
     claim = codec.hand_claim(hand_result(table, result))
     verify_hand(records_of(table), claim)
     settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
@@ -457,9 +463,10 @@ async def test_a_good_hand_is_scored_and_published_once(
     event = scored[0]
     assert event.envelope.event_id == f"scoring:hand_scored:{genuine.hand_id}"
     assert event.hand_ended_at.seconds == HAND_ENDED_AT  # carried for the wallet's settlement lag
-    fan = result["evaluation"]["total_fan"]
+    assert result.win is not None
+    fan = result.win.total_fan
     assert event.evaluation.total_fan == fan
-    winner, loser = genuine.players[result["winner"]], genuine.players[1 - result["winner"]]
+    winner, loser = genuine.players[result.winner], genuine.players[result.loser]
     assert event.settlement.transfer.to_player_id == winner.player_id
     assert event.settlement.transfer.amount == fan * 1 * 1 * 10  # H1 with N = 10, uncapped as scored
     assert event.settlement.transfer.from_player_id == loser.player_id

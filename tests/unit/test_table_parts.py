@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from typing import Any, cast
 
@@ -11,6 +12,7 @@ import pytest
 from duelmahjong import contract
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose
+from duelmahjong.engine.outcome import Guess, Outcome, Termination, Win
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
@@ -112,15 +114,15 @@ def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None
         message = results.hand_result(
             outcome, table_id="t", hand_id="t-h1", room_id="r", rules=rules, players=PLAYERS, last_sequence=99
         )
-        assert message.outcome == seat_views.OUTCOMES[outcome["outcome"]] and message.last_sequence == 99
-        if outcome["outcome"] == "win":
+        assert message.outcome == seat_views.OUTCOMES[outcome.termination] and message.last_sequence == 99
+        if outcome.win is not None:
             wins += 1
-            described = HandDescription.from_json(outcome["description"])
+            described = HandDescription.from_json(outcome.win.description)
             proto = message.description
             assert format_tiles(parse_tiles(proto.concealed)) == format_tiles(described.concealed)
             assert parse_tiles(proto.win_tile) == [described.win_tile]
             assert proto.self_drawn == described.self_drawn and len(proto.melds) == len(described.melds)
-            assert message.winner == codec.seat_enum(outcome["winner"])
+            assert message.winner == codec.seat_enum(outcome.winner)
     assert wins > 0
 
 
@@ -133,7 +135,19 @@ def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_gu
             transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=40),
         )
     )
-    result = {"guess": {"choice": "big", "dice": [6, 5, 1], "right": True, "factor": 3}}
+    won = Outcome(
+        Termination.WIN,
+        hand=1,
+        dealer=0,
+        dealer_passes=0,
+        winner=0,
+        escaper=-1,
+        negotiated=1,
+        progressive=1,
+        hands=("", ""),
+        win=Win(True, {}, {}),
+    )
+    result = dataclasses.replace(won, guess=Guess("big", (6, 5, 1), True, 3))
     guessed = results.guess_resolved(result, applied, table_id="t", hand_id="t-h1", player_id="a")
     assert guessed is not None
     assert (guessed.stake, guessed.won, guessed.payout_multiplier, list(guessed.dice)) == (
@@ -143,7 +157,7 @@ def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_gu
         [6, 5, 1],
     )
     assert guessed.guess == rules_pb2.GUESS_BIG
-    collected = {"guess": {"choice": "collect"}}
+    collected = dataclasses.replace(won, guess=Guess("collect"))
     assert results.guess_resolved(collected, applied, table_id="t", hand_id="t-h1", player_id="a") is None
     assert results.guess_resolved(result, None, table_id="t", hand_id="t-h1", player_id="a") is None
     refused = events_pb2.SettlementApplied(rejected_reason="no player 'a'")  # nothing moved: no stake

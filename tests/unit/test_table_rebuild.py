@@ -278,7 +278,7 @@ def test_scoring_replays_every_hand_of_a_log_with_the_record_kinds_it_does_not_r
     assert match.quiet.results and {r.sequence for r in records} == set(range(1, len(records) + 1))
     for result in match.quiet.results:
         claim = scoring_codec.hand_claim(result)
-        assert verify_hand(records, claim).result["outcome"] == claim.outcome
+        assert verify_hand(records, claim).outcome.termination == claim.outcome
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -36,9 +36,9 @@ def start_hand(
     if previous is None:
         dealer, passes = tiles.first_dealer, 0  # T1: first hand random
     else:
-        winner = previous.get("winner", -1)
-        dealer = winner if winner >= 0 else previous["dealer"]  # T1: winner deals, a draw keeps the dealer
-        passes = previous["dealer_passes"] + (dealer != previous["dealer"])
+        winner = previous.winner
+        dealer = winner if winner >= 0 else previous.dealer  # T1: winner deals, a draw keeps the dealer
+        passes = previous.dealer_passes + (dealer != previous.dealer)
     public: dict[str, Any] = {
         "hand_number": state.hand_number + 1,
         "dealer": dealer,

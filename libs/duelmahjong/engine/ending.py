@@ -10,6 +10,7 @@ from typing import Any
 
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.legal import is_ready
+from duelmahjong.engine.outcome import ErrenTerms, Guess, Outcome, Termination, Win
 from duelmahjong.engine.sink import Sink
 from duelmahjong.rules.tiles import format_tiles, tiles_of
 
@@ -21,7 +22,7 @@ def exhaust(table: Sink) -> None:
     state = table.state
     if not state.duel:
         table.emit(Event("exhausted", public={"ready": (False, False)}))
-        end_hand(table, outcome="drawn")
+        end_hand(table, Termination.DRAWN)
         return
     ready = [is_ready(state, seat) for seat in (0, 1)]
     public: dict[str, Any] = {"ready": tuple(ready)}
@@ -36,37 +37,44 @@ def exhaust(table: Sink) -> None:
         public["extra_draws"] = min(EXTRA_DRAWS, len(state.pool))
     table.emit(Event("exhausted", public=public))
     if not any(ready) or not public["extra_draws"]:
-        end_hand(table, outcome="drawn")
+        end_hand(table, Termination.DRAWN)
 
 
 # --- the end of a hand ------------------------------------------------------------------------------------
-def end_hand(table: Sink, *, outcome: str, escaper: int = -1, guess: Mapping[str, Any] | None = None) -> None:
+def end_hand(table: Sink, termination: Termination, *, escaper: int = -1, guess: Guess | None = None) -> None:
     state = table.state
-    win = state.win if outcome == "win" else None
-    winner = state.winner if win else -1
-    result: dict[str, Any] = {
-        "hand": state.hand_number,
-        "outcome": outcome,
-        "dealer": state.dealer,
-        "dealer_passes": state.dealer_passes,
-        "winner": winner,
-        "loser": 1 - winner if winner >= 0 else -1,
-        "escaper": escaper,
-        "negotiated": state.settings.negotiated_multiplier,
-        "progressive": state.progressive,
-        "hands": [format_tiles(tiles_of(state.hands[seat])) for seat in (0, 1)],
-    }
-    if win:
-        result["self_drawn"] = win["self_drawn"]
-        result["description"] = win["description"]
-        result["evaluation"] = win["evaluation"]
+    won = state.win if termination is Termination.WIN else None
+    winner = state.winner if won else -1
+    win = None
+    if won:
+        # The description and evaluation in their JSON form (lists, not tuples), as a replayed log reads.
+        win = Win(bool(won["self_drawn"]), _plain(won["description"]), _plain(won["evaluation"]))
+    erren = None
     if not state.duel:
-        result["doubling"] = [bool(choice) for choice in state.doubling]
-        result["win_doublings"] = state.win_doublings[winner] if winner >= 0 else 0
-        result["task"] = state.task
-        result["task_completed"] = bool(win and win["task_completed"])
-        result["exchange_fees"] = [max(0, n - 1) for n in state.exchange_counts]
-    if guess:
-        result["guess"] = dict(guess)
-    # Nested values in their JSON form (lists, not tuples), so a replayed log folds to an equal state.
-    table.emit(Event("hand_ended", public={"result": json.loads(json.dumps(result))}))
+        erren = ErrenTerms(
+            doubling=(bool(state.doubling[0]), bool(state.doubling[1])),
+            win_doublings=state.win_doublings[winner] if winner >= 0 else 0,
+            task=_plain(state.task) if state.task is not None else None,
+            task_completed=bool(won and won["task_completed"]),
+            exchange_fees=(max(0, state.exchange_counts[0] - 1), max(0, state.exchange_counts[1] - 1)),
+        )
+    outcome = Outcome(
+        termination,
+        hand=state.hand_number,
+        dealer=state.dealer,
+        dealer_passes=state.dealer_passes,
+        winner=winner,
+        escaper=escaper,
+        negotiated=state.settings.negotiated_multiplier,
+        progressive=state.progressive,
+        hands=(format_tiles(tiles_of(state.hands[0])), format_tiles(tiles_of(state.hands[1]))),
+        win=win,
+        erren=erren,
+        guess=guess,
+    )
+    table.emit(Event("hand_ended", public={"result": outcome.to_json()}))
+
+
+def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(json.dumps(value))
+    return result

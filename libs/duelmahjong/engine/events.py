@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duelmahjong.engine.errors import ReplayError
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.rules.tiles import Tile, tile_name, tile_names
 
 PUBLIC = "public"
@@ -100,6 +101,11 @@ class Event:
     public: dict[str, Any] | None = None
     private: dict[str, Any] | None = None
     server: dict[str, Any] | None = None
+
+    @property
+    def outcome(self) -> Outcome:
+        """The hand's outcome a ``hand_ended`` event carries."""
+        return Outcome.from_json((self.public or {})["result"])
 
     @property
     def audience(self) -> str:

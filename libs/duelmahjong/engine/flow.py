@@ -17,6 +17,7 @@ from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement
 from duelmahjong.engine.ending import end_hand, exhaust
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.legal import is_ready
+from duelmahjong.engine.outcome import Guess, Termination
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
 from duelmahjong.engine.sink import Seats
 from duelmahjong.engine.state import (
@@ -51,7 +52,7 @@ def _leave(table: Seats, seat: int) -> None:
     state = table.state
     if state.phase in (DOUBLING, EXCHANGE, TURN, CLAIM, ROB_KONG, EXTRA_DRAW):
         table.emit(Event("escaped", seat))
-        end_hand(table, outcome="escape", escaper=seat)
+        end_hand(table, Termination.ESCAPE, escaper=seat)
     table.emit(Event("pairing_ended", seat))
 
 
@@ -216,7 +217,7 @@ def _win(table: Seats, action: Action) -> None:
         )
     )
     if not (state.duel and state.settings.guess_enabled):
-        end_hand(table, outcome="win")
+        end_hand(table, Termination.WIN)
 
 
 def _guess(table: Seats, action: Action) -> None:
@@ -231,7 +232,7 @@ def _guess(table: Seats, action: Action) -> None:
         right = not triple and ((total >= 11) == (action.kind == A.GUESS_BIG))
         guess.update(dice=dice, right=right, factor=rng.randint(2, 5) if right else 0)
     table.emit(Event("guessed", action.seat, public=guess))
-    end_hand(table, outcome="win", guess=guess)
+    end_hand(table, Termination.WIN, guess=Guess.from_json(guess))
 
 
 def _offer_response(table: Seats, action: Action) -> None:
@@ -268,7 +269,7 @@ def advance(table: Seats) -> None:
             elif state.extra_draws_left > 0 and state.pool:
                 table.emit(draw_event(state, seat, FROM_POOL))
             else:
-                end_hand(table, outcome="drawn")
+                end_hand(table, Termination.DRAWN)
         else:
             return
 

@@ -93,15 +93,14 @@ def simulate(settings: RoomSettings, hands: int, seed: int, *, check: bool = Fal
                 _check_step(table, shadow, start)
         if check:
             _check_replay(table)
-        result = table.outcome
-        if result is None:
+        outcome = table.outcome
+        if outcome is None:
             raise InvariantViolation(f"hand {number} stopped with nobody to act in phase {table.phase!r}")
         report.hands += 1
-        if result["outcome"] == "win":
-            report.wins[result["winner"]] += 1
-            evaluation = result["evaluation"]
-            report.fan_total += evaluation["total_fan"]
-            report.patterns.update(p["id"] for p in evaluation["patterns"])
+        if outcome.win is not None:
+            report.wins[outcome.winner] += 1
+            report.fan_total += outcome.win.total_fan
+            report.patterns.update(outcome.win.pattern_ids)
         else:
             report.drawn += 1
         report.events += len(table.events) - start

@@ -18,6 +18,7 @@ from typing import Any
 from duelmahjong.engine.errors import ReplayError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.hand_state import HandState
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 
 # Phases of a table (docs/engine.md has the diagram).
@@ -63,7 +64,7 @@ class TableState(HandState):
         self.dealer_passes = 0  # times the deal has passed to the other seat (E17)
         self.round_wind = 0  # 0 east … 3 north
         self.progressive = 1
-        self.results: list[dict[str, Any]] = []
+        self.results: list[Outcome] = []
         self.phase = IDLE
         super().__init__()
 
@@ -297,7 +298,7 @@ class TableState(HandState):
         self.current = -1
 
     def _hand_ended(self, event: Event) -> None:
-        self.results.append(dict((event.public or {})["result"]))
+        self.results.append(event.outcome)
         self.phase = OVER
         self.current = -1
 

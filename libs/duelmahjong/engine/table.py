@@ -25,6 +25,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError
 from duelmahjong.engine.events import Event
 from duelmahjong.engine.legal import combinatorial_reason, legal_actions
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import CLOSED, EXCHANGE, HAND_PHASES, IDLE, OVER, TableState
 from duelmahjong.engine.view import seat_view
@@ -95,7 +96,7 @@ class Table:
         return seat_view(self.state, seat, self.legal_actions(seat))
 
     @property
-    def outcome(self) -> dict[str, Any] | None:
+    def outcome(self) -> Outcome | None:
         """The result of the hand just finished (None while a hand is in play or before the first)."""
         if self.state.phase in (OVER, CLOSED) and self.state.results:
             return self.state.results[-1]

@@ -82,5 +82,5 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
         if state.offer_tile >= 0:
             view["offer"]["tile"] = tile_name(state.offer_tile)
     if state.results and state.phase == OVER:
-        view["result"] = state.results[-1]
+        view["result"] = state.results[-1].to_json()
     return view

@@ -141,10 +141,10 @@ def logged_result(log: HandLog) -> archive_pb2.ArchivedHand:
         if last:
             hand.ended_at.FromNanoseconds(last)
         return hand
-    outcome = (ended.event.public or {})["result"]
-    hand.outcome = OUTCOMES[outcome["outcome"]]
-    hand.winner = codec.seat_enum(int(outcome.get("winner", -1)))
-    hand.escaper = codec.seat_enum(int(outcome.get("escaper", -1)))
+    outcome = ended.event.outcome
+    hand.outcome = OUTCOMES[outcome.termination]
+    hand.winner = codec.seat_enum(outcome.winner)
+    hand.escaper = codec.seat_enum(outcome.escaper)
     revealed = hand_revealed(outcome)
     if revealed.HasField("evaluation"):
         hand.evaluation.CopyFrom(revealed.evaluation)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import NO_SEAT, Outcome, Termination
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import OVER
 from duelmahjong.engine.table import Table
@@ -61,8 +62,21 @@ def table_before_hand(settings: RoomSettings, hand_number: int, dealer: int, rou
     if hand_number > 1:
         state = table.state
         state.hand_number = hand_number - 1
-        # The previous hand as dealing reads it: its winner deals; the passes give the round wind.
-        state.results.append({"winner": dealer, "dealer": dealer, "dealer_passes": 2 * round_wind})
+        # The previous hand as dealing reads it: a drawn hand keeps its dealer; the passes give the round
+        # wind.
+        state.results.append(
+            Outcome(
+                Termination.DRAWN,
+                hand=hand_number - 1,
+                dealer=dealer,
+                dealer_passes=2 * round_wind,
+                winner=NO_SEAT,
+                escaper=NO_SEAT,
+                negotiated=settings.negotiated_multiplier,
+                progressive=1,
+                hands=("", ""),
+            )
+        )
         state.phase = OVER
     return table
 

@@ -138,8 +138,8 @@ def summary(event: Event) -> str:
         how = "self-drawn" if public.get("self_drawn") else "on a discard"
         return f"{who} wins on {public['tile']} ({how}) with {tiles(public.get('tiles'))}"
     if kind == "hand_ended":
-        result = public["result"]
-        return f"the hand ends: {result['outcome']}; hands {' / '.join(result.get('hands', ()))}"
+        outcome = event.outcome
+        return f"the hand ends: {outcome.termination}; hands {' / '.join(outcome.hands)}"
     parts = {**public, **private}
     detail = ", ".join(f"{key} {_words(value)}" for key, value in sorted(parts.items()))
     return " ".join(part for part in (who, kind.replace("_", " "), detail) if part)

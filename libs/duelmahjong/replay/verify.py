@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 from duelmahjong.engine import fairness
 from duelmahjong.engine.errors import EngineError
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Termination
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.replay.stepping import HandPlayer, hand_facts, table_before_hand
@@ -29,9 +30,9 @@ from duelmahjong.views import codec
 from duelmahjong.views.seat_events import is_shown
 
 _OUTCOMES = {
-    "win": archive_pb2.ARCHIVED_OUTCOME_WIN,
-    "drawn": archive_pb2.ARCHIVED_OUTCOME_DRAWN,
-    "escape": archive_pb2.ARCHIVED_OUTCOME_ESCAPE,
+    Termination.WIN: archive_pb2.ARCHIVED_OUTCOME_WIN,
+    Termination.DRAWN: archive_pb2.ARCHIVED_OUTCOME_DRAWN,
+    Termination.ESCAPE: archive_pb2.ARCHIVED_OUTCOME_ESCAPE,
 }
 _WIND_NUMBERS = {
     rules_pb2.WIND_EAST: 0,
@@ -325,8 +326,8 @@ def _result(replay: archive_pb2.Replay, player: HandPlayer) -> int:
     outcome = archive_pb2.ARCHIVED_OUTCOME_VOID
     winner = rules_pb2.SEAT_UNSPECIFIED
     if ended is not None:
-        result = (ended.public or {})["result"]
-        outcome, winner = _OUTCOMES[result["outcome"]], codec.seat_enum(int(result.get("winner", -1)))
+        result = ended.outcome
+        outcome, winner = _OUTCOMES[result.termination], codec.seat_enum(result.winner)
     if replay.HasField("result") and (replay.result.outcome, replay.result.winner) != (outcome, winner):
         said = f"{_outcome(replay.result.outcome)}, {rules_pb2.Seat.Name(replay.result.winner)}"
         given = f"{_outcome(outcome)}, {rules_pb2.Seat.Name(winner)}"

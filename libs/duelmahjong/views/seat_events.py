@@ -14,6 +14,7 @@ from typing import Any
 
 from duelmahjong import contract
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import DISCARD_DRAWN, TableState
 from duelmahjong.rules.tiles import Tile, format_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2
@@ -264,7 +265,7 @@ def _typed(  # one branch per engine event kind, in docs/engine.md's order
     elif kind == "escaped":
         message.escaped.seat = about
     elif kind == "hand_ended":
-        message.hand_revealed.CopyFrom(hand_revealed(seen["result"]))
+        message.hand_revealed.CopyFrom(hand_revealed(Outcome.from_json(seen["result"])))
 
 
 def _meld_made(
@@ -292,25 +293,27 @@ def _evaluation(evaluation: dict[str, Any]) -> rules_pb2.Evaluation:
     return message
 
 
-def hand_revealed(result: dict[str, Any]) -> play_pb2.HandRevealed:
-    """The engine's hand result (``hand_ended``) as both seats are shown it, hands face up."""
+def hand_revealed(outcome: Outcome) -> play_pb2.HandRevealed:
+    """The hand's outcome (``hand_ended``) as both seats are shown it, hands face up."""
+    win = outcome.win
     revealed = play_pb2.HandRevealed(
-        outcome=OUTCOMES[result["outcome"]],
-        winner=codec.seat_enum(result["winner"]),
-        escaper=codec.seat_enum(result["escaper"]),
-        self_drawn=bool(result.get("self_drawn")),
+        outcome=OUTCOMES[outcome.termination],
+        winner=codec.seat_enum(outcome.winner),
+        escaper=codec.seat_enum(outcome.escaper),
+        self_drawn=win is not None and win.self_drawn,
     )
-    for number, concealed in enumerate(result.get("hands", ())):
+    for number, concealed in enumerate(outcome.hands):
         revealed.hands.add(seat=codec.seat_enum(number), concealed=concealed)
-    if result["outcome"] == "win":
-        revealed.description.CopyFrom(contract.description_message(result["description"]))
-        revealed.evaluation.CopyFrom(_evaluation(result["evaluation"]))
-    task = hand_task(result.get("task"), bool(result.get("task_completed")))
-    if task is not None:
-        revealed.task.CopyFrom(task)
-    if "doubling" in result:
-        revealed.doubling.start_doubled.extend(_seats(result["doubling"]))
-        revealed.doubling.win_declines = int(result.get("win_doublings", 0))
+    if win is not None:
+        revealed.description.CopyFrom(contract.description_message(win.description))
+        revealed.evaluation.CopyFrom(_evaluation(win.evaluation))
+    erren = outcome.erren
+    if erren is not None:
+        task = hand_task(erren.task, erren.task_completed)
+        if task is not None:
+            revealed.task.CopyFrom(task)
+        revealed.doubling.start_doubled.extend(_seats(erren.doubling))
+        revealed.doubling.win_declines = erren.win_doublings
     return revealed
 
 

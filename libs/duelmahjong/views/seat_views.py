@@ -18,6 +18,7 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong import contract
+from duelmahjong.engine.outcome import Termination
 from duelmahjong.engine.state import (
     DISCARD_CLAIMED,
     DISCARD_DRAWN,
@@ -41,9 +42,9 @@ TASK_KINDS = {
     "double": rules_pb2.TASK_KIND_DOUBLING,
 }
 OUTCOMES = {
-    "win": rules_pb2.HAND_OUTCOME_WIN,
-    "drawn": rules_pb2.HAND_OUTCOME_DRAWN,
-    "escape": rules_pb2.HAND_OUTCOME_ESCAPE,
+    Termination.WIN: rules_pb2.HAND_OUTCOME_WIN,
+    Termination.DRAWN: rules_pb2.HAND_OUTCOME_DRAWN,
+    Termination.ESCAPE: rules_pb2.HAND_OUTCOME_ESCAPE,
 }
 
 
@@ -133,7 +134,7 @@ def seat_view(
     # The engine's per-seat view (its visibility rules), without the text form of the legal actions:
     # the contract lists those separately.
     view = engine_seat_view(state, seat, [])
-    result = view.get("result")
+    outcome = table.outcome
     # Built in place, field by field, and only the fields not at their default (proto3 sends no
     # default anyway): a view is built for every decision, and nested constructors copy their parts.
     message = play_pb2.SeatView(seat=codec.seat_enum(seat))
@@ -157,7 +158,7 @@ def seat_view(
     task = hand_task(view.get("task"))
     if task is not None:
         public.task.CopyFrom(task)
-    revealing = bool(result) and view["phase"] == OVER
+    revealing = outcome is not None and view["phase"] == OVER
     for entry in view["seats"]:
         number = entry["seat"]
         holding = holding_drawn(state, number)
@@ -180,8 +181,8 @@ def seat_view(
         shown.connected = facts.connected[number]
         shown.auto_play = facts.auto_play[number]
         shown.win_declines = entry["win_doublings"]
-        if revealing and result:
-            shown.revealed_concealed = result["hands"][number]
+        if revealing and outcome is not None:
+            shown.revealed_concealed = outcome.hands[number]
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
     # from the counts rather than parse that text back.
     own = tiles_of(state.hands[seat]) if "hand" in view["seats"][seat] else []

@@ -105,7 +105,8 @@ def _offline_hand(table: Table, seed: int) -> set[str]:
         for seat in (0, 1):  # a seat decides when it may do more than leave (both at doubling, exchange)
             if len(table.legal_actions(seat)) > 1:
                 _offline_step(table, seat)
-    held = {str((table.outcome or {})["outcome"])}
+    assert table.outcome is not None
+    held = {table.outcome.termination.value}
     for event in table.events[start:]:
         if event.kind in ("claimed", "konged"):
             held.add(str((event.public or {})["meld"]))

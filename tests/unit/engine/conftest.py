@@ -9,6 +9,7 @@ import pytest
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.events import Event
+from duelmahjong.engine.outcome import Outcome, Win
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.wall import stack_tiles
@@ -48,15 +49,24 @@ class Script:
     def hand(self, seat: int) -> str:
         return self.table.view(seat)["seats"][seat]["hand"]
 
+    @property
+    def outcome(self) -> Outcome:
+        outcome = self.table.outcome
+        assert outcome is not None
+        return outcome
+
+    @property
+    def win(self) -> Win:
+        win = self.outcome.win
+        assert win is not None
+        return win
+
     def context(self) -> dict[str, Any]:
-        result = self.table.outcome
-        assert result is not None
-        return result["description"].get("context", {})
+        context: dict[str, Any] = self.win.description.get("context", {})
+        return context
 
     def pattern_ids(self) -> list[str]:
-        result = self.table.outcome
-        assert result is not None
-        return [p["id"] for p in result["evaluation"]["patterns"]]
+        return self.win.pattern_ids
 
 
 @pytest.fixture

@@ -104,7 +104,7 @@ def test_D13_added_kong_can_be_robbed_and_scores_as_self_draw(duel) -> None:  # 
     assert duel.legal(0) == ["0 win 3m", "0 pass"]
     duel.do("0 win 3m")
     assert duel.context()["robbing_kong"] is True
-    assert duel.table.outcome["self_drawn"] is True  # D13: scored as a self-draw
+    assert duel.win.self_drawn is True  # D13: scored as a self-draw
 
 
 def test_D13_robbing_declined_gives_the_replacement(duel) -> None:  # type: ignore[no-untyped-def]

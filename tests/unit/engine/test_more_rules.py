@@ -30,7 +30,7 @@ def test_E14_win_on_a_flower_replacement_is_a_self_draw(script_of) -> None:  # t
     erren.do("1 self_draw_win 5z")
     context = erren.context()
     assert context["after_flower_replacement"] is True and context["flowers"] == ["1f"]
-    assert erren.table.outcome["self_drawn"] is True and "after_kong" not in context
+    assert erren.win.self_drawn is True and "after_kong" not in context
 
 
 def test_T3_erren_ready_hand_may_still_kong(script_of) -> None:  # type: ignore[no-untyped-def]
@@ -129,9 +129,10 @@ def test_T8_task_completed_by_the_winner(script_of) -> None:  # type: ignore[no-
     erren.do("0 pass")  # the dealer could pong 2z
     erren.do("0 discard 1z")
     erren.do("1 win 1z")
-    result = erren.table.outcome
-    assert result["task"] == {"kind": "pong", "multiplier": 2} and result["task_completed"] is True
-    assert result["doubling"] == [False, False] and result["win_doublings"] == 0
+    terms = erren.outcome.erren
+    assert terms is not None
+    assert terms.task == {"kind": "pong", "multiplier": 2} and terms.task_completed is True
+    assert terms.doubling == (False, False) and terms.win_doublings == 0
 
 
 def test_E13_fourth_tile_visible_on_the_table(duel) -> None:  # type: ignore[no-untyped-def]

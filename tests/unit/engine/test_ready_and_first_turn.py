@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from duelmahjong.engine.outcome import Termination
+
 # The dealer declares ready on its first discard (7z) and then waits on 1p 4p 7p (33z pair).
 READY_DEALER = "234567m23456p33z7z"
 # Seat 1 keeps a hand that is far from ready and never claims.
@@ -93,7 +95,7 @@ def test_D8_self_draw_of_the_last_wall_tile(duel) -> None:  # type: ignore[no-un
     duel.deal(dealer_hand=READY_DEALER, other_hand=IDLE_OTHER, replacements="7p")
     duel.do("0 ready 7z")
     play_out(duel, win_when_wall_empty=True)
-    assert duel.table.outcome["winner"] == 0
+    assert duel.outcome.winner == 0
     assert duel.context()["last_wall_tile"] is True
     assert "win_on_last_wall_tile" in duel.pattern_ids()
 
@@ -114,7 +116,7 @@ def test_T9_three_extra_draws_without_a_win_is_a_drawn_hand(duel) -> None:  # ty
     play_out(duel, win_when_wall_empty=False)
     thrown = [e.public["tile"] for e in duel.table.events if e.kind == "thrown_away"]
     assert thrown == [27, 28, 32]
-    assert duel.table.outcome["outcome"] == "drawn"
+    assert duel.outcome.termination is Termination.DRAWN
 
 
 def test_T9_nobody_ready_is_a_drawn_hand_without_extra_draws(duel) -> None:  # type: ignore[no-untyped-def]
@@ -122,5 +124,5 @@ def test_T9_nobody_ready_is_a_drawn_hand_without_extra_draws(duel) -> None:  # t
     play_out(duel, win_when_wall_empty=False)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
     assert exhausted.public == {"ready": (False, False)}
-    assert duel.table.outcome["outcome"] == "drawn"
+    assert duel.outcome.termination is Termination.DRAWN
     assert not any(e.kind == "thrown_away" for e in duel.table.events)

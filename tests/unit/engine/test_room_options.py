@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from duelmahjong.engine.errors import IllegalActionError
+from duelmahjong.engine.outcome import Guess, Termination
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.wall import stack_tiles
@@ -142,7 +143,7 @@ def test_T10_escape_ends_the_hand_and_the_pairing(duel) -> None:  # type: ignore
     duel.deal(dealer_hand=FAR, other_hand=OTHER)
     events = duel.do("1 leave")  # not seat 1's turn: leaving is always possible
     assert [e.kind for e in events] == ["escaped", "hand_ended", "pairing_ended"]
-    assert duel.table.outcome["outcome"] == "escape" and duel.table.outcome["escaper"] == 1
+    assert duel.outcome.termination is Termination.ESCAPE and duel.outcome.escaper == 1
     with pytest.raises(IllegalActionError):
         duel.table.start_hand(2)
 
@@ -184,7 +185,7 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
         total, triple = sum(guess["dice"]), len(set(guess["dice"])) == 1
         assert guess["right"] == (total >= 11 and not triple)
         assert (2 <= guess["factor"] <= 5) if guess["right"] else guess["factor"] == 0
-        assert script.table.outcome["guess"] == {**guess, "dice": list(guess["dice"])}
+        assert script.outcome.guess == Guess("big", guess["dice"], guess["right"], guess["factor"])
         replayed = Table.replay([event.to_json() for event in script.table.events])
         assert vars(replayed.state) == vars(script.state)
 
@@ -192,4 +193,4 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
 def test_T12_off_by_default(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand="123m456p789m11122z", other_hand=OTHER)
     duel.do("0 self_draw_win 2z")
-    assert duel.table.phase == "over" and "guess" not in duel.table.outcome
+    assert duel.table.phase == "over" and duel.outcome.guess is None

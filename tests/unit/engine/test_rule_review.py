@@ -54,9 +54,9 @@ def test_D13_robbing_an_added_kong_in_erren_is_a_win_on_the_opponents_tile(scrip
     erren.do("0 discard 1z")
     erren.do("1 added_kong 3m")
     erren.do("0 win 3m")
-    result = erren.table.outcome
+    win = erren.win
     assert erren.context()["robbing_kong"] is True
-    assert result["self_drawn"] is False and result["description"]["self_drawn"] is False
+    assert win.self_drawn is False and win.description["self_drawn"] is False
     assert "robbing_the_kong" in erren.pattern_ids() and "self_drawn" not in erren.pattern_ids()
 
 
@@ -64,7 +64,7 @@ def test_D13_robbing_in_duel_is_still_scored_as_a_self_draw(duel) -> None:  # ty
     duel.deal(dealer_hand="3m12m456p789s11z77p5z", other_hand="33m1246789p1s2s3s5s", draws="7p3m")
     for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m", "0 win 3m"):
         duel.do(text)
-    assert duel.table.outcome["self_drawn"] is True
+    assert duel.win.self_drawn is True
 
 
 def test_T8_a_kong_instead_of_a_self_drawn_win_declines_it(script_of) -> None:  # type: ignore[no-untyped-def]

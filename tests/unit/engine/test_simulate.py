@@ -29,11 +29,11 @@ def test_every_hand_result_scores_through_the_rules_library(profile: str) -> Non
         table.start_hand(seed)
         while bot_turn(table):
             pass
-        result = table.outcome
-        assert result is not None
-        if result["outcome"] == "win":
-            evaluation = evaluate(HandDescription.from_json(result["description"]))
-            assert evaluation.to_json() == result["evaluation"]
+        outcome = table.outcome
+        assert outcome is not None
+        if outcome.win is not None:
+            evaluation = evaluate(HandDescription.from_json(outcome.win.description))
+            assert evaluation.to_json() == outcome.win.evaluation
 
 
 def test_T7_progressive_multiplier_doubles_every_hand_and_T1_winner_deals() -> None:
@@ -43,7 +43,7 @@ def test_T7_progressive_multiplier_doubles_every_hand_and_T1_winner_deals() -> N
         assert table.state.progressive == 2**seed  # T7: 1, 2, 4, 8…
         previous = table.state.results[-1] if table.state.results else None
         if previous is not None:
-            expected = previous["winner"] if previous["winner"] >= 0 else previous["dealer"]
+            expected = previous.winner if previous.winner >= 0 else previous.dealer
             assert table.state.dealer == expected  # T1
         while bot_turn(table):
             pass
