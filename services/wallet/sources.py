@@ -21,6 +21,7 @@ from services.wallet.commands import (
     Charge,
     Command,
     EscapePenalty,
+    Guess,
     GuessSettlement,
     HandSettlement,
     ItemUse,
@@ -37,6 +38,9 @@ def _hand_scored(event: events_pb2.HandScored) -> Command:
         payer, payee = settlement.transfer.from_player_id, settlement.transfer.to_player_id
         # Scored uncapped: the wallet alone caps (H1), with the carries its holds have now.
         stake = settlement.fan_amount or settlement.transfer.amount
+    guess = None
+    if event.HasField("guess"):
+        guess = Guess(won=event.guess.won, multiplier=event.guess.payout_multiplier)
     return HandSettlement(
         f"hand:{event.hand_id}",
         table_id=event.table_id,
@@ -47,6 +51,7 @@ def _hand_scored(event: events_pb2.HandScored) -> Command:
         seated=tuple(event.player_ids),
         fee=settlement.fee if event.player_ids else 0,
         profile=codec.profile_name(event.profile),
+        guess=guess,
     )
 
 

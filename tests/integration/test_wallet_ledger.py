@@ -15,6 +15,7 @@ from services.wallet.commands import (
     Charge,
     Command,
     EscapePenalty,
+    Guess,
     GuessSettlement,
     HandSettlement,
     ItemUse,
@@ -431,6 +432,48 @@ async def test_t12_guess_is_paid_by_the_house_bank_or_paid_to_it(ledger: LedgerS
     lost = GuessSettlement("guess:h2", table_id="t1", hand_id="h2", player="a", stake=150, won=False)
     await ledger.execute(lost, record_rejection=True)
     assert (await ledger.balance("a"))[0] == 1300
+
+
+@pytest.mark.asyncio
+async def test_t12_a_hands_guess_is_staked_on_the_capped_transfer_in_the_hands_own_transaction(
+    ledger: LedgerStore,
+) -> None:
+    await player(ledger, "a", 5000)
+    await player(ledger, "b", 5000)
+    await hold(ledger, "p1", "a", 100)
+    await hold(ledger, "p1", "b", 1000)
+    right = HandSettlement(
+        "hand:h1", table_id="t1", hand_id="h1", payer="b", payee="a", stake=640, guess=Guess(True, 3)
+    )
+    outcome = await ledger.execute(right, record_rejection=True)
+    assert outcome.status is Status.APPLIED, outcome.reason
+    # H1 caps the transfer at the winner's carry (100); the guess is staked on what moved: 100 x 3.
+    assert (await ledger.balance("a"))[0] == 5000 + 100 + 300
+    assert (await ledger.balance("b"))[0] == 4900
+    entries = await ledger.pool.fetch(
+        "SELECT purpose, amount FROM wallet.entries WHERE transaction_id = $1 ORDER BY id",
+        outcome.transaction_id,
+    )
+    assert [(e["purpose"], e["amount"]) for e in entries] == [
+        ("hand", -100),
+        ("hand", 100),
+        ("guess", -300),
+        ("guess", 300),
+    ]
+    assert (await ledger.execute(right, record_rejection=True)).duplicate  # redelivered: moves nothing
+    assert (await ledger.balance("a"))[0] == 5400
+    wrong = HandSettlement(
+        "hand:h2", table_id="t1", hand_id="h2", payer="b", payee="a", stake=50, guess=Guess(False)
+    )
+    assert (await ledger.execute(wrong, record_rejection=True)).status is Status.APPLIED
+    assert (await ledger.balance("a"))[0] == 5400  # the 50 won went to the guess bank
+    assert (await ledger.balance("b"))[0] == 4850
+    for malformed in (
+        HandSettlement("hand:h3", table_id="t1", hand_id="h3", guess=Guess(True, 2)),  # a drawn hand
+        HandSettlement("hand:h4", table_id="t1", hand_id="h4", payer="b", payee="a", guess=Guess(True, 9)),
+    ):
+        with pytest.raises(InvalidAmountError):
+            await ledger.execute(malformed, record_rejection=True)
 
 
 @pytest.mark.asyncio

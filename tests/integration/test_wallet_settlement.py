@@ -83,9 +83,16 @@ def envelope(event_id: str) -> events_pb2.EventEnvelope:
 
 
 def hand_scored(
-    hand_id: str, payer: str, payee: str, stake: int, *, rated: bool = False
+    hand_id: str,
+    payer: str,
+    payee: str,
+    stake: int,
+    *,
+    rated: bool = False,
+    guess: events_pb2.GuessStake | None = None,
 ) -> events_pb2.HandScored:
-    """``rated``: with its players (the payer in SEAT_FIRST) and profile, so it moves their ratings."""
+    """``rated``: with its players (the payer in SEAT_FIRST) and profile, so it moves their ratings;
+    ``guess``: the winner's 猜大小 (T12), applied with the hand."""
     transfer = rules_pb2.Transfer(from_player_id=payer, to_player_id=payee, amount=stake)
     return events_pb2.HandScored(
         envelope=envelope(f"scored-{hand_id}"),
@@ -94,6 +101,7 @@ def hand_scored(
         settlement=rules_pb2.Settlement(hand_id=hand_id, fan_amount=stake, transfer=transfer),
         player_ids=[payer, payee] if rated else [],
         profile=rules_pb2.PROFILE_DUEL if rated else rules_pb2.PROFILE_UNSPECIFIED,
+        guess=guess,
     )
 
 
@@ -155,7 +163,20 @@ def settlements(
         if n % fee_every == fee_every - 1:
             events.append(fee_charged(f"h{n}", payer, rng.randint(1, 50)))
         else:
-            events.append(hand_scored(f"h{n}", payer, payee, rng.randint(1, top_stake)))
+            # Every seventh hand's winner guesses 猜大小 (T12): the guess bank moves in the hand's own
+            # transaction, staked on what the carries let through.
+            won = rng.random() < 0.5
+            guess = (
+                events_pb2.GuessStake(
+                    guess=rules_pb2.GUESS_BIG,
+                    dice=[1, 2, 3],
+                    won=won,
+                    payout_multiplier=rng.randint(2, 5) if won else 0,
+                )
+                if n % 7 == 3
+                else None
+            )
+            events.append(hand_scored(f"h{n}", payer, payee, rng.randint(1, top_stake), guess=guess))
     return events
 
 
@@ -183,6 +204,10 @@ async def test_2000_settlements_50_players_8_workers_keep_every_invariant(wallet
         "SELECT sum(balance) FROM wallet.accounts WHERE house IS DISTINCT FROM 'grants'"
     )
     assert in_circulation == 50 * 5_000  # the grand total of players + house never changed
+    guessed = await pool.fetchval(
+        "SELECT count(DISTINCT transaction_id) FROM wallet.entries WHERE purpose = 'guess'"
+    )
+    assert guessed > 0  # hands whose guess moved prestige, each in the hand's own transaction
     assert await pool.fetchval("SELECT min(balance) FROM wallet.accounts WHERE player_id IS NOT NULL") >= 0
     for player_id in players[::2]:  # every hold releases cleanly: held was exact all along
         release = ReleaseHolds(f"close:{player_id}", pairing_id=f"p-{player_id}", table_id=f"t-{player_id}")

@@ -86,10 +86,34 @@ def charge_fee(draft: Draft, player: str, fee: int) -> None:
     draft.move(AccountRef.player(player), FEES, amount, "fee", fee=True)
 
 
+def check_guess(won: bool, multiplier: int) -> None:
+    if won and not 2 <= multiplier <= 5:
+        raise InvalidAmountError(f"a right guess pays 2-5 times, got {multiplier}")
+
+
+def settle_guess(draft: Draft, player: str, stake: int, *, won: bool, multiplier: int) -> None:
+    """T12 猜大小 on ``stake``, the winnings the player just received: right, the house's guess bank
+    pays stake x multiplier (2-5); wrong, the winnings go to the bank (never more than the player has)."""
+    bank, account = AccountRef.house(House.GUESS), AccountRef.player(player)
+    if won:
+        draft.move(bank, account, stake * multiplier, "guess")
+    else:
+        draft.move(account, bank, min(stake, draft.payable(player)), "guess")
+
+
+@dataclass(frozen=True, slots=True)
+class Guess:
+    """A won hand's 猜大小 (T12), applied with the hand: right or wrong, and the payout multiplier."""
+
+    won: bool
+    multiplier: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class HandSettlement(TableCommand):
     """A scored hand, as one ledger transaction: each seated player pays the room fee, then the loser
-    pays the winner, bounded by both carries as they stand after the fees (H1).
+    pays the winner, bounded by both carries as they stand after the fees (H1); with the winner's
+    ``guess`` (T12 猜大小), staked on that capped transfer, in the same transaction.
 
     ``stake`` is the uncapped amount: total fan x negotiated x progressive x N. A drawn hand has no
     payer: only the fees move. ``seated`` are the hand's two players (who owe ``fee``), SEAT_FIRST's
@@ -103,9 +127,12 @@ class HandSettlement(TableCommand):
     seated: tuple[str, ...] = ()
     fee: int = 0
     profile: str = ""
+    guess: Guess | None = None
     kind: ClassVar[str] = "hand"
     snapshot_safe: ClassVar[bool] = True
-    houses: ClassVar[tuple[House, ...]] = (House.FEES,)
+    # Locked in this order by every command that names them: the guess bank with every hand, since
+    # a hand may carry its guess.
+    houses: ClassVar[tuple[House, ...]] = (House.FEES, House.GUESS)
 
     def players(self) -> tuple[str, ...]:
         named = (self.payer, self.payee) if self.payer else ()
@@ -125,6 +152,10 @@ class HandSettlement(TableCommand):
             raise InvalidAmountError(f"the hand's payer and payee are not its players {list(self.seated)}")
         if self.fee and not self.seated:
             raise InvalidAmountError("a hand's fee needs the hand's players")
+        if self.guess is not None:
+            if not self.payer:
+                raise InvalidAmountError("猜大小 is staked on a won hand's transfer: this hand has none")
+            check_guess(self.guess.won, self.guess.multiplier)
         check_profile(self.profile)
 
     @property
@@ -138,6 +169,8 @@ class HandSettlement(TableCommand):
         if self.payer:
             amount = carried_transfer(self.stake, draft.carry(self.payee), draft.carry(self.payer))
             draft.move(AccountRef.player(self.payer), AccountRef.player(self.payee), amount, "hand")
+            if self.guess is not None:
+                settle_guess(draft, self.payee, amount, won=self.guess.won, multiplier=self.guess.multiplier)
         if self.rated_profile:
             first, second = self.seated
             result = DRAW if not self.payer else (WIN if self.payee == first else LOSS)
@@ -237,8 +270,9 @@ class ItemUse(TableCommand):
 
 @dataclass(frozen=True, slots=True)
 class GuessSettlement(TableCommand):
-    """T12 猜大小 on a hand's winnings (``stake``): right, the house bank pays stake x multiplier
-    (2-5); wrong, the winnings go to the bank."""
+    """T12 猜大小 on a hand's winnings (``stake``) resolved apart from the hand (``GuessResolved``, from
+    tables that predate ``HandScored.guess``): right, the house bank pays stake x multiplier (2-5);
+    wrong, the winnings go to the bank."""
 
     player: str = ""
     stake: int = 0
@@ -254,13 +288,7 @@ class GuessSettlement(TableCommand):
     def validate(self) -> None:
         Command.validate(self)
         check_at_most(MAX_AMOUNT, stake=self.stake)  # x 5 at most: still within int64
-        if self.won and not 2 <= self.multiplier <= 5:
-            raise InvalidAmountError(f"a right guess pays 2-5 times, got {self.multiplier}")
+        check_guess(self.won, self.multiplier)
 
     def apply(self, draft: Draft) -> None:
-        bank, player = AccountRef.house(House.GUESS), AccountRef.player(self.player)
-        if self.won:
-            draft.move(bank, player, self.stake * self.multiplier, "guess")
-        else:
-            # The winnings are in the carry already; never take more than the player has.
-            draft.move(player, bank, min(self.stake, draft.payable(self.player)), "guess")
+        settle_guess(draft, self.player, self.stake, won=self.won, multiplier=self.multiplier)
