@@ -23,6 +23,8 @@ from duelmahjong.contract import (
     enum_words,
     pattern_enum,
 )
+from duelmahjong.engine.actions import GUESS_BIG
+from duelmahjong.engine.outcome import Guess
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.v1 import events_pb2, rules_pb2, scoring_pb2, server_state_pb2
@@ -35,7 +37,7 @@ from services.scoring.core import (
     SettlementFigures,
     TaskClaim,
 )
-from services.scoring.replay import HandBegunFacts, LogRecord
+from services.scoring.replay import HandBegunFacts, HandPointer, LogRecord
 from services.scoring.tablelog import LoggedRecord, logged_records
 
 SEAT_ENUMS: dict[int, rules_pb2.Seat.ValueType] = {0: rules_pb2.SEAT_FIRST, 1: rules_pb2.SEAT_SECOND}
@@ -181,6 +183,7 @@ def _hand_begun(begun: server_state_pb2.HandBegun) -> HandBegunFacts:
         profile=PROFILE_WORDS.get(begun.rules.profile, ""),
         fan_rate=begun.multipliers.fan_rate or begun.rules.fan_rate,
         players=tuple(players.get(seat, ("", 0)) for seat in (0, 1)),
+        fee=begun.rules.fee,
     )
 
 
@@ -200,6 +203,17 @@ def log_record(
     record = appended.record if record is None else record
     sequence = appended.sequence if sequence is None else sequence
     return _log_record(LoggedRecord(sequence, appended.table_id, appended.hand_id, record))
+
+
+def hand_pointer(event: events_pb2.HandEnded) -> HandPointer:
+    """Where a ``HandEnded`` points: its table, its hand, and the log position where the hand ends (from
+    a producer that predates ``log_position``, its result's ``last_sequence``)."""
+    result = event.result  # read only for producers that predate log_position
+    return HandPointer(
+        event.table_id or result.table_id,
+        event.hand_id or result.hand_id,
+        event.log_position or result.last_sequence,
+    )
 
 
 def replay_records(logged: Sequence[LoggedRecord]) -> list[LogRecord]:
@@ -232,6 +246,16 @@ def evaluation_message(breakdown: Breakdown) -> rules_pb2.Evaluation:
         capped=evaluation.capped,
         limit=evaluation.limit,
         meets_minimum=breakdown.meets_minimum,
+    )
+
+
+def guess_message(guess: Guess) -> rules_pb2.GuessStake:
+    """T12 猜大小 as the engine rolled it (a guess, never a collect: that rolls nothing)."""
+    return rules_pb2.GuessStake(
+        guess=rules_pb2.GUESS_BIG if guess.choice == GUESS_BIG else rules_pb2.GUESS_SMALL,
+        dice=list(guess.dice or ()),
+        won=bool(guess.right),
+        payout_multiplier=(guess.factor or 0) if guess.right else 0,
     )
 
 

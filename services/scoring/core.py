@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from duelmahjong.engine.outcome import Guess
 from duelmahjong.engine.result import meets_minimum
 from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.description import HandDescription
@@ -33,6 +34,7 @@ from duelmahjong.rules.evaluate import Evaluation, evaluate
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.rules.profiles import get_profile
 from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_doubling, erren_transfer
+from services.scoring.replay import ReplayedHand
 
 # The rule profiles of the product: id → ruleset.
 PROFILES: dict[str, str] = {"duel": "决斗麻将 Duel Mahjong", "erren": "二人麻将"}
@@ -148,6 +150,7 @@ class ScoredHand:
     claim: HandClaim
     settlement: SettlementFigures
     evaluation: Breakdown | None = None  # on a win
+    guess: Guess | None = None  # T12 猜大小 the winner rolled (the wallet stakes it on the transfer)
 
     @property
     def escape(self) -> bool:
@@ -184,7 +187,10 @@ class ScoringCore:
         """
         try:
             if claim.outcome == "win":
-                return self._win(claim, claim.minimum_fan if minimum_fan is None else minimum_fan)
+                if claim.description is None:
+                    raise InvalidHand(f"hand {claim.hand_id} is a win without a description")
+                minimum = claim.minimum_fan if minimum_fan is None else minimum_fan
+                return self._win(claim, self.evaluate_hand(claim.description, minimum))
             if claim.outcome == "escape":
                 return ScoredHand(claim, self._escape(claim))
             figures = SettlementFigures(
@@ -194,10 +200,26 @@ class ScoringCore:
         except RulesError as err:
             raise InvalidHand(f"hand {claim.hand_id}: {err}") from None
 
-    def _win(self, claim: HandClaim, minimum_fan: int) -> ScoredHand:
-        if claim.description is None:
-            raise InvalidHand(f"hand {claim.hand_id} is a win without a description")
-        evaluation = self.evaluate_hand(claim.description, minimum_fan)
+    def score_replayed(self, replayed: ReplayedHand) -> ScoredHand:
+        """The settlement of a hand as its log replays it: the win's evaluation is the one the engine
+        made when the hand was won (replayed, not scored again), and 猜大小 rides along when rolled."""
+        claim = claim_of(replayed)
+        outcome = replayed.outcome
+        try:
+            if outcome.win is None:
+                return self.score(claim)
+            evaluation = Evaluation.from_json(outcome.win.evaluation)
+        except (KeyError, TypeError, ValueError) as err:
+            raise InvalidHand(f"hand {claim.hand_id}: the logged evaluation is unreadable: {err}") from None
+        minimum = replayed.settings.effective_minimum_fan
+        breakdown = Breakdown(evaluation, meets_minimum(evaluation, claim.profile, minimum))
+        scored = self._win(claim, breakdown)
+        guess = outcome.guess
+        return ScoredHand(
+            claim, scored.settlement, scored.evaluation, guess if guess and guess.rolled else None
+        )
+
+    def _win(self, claim: HandClaim, evaluation: Breakdown) -> ScoredHand:
         winner, loser = claim.players[claim.winner], claim.players[1 - claim.winner]
         doubling = None
         if claim.profile == "erren":
@@ -257,3 +279,45 @@ class ScoringCore:
             reason="escape",
             doubling=doubling,
         )
+
+
+def claim_of(replayed: ReplayedHand) -> HandClaim:
+    """What the hand was, from its log: the engine's outcome and the hand's ``HandBegun`` record
+    (its players and carries, the room's fan rate and fee), within the contract's bounds."""
+    outcome, begun, pointer = replayed.outcome, replayed.begun, replayed.pointer
+    if not 1 <= begun.fan_rate <= MAX_FAN_RATE:
+        raise InvalidHand(f"hand {pointer.hand_id}: fan rate {begun.fan_rate} outside 1..{MAX_FAN_RATE}")
+    if not 0 <= begun.fee <= MAX_PRESTIGE:
+        raise InvalidHand(f"hand {pointer.hand_id}: fee {begun.fee} outside 0..{MAX_PRESTIGE}")
+    erren = outcome.erren
+    task = None
+    if erren is not None and erren.task:
+        task = TaskClaim(
+            kind=str(erren.task["kind"]),
+            pattern=str(erren.task.get("pattern", "")),
+            multiplier=int(erren.task.get("multiplier", 0)),
+            completed=erren.task_completed,
+        )
+    first, second = (SeatClaim(player_id, carry) for player_id, carry in begun.players)
+    return HandClaim(
+        table_id=pointer.table_id,
+        hand_id=pointer.hand_id,
+        hand_number=outcome.hand,
+        room_id="",
+        profile=replayed.settings.profile,
+        outcome=outcome.termination.value,
+        dealer=outcome.dealer,
+        winner=outcome.winner,
+        escaper=outcome.escaper,
+        negotiated=outcome.negotiated,
+        progressive=outcome.progressive,
+        fan_rate=begun.fan_rate,
+        players=(first, second),
+        last_sequence=pointer.last_sequence,
+        description=None if outcome.win is None else outcome.win.description,
+        start_doubled=() if erren is None else tuple(s for s, chose in enumerate(erren.doubling) if chose),
+        win_declines=0 if erren is None else erren.win_doublings,
+        task=task,
+        minimum_fan=replayed.settings.effective_minimum_fan,
+        fee=begun.fee,
+    )

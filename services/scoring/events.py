@@ -18,6 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from nats.aio.msg import Msg
 
 from duelmahjong.contract import PROFILES
+from duelmahjong.engine.outcome import Termination
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.errors import DomainError
@@ -25,12 +26,13 @@ from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
 from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.v1 import events_pb2, rules_pb2
-from duelmahjong.views.codec import timestamp
+from duelmahjong.views.codec import seat_enum, timestamp
+from duelmahjong.views.seat_views import OUTCOMES
 from services.scoring import codec
 from services.scoring.archive_events import Archiver
 from services.scoring.archive_facts import OUTCOME_OF_RESULT, HandResult
 from services.scoring.core import ScoredHand, ScoringCore
-from services.scoring.replay import LogIncomplete, ReplayMismatch, verify_hand
+from services.scoring.replay import LogIncomplete, ReplayMismatch, replay_hand
 from services.scoring.tablelog import TableLogReader
 
 _log = get_logger("scoring.events")
@@ -100,15 +102,15 @@ class HandEndedHandler:
             self.malformed.inc()
             _log.error("HandEnded does not decode; dropped", extra={"fields": {"subject": message.subject}})
             return
-        table_id, hand_id = event.table_id or event.result.table_id, event.hand_id or event.result.hand_id
+        pointer = codec.hand_pointer(event)
+        table_id, hand_id = pointer.table_id, pointer.hand_id
         try:
-            claim = codec.hand_claim(event.result)
-            if (claim.table_id, claim.hand_id) != (table_id, hand_id):
-                raise ReplayMismatch("the event's table or hand id differs from its result's")
-            log = await self._reader.read(claim.table_id, claim.last_sequence)
-            # CPU-bound (tens of ms): in a thread, so gRPC calls and other hands' log reads go on.
-            replayed = await asyncio.to_thread(verify_hand, codec.replay_records(log), claim)
-            scored = self._core.score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
+            if not (table_id and hand_id and pointer.last_sequence):
+                raise ReplayMismatch("the HandEnded names no table, hand or log position")
+            log = await self._reader.read(table_id, pointer.last_sequence)
+            # CPU-bound: in a thread, so gRPC calls and other hands' log reads go on.
+            replayed = await asyncio.to_thread(replay_hand, codec.replay_records(log), pointer)
+            scored = self._core.score_replayed(replayed)
         except LogIncomplete as short:
             if message.metadata.num_delivered < self._log_wait_deliveries:
                 raise  # redelivered after a delay: the log may still be landing
@@ -120,15 +122,16 @@ class HandEndedHandler:
         except DomainError as invalid:  # a result that breaks the contract or the rules
             await self._reject(table_id, hand_id, invalid.message, 0)
             return
+        claim = scored.claim
         await self.publish(scored, event.envelope.occurred_at)
         self.scored.labels(profile=claim.profile, outcome=claim.outcome).inc()
         self.latency.observe(time.perf_counter() - started)
         # After the publish, so play never waits on the archive; a failure here naks the HandEnded,
         # whose redelivery publishes the same ids again (dropped as duplicates) and archives it then.
         verified = HandResult(
-            OUTCOME_OF_RESULT[event.result.outcome],
-            winner=event.result.winner,
-            escaper=event.result.escaper,
+            OUTCOME_OF_RESULT[OUTCOMES[Termination(claim.outcome)]],
+            winner=seat_enum(claim.winner),
+            escaper=seat_enum(claim.escaper),
             evaluation=None if scored.evaluation is None else codec.evaluation_message(scored.evaluation),
         )
         ended_at = event.envelope.occurred_at
@@ -169,6 +172,8 @@ class HandEndedHandler:
             event.evaluation.CopyFrom(codec.evaluation_message(scored.evaluation))
         if hand_ended_at is not None and hand_ended_at.ByteSize():  # for the wallet's settlement lag
             event.hand_ended_at.CopyFrom(hand_ended_at)
+        if scored.guess is not None:  # T12: the wallet stakes it on the transfer, in the same transaction
+            event.guess.CopyFrom(codec.guess_message(scored.guess))
         await self._bus.publish_event(subjects.HAND_SCORED, event)
 
     async def _reject(self, table_id: str, hand_id: str, reason: str, sequence: int) -> None:

@@ -1,18 +1,20 @@
-"""Re-verifying a hand by replaying the table's write-ahead log through the engine.
+"""A hand's result, from the table's write-ahead log alone: the log replayed through the engine.
 
-The table appends every engine event (``EngineEventRecord``: the engine's canonical JSON) and every
-action it applied (``ActionApplied.engine_action``) to its log before anyone sees their effect. The
-engine is deterministic given the hand's seed and the actions (ARCHITECTURE "Randomness"), so:
+``HandEnded`` is a pointer (table, hand, the log position where the hand ends), never a claim: what
+the hand was is what its log replays to. The table appends every engine event (``EngineEventRecord``:
+the engine's canonical JSON) and every action it applied (``ActionApplied.engine_action``) to its log
+before anyone sees their effect, and the engine is deterministic given the hand's seed and the
+actions (ARCHITECTURE "Randomness"), so:
 
-1. the events *before* the hand are folded into a table (earlier hands were verified when scored);
+1. the events *before* the hand are folded into a table (earlier hands were scored when they ended);
 2. the hand is dealt again from the seed its ``hand_started`` record holds, and every logged action
    is applied again — an action the engine finds illegal refuses the hand;
 3. the events this produces must equal the logged ones byte for byte, up to the hand's end;
-4. the hand result the engine reaches must be the one claimed (outcome, seats, multipliers, the §7
-   description, erren doubling and task), and the players and fan rate those of ``HandBegun``.
+4. the engine's outcome of the hand (its winner, its win's evaluation, multipliers, erren terms, 猜大小)
+   and the hand's ``HandBegun`` record (players, carries, room rules) are what scoring settles on.
 
 Any difference raises :class:`ReplayMismatch` with the first log sequence where they part (0 = at the
-end); a log that does not reach ``last_sequence`` yet raises :class:`LogIncomplete` (retry later).
+end); a log that does not reach the pointer's position yet raises :class:`LogIncomplete` (retry later).
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
@@ -29,11 +30,6 @@ from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.replay.tables import counts_at_deal
-from duelmahjong.rules.description import HandDescription
-from duelmahjong.rules.errors import RulesError
-
-if TYPE_CHECKING:
-    from services.scoring.core import HandClaim
 
 
 class ReplayMismatch(Exception):
@@ -50,13 +46,24 @@ class LogIncomplete(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class HandPointer:
+    """What ``HandEnded`` says: the table, the hand, and the log position where the hand ends."""
+
+    table_id: str
+    hand_id: str
+    last_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
 class HandBegunFacts:
-    """What the table's ``HandBegun`` record says beside the engine: the players and the fan rate."""
+    """What the table's ``HandBegun`` record says beside the engine: the players, the room's fan rate
+    and fee."""
 
     hand_number: int
     profile: str
     fan_rate: int
     players: tuple[tuple[str, int], ...]  # (player_id, carry) of seats 0 and 1
+    fee: int = 0  # the room fee each player owes for a finished hand (H1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,10 +80,12 @@ class LogRecord:
 
 @dataclass(frozen=True, slots=True)
 class ReplayedHand:
-    """The hand as the engine rebuilt it."""
+    """The hand as the engine rebuilt it from its log."""
 
+    pointer: HandPointer
     settings: RoomSettings
     outcome: Outcome  # the hand's outcome the engine reached
+    begun: HandBegunFacts  # the hand's HandBegun record: its players, carries and room
     events: int  # engine events compared
 
 
@@ -89,7 +98,7 @@ def _event(record: LogRecord) -> Event:
         ) from None
 
 
-def checked_records(records: Sequence[LogRecord], claim: HandClaim) -> list[LogRecord]:
+def checked_records(records: Sequence[LogRecord], claim: HandPointer) -> list[LogRecord]:
     """The table's records 1..``last_sequence``, in order, without gaps or foreign tables."""
     wanted = [r for r in sorted(records, key=lambda r: r.sequence) if r.sequence <= claim.last_sequence]
     if not wanted or wanted[-1].sequence < claim.last_sequence:
@@ -103,8 +112,8 @@ def checked_records(records: Sequence[LogRecord], claim: HandClaim) -> list[LogR
     return wanted
 
 
-def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
-    """Replay the hand ``claim`` describes from ``records`` (the table's log); see the module doc."""
+def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHand:
+    """Replay the hand ``claim`` points at from ``records`` (the table's log); see the module doc."""
     log = checked_records(records, claim)
     events = {r.sequence: _event(r) for r in log if r.canonical}  # each record parsed once
     starts = [sequence for sequence, event in events.items() if event.kind == "hand_started"]
@@ -132,11 +141,11 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
     if not ended:
         raise ReplayMismatch("the log up to last_sequence does not end the hand")
     outcome = ended[0].outcome
-    _check_claim(table.settings, outcome, claim)
     begun = [r.begun for r in log if r.begun is not None and r.hand_id == claim.hand_id]
-    if begun:
-        _check_begun(begun[-1], claim)
-    return ReplayedHand(table.settings, outcome, len(logged))
+    if not begun:
+        raise ReplayMismatch("the log holds no HandBegun record of the hand", start.sequence)
+    _check_begun(begun[-1], outcome, table.settings)
+    return ReplayedHand(claim, table.settings, outcome, begun[-1], len(logged))
 
 
 def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
@@ -192,65 +201,15 @@ def _kind(record: LogRecord) -> str:
         return "?"
 
 
-def _description(value: Any, whose: str) -> HandDescription:
-    try:
-        return HandDescription.from_json(value)
-    except RulesError as err:
-        raise ReplayMismatch(f"the {whose} description is not a valid hand: {err}") from None
-
-
-def _check_claim(settings: RoomSettings, outcome: Outcome, claim: HandClaim) -> None:
-    """The claimed hand result must be what the engine reached."""
-    differences = []
-
-    def same(what: str, replayed: Any, claimed: Any) -> None:
-        if replayed != claimed:
-            differences.append(f"{what}: replay {replayed!r}, claimed {claimed!r}")
-
-    same("profile", settings.profile, claim.profile)
-    same("hand number", outcome.hand, claim.hand_number)
-    same("outcome", outcome.termination.value, claim.outcome)
-    same("dealer", outcome.dealer, claim.dealer)
-    same("winner", outcome.winner, claim.winner)
-    same("escaper", outcome.escaper, claim.escaper)
-    same("negotiated multiplier", outcome.negotiated, claim.negotiated)
-    same("progressive multiplier", outcome.progressive, claim.progressive)
-    if outcome.win is not None and claim.description is not None:
-        replayed = _description(outcome.win.description, "replayed").to_json()
-        claimed = _description(claim.description, "claimed").to_json()
-        for key in sorted(set(replayed) | set(claimed)):  # name only the keys that differ
-            same(f"description {key}", replayed.get(key), claimed.get(key))
-    erren = outcome.erren
-    if erren is not None:  # erren (T8, H2)
-        same(
-            "start doublers",
-            tuple(s for s, chose in enumerate(erren.doubling) if chose),
-            claim.start_doubled,
+def _check_begun(begun: HandBegunFacts, outcome: Outcome, settings: RoomSettings) -> None:
+    """The hand's ``HandBegun`` record names the hand the engine replayed and its two players."""
+    if begun.hand_number != outcome.hand:
+        raise ReplayMismatch(f"HandBegun names hand {begun.hand_number}; the log replays hand {outcome.hand}")
+    if begun.profile != settings.profile:
+        raise ReplayMismatch(
+            f"HandBegun names profile {begun.profile!r}; the table plays {settings.profile!r}"
         )
-        same("win declines", erren.win_doublings, claim.win_declines)
-        same("task", _task(erren.task or None, erren.task_completed), _task_claim(claim.task))
-    if differences:
-        raise ReplayMismatch("the hand result differs from the replay: " + "; ".join(differences))
-
-
-def _task(task: dict[str, Any] | None, completed: bool) -> tuple[str, str, int, bool] | None:
-    if not task:
-        return None
-    return (str(task["kind"]), str(task.get("pattern", "")), int(task.get("multiplier", 0)), completed)
-
-
-def _task_claim(task: Any) -> tuple[str, str, int, bool] | None:
-    return None if task is None else (task.kind, task.pattern, task.multiplier, task.completed)
-
-
-def _check_begun(begun: HandBegunFacts, claim: HandClaim) -> None:
-    """The players, carries and fan rate the hand began with are the ones the result is settled on."""
-    claimed = tuple((p.player_id, p.carry) for p in claim.players)
-    for what, logged, said in (
-        ("hand number", begun.hand_number, claim.hand_number),
-        ("profile", begun.profile, claim.profile),
-        ("fan rate", begun.fan_rate, claim.fan_rate),
-        ("players", begun.players, claimed),
-    ):
-        if logged != said:
-            raise ReplayMismatch(f"{what} differs from the hand's HandBegun record: {logged!r} vs {said!r}")
+    if len(begun.players) != 2 or not all(player for player, _carry in begun.players):
+        raise ReplayMismatch(f"HandBegun does not name both players: {begun.players!r}")
+    if begun.players[0][0] == begun.players[1][0]:
+        raise ReplayMismatch("HandBegun names one player in both seats")

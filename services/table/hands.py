@@ -242,7 +242,7 @@ class HandCycle:
         self._state.hands_played += 1
         if self._host.metrics is not None:
             self._host.metrics.hands.labels(outcome=outcome.termination).inc()
-        await self.settling.begin(outcome)
+        await self.settling.begin()
 
     async def settled(self, applied: events_pb2.SettlementApplied | None) -> None:
         """The hand's settlement came (None: the wait for it passed): shown, then between hands, where
@@ -271,8 +271,7 @@ class HandCycle:
                     functools.partial(seat_events.seat_connection, seat, False, auto_play)
                 )
         if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
-            ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
-            await self.settling.begin(ended.outcome)
+            await self.settling.begin()
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
             await self.autoplay()
 

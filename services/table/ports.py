@@ -65,10 +65,10 @@ class TableEvents(Protocol):
     """The events a table publishes for the other services (``events.proto``), envelopes filled."""
 
     async def publish(self, subject: str, event: Message, event_id: str) -> None:
-        """A hand's event for the wallet (ExchangeCharged, ItemUsed, GuessResolved), de-duplicated on id."""
+        """A hand's event for the wallet (ExchangeCharged, ItemUsed), de-duplicated on id."""
 
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
-        """The hand's result, for scoring to verify and score."""
+    async def hand_ended(self, table_id: str, hand_id: str, log_position: int) -> None:
+        """The hand ended at ``log_position`` of the table's log: scoring turns the log into its result."""
 
     async def table_opened(self, request: OpenRequest) -> None: ...
 

@@ -8,7 +8,7 @@ from google.protobuf.message import Message
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
-from duelmahjong.v1 import events_pb2, rules_pb2
+from duelmahjong.v1 import events_pb2
 from duelmahjong.views.codec import timestamp
 from services.table.ports import OpenRequest
 
@@ -44,12 +44,12 @@ class NatsTableEvents:
         event.envelope.CopyFrom(self.producer.envelope(event_id))  # type: ignore[attr-defined]
         await self.bus.publish_event(subject, event)
 
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
+    async def hand_ended(self, table_id: str, hand_id: str, log_position: int) -> None:
         event = events_pb2.HandEnded(
-            envelope=self.producer.envelope(f"hand_ended:{result.hand_id}"),
-            table_id=result.table_id,
-            hand_id=result.hand_id,
-            result=result,
+            envelope=self.producer.envelope(f"hand_ended:{hand_id}"),
+            table_id=table_id,
+            hand_id=hand_id,
+            log_position=log_position,
         )
         await self.bus.publish_event(subjects.HAND_ENDED, event)
 

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
-from duelmahjong.platform import subjects
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, table_pb2
 from duelmahjong.views import seat_events
-from services.table import results
 from services.table.broadcast import Broadcast
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
@@ -47,28 +44,18 @@ class Settling:
         self._events = events
         self._settlements = settlements
         self._post = post  # puts the wallet's answer into the table's inbox
-        self._outcome: Outcome | None = None
 
-    async def begin(self, outcome: Outcome) -> None:
-        """The hand ended with ``outcome`` (the engine's): SETTLING, the answer expected, the result
-        published for scoring. A table rebuilt in SETTLING begins again: the claim is the hand's own,
-        so scoring and the wallet take it once and answer it again."""
+    async def begin(self) -> None:
+        """The hand has ended: SETTLING, the answer expected, and where the hand ends in the log
+        published for scoring, which alone turns the log into the hand's result.
+        A table rebuilt in SETTLING begins again: the pointer names the hand, so scoring and the wallet
+        take it once and answer it again."""
         state = self._state
-        self._outcome = outcome
         state.status, state.settling_since = table_pb2.TABLE_STATUS_SETTLING, self._host.now()
-        hand_result = results.hand_result(
-            outcome,
-            table_id=state.table_id,
-            hand_id=state.hand_id,
-            room_id=state.request.room_id,
-            rules=state.request.rules,
-            players=state.request.players,
-            last_sequence=state.log.sequence,
-        )
         # Expected before it is asked for, so no answer can come first.
         self._settlements.expect(state.hand_id, self._post)
-        # The room fees travel in the HandResult (rules.fee): the wallet charges them with the hand.
-        await self._events.hand_ended(hand_result)
+        # The hand's end is the last record written: the log up to here is the whole hand.
+        await self._events.hand_ended(state.table_id, state.hand_id, state.log.sequence)
         self._out.send_views()  # both seats see SETTLING
 
     def deadline(self) -> float | None:
@@ -107,7 +94,6 @@ class Settling:
             self._host.metrics.settlement_latency.observe(self._host.now() - state.settling_since)
         players = state.request.players
         await self._out.announce(lambda sequence: seat_events.hand_settled(applied, players, sequence))
-        await self._guess(applied)
         if state.engine.phase == CLOSED or self._host.draining:
             state.ending(
                 "a player left during the hand"
@@ -120,19 +106,3 @@ class Settling:
         for seat in state.seats:
             seat.continuing = False
         self._out.send_views()
-
-    async def _guess(self, applied: events_pb2.SettlementApplied | None) -> None:
-        """T12: the winner's 猜大小 is staked on what the wallet moved to them, once it is known."""
-        outcome = self._outcome
-        if outcome is None or outcome.winner < 0:
-            return
-        state = self._state
-        guessed = results.guess_resolved(
-            outcome,
-            applied,
-            table_id=state.table_id,
-            hand_id=state.hand_id,
-            player_id=state.request.players[outcome.winner].player_id,
-        )
-        if guessed is not None:
-            await self._events.publish(subjects.GUESS_RESOLVED, guessed, f"guess:{state.hand_id}")

@@ -2,12 +2,14 @@
 
 A hand that ends while the wallet cannot answer leaves its table SETTLING, not stuck: the table server
 answers ``GetTableStatus`` at once all the while (p99 < 50 ms) and shows SETTLING; when the wallet
-resumes, its answer reaches the table, both seats are shown the settlement and play goes on.
+resumes, its answer reaches the table, both seats are shown the settlement and play goes on. The room
+plays 猜大小 (T12): a won hand's guess moves in the hand's own ledger transaction, never in one apart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 import signal
@@ -15,10 +17,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import asyncpg
 import grpc.aio
 import pytest
 
 from duelmahjong.platform import auth, subjects
+from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2, table_pb2_grpc
 from tests.e2e.conftest import StackWith
@@ -27,12 +31,26 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
 PAUSE_SECONDS = 30.0
 SECRET = secrets.token_urlsafe(48)
+ROOM = {
+    "room_id": "paused-duel",
+    "profile": "duel",
+    "fan_rate": 2,
+    "fee": 1,
+    "carry_min": 100,
+    "carry_max": 600,
+    "guess_enabled": True,
+}
 
 
 @pytest.fixture(scope="module")
 def stack(stack_with: StackWith) -> Iterator[StackState]:
     # The table waits longer than the wallet is away: the settlement is late, not lost.
-    with stack_with("wallet-paused", {"SETTLEMENT_WAIT_SECONDS": "120", "TOKEN_SECRET": SECRET}) as state:
+    settings = {
+        "SETTLEMENT_WAIT_SECONDS": "120",
+        "TOKEN_SECRET": SECRET,
+        "MATCHMAKING_ROOMS": json.dumps([ROOM]),
+    }
+    with stack_with("wallet-paused", settings) as state:
         yield state
 
 
@@ -77,3 +95,17 @@ async def test_a_paused_wallet_leaves_tables_settling_and_serving(
     assert len(hands) == 2, "play did not go on after the wallet came back"
     for hand in hands:
         assert len(hand.get("balances", {})) == 2, f"a hand was shown without its settlement: {hand}"
+    conn = await asyncpg.connect(with_database(stack.database_url, "wallet"))
+    try:
+        guesses = await conn.fetch(
+            """SELECT t.hand_id, t.idempotency_key FROM wallet.entries e
+               JOIN wallet.transactions t ON t.id = e.transaction_id WHERE e.purpose = 'guess'"""
+        )
+    finally:
+        await conn.close()
+    # 猜大小 moved only inside a hand's own transaction; every won hand with winnings had its guess.
+    assert all(row["idempotency_key"] == f"hand:{row['hand_id']}" for row in guesses), guesses
+    won = {hand["hand_id"] for hand in hands if hand["outcome"] == "win" and hand["transfer"] > 0}
+    guessed = {row["hand_id"] for row in guesses}
+    print(f"won hands with winnings: {len(won)}; hands whose guess moved prestige: {len(guessed)}")
+    assert won <= guessed, (won, guesses)

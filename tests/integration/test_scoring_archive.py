@@ -19,6 +19,7 @@ import pytest
 import pytest_asyncio
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2, wallet_pb2
@@ -26,7 +27,8 @@ from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 from services.scoring.archive_store import ArchiveStore, Posting, TransactionRow
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
-from tests.integration.test_scoring_replay import LoggedTable, bot_hand, hand_ended, hand_result, write_log
+from services.scoring.replay import HandPointer
+from tests.integration.test_scoring_replay import LoggedTable, bot_hand, hand_ended, write_log
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
@@ -56,6 +58,24 @@ async def write_table_log(bus: Bus, table: LoggedTable) -> None:
             appended.record.hand_begun.hidden.table_id = table.table_id
             appended.record.hand_begun.hidden.hand_id = appended.hand_id
     await write_log(bus, table)
+
+
+def hand_result(table: LoggedTable, outcome: Outcome) -> rules_pb2.HandResult:
+    """What the test knows of the hand just played: its ids, number, players, winner and where its log
+    ends (the table publishes only the pointer; scoring replays the rest)."""
+    return rules_pb2.HandResult(
+        table_id=table.table_id,
+        hand_id=table.hand_id,
+        hand_number=outcome.hand,
+        players=table.players,
+        winner=SEATS[outcome.winner] if outcome.winner >= 0 else rules_pb2.SEAT_UNSPECIFIED,
+        last_sequence=len(table.records),
+    )
+
+
+async def end(bus: Bus, result: rules_pb2.HandResult, event_id: str = "") -> None:
+    """The table's HandEnded for the hand: where it ends in the log."""
+    await hand_ended(bus, HandPointer(result.table_id, result.hand_id, result.last_sequence), event_id)
 
 
 def won_hand() -> tuple[LoggedTable, rules_pb2.HandResult]:
@@ -147,8 +167,8 @@ async def test_a_verified_hand_is_archived_once_with_what_the_ledger_moved(
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}1", hand_postings, own=True))
     await publish_twice(bus, applied(table.table_id, result.hand_id, f"{tx}2", exchange, own=False))
     await write_table_log(bus, table)
-    await hand_ended(bus, result)
-    await hand_ended(bus, result, event_id="hand_ended:redelivered")
+    await end(bus, result)
+    await end(bus, result, event_id="hand_ended:redelivered")
 
     async def archived() -> bool:
         rows = await conn.fetchval("SELECT count(*) FROM archive.hands WHERE hand_id = $1", result.hand_id)
@@ -415,7 +435,7 @@ async def test_a_later_hand_archived_first_is_replayed_once_the_earlier_one_is_t
             ),
         )
     await write_table_log(bus, table)
-    await hand_ended(bus, second)  # the later hand first
+    await end(bus, second)  # the later hand first
 
     async def stored(hand_id: str) -> asyncpg.Record | None:
         return await conn.fetchrow(
@@ -431,7 +451,7 @@ async def test_a_later_hand_archived_first_is_replayed_once_the_earlier_one_is_t
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "hand 1 is not archived" in (refused.value.details() or "")
 
-    await hand_ended(bus, first)
+    await end(bus, first)
     earlier = await until(lambda: stored(first.hand_id))
     assert earlier is not None
     # Linear: the opening once, each hand its own slice, the two slices meeting without a gap.

@@ -4,8 +4,9 @@ The tables here are engine tables that keep their log laid out as the table serv
 contract: events.proto ``TableEventAppended``, server_state.proto ``TableLogRecord``).
 
 Sequence 1 is ``table_opened``; each hand starts with a ``HandBegun`` record followed by its engine
-events; each applied action is an ``ActionApplied`` record followed by the events it produced. The
-``HandResult`` of a finished hand is what the table publishes in ``HandEnded``.
+events; each applied action is an ``ActionApplied`` record followed by the events it produced. When a
+hand ends the table publishes ``HandEnded``: a pointer (table, hand, log position), which scoring alone
+turns into the hand's result.
 """
 
 from __future__ import annotations
@@ -36,12 +37,11 @@ from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
 from services.scoring import codec
 from services.scoring.config import ScoringConfig
-from services.scoring.core import ScoringCore
+from services.scoring.core import ScoringCore, SeatClaim
 from services.scoring.main import SPEC as SCORING
-from services.scoring.replay import LogIncomplete, LogRecord, ReplayMismatch, verify_hand
+from services.scoring.replay import HandPointer, LogIncomplete, LogRecord, ReplayMismatch, replay_hand
 
 SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-_TASKS = {name: number for number, name in codec.TASK_KINDS.items()}
 
 
 class LoggedTable:
@@ -125,65 +125,11 @@ def bot_hand(table: LoggedTable, seed: int | None = None, **options: Any) -> Out
     return outcome
 
 
-def hand_result(table: LoggedTable, result: Outcome) -> rules_pb2.HandResult:
-    """The ``HandResult`` of the hand just finished, as the table publishes it."""
-    message = rules_pb2.HandResult(
-        table_id=table.table_id,
-        hand_id=table.hand_id,
-        hand_number=result.hand,
-        room_id="room-test",
-        rules=table.rules,
-        players=table.players,
-        dealer=SEATS[result.dealer],
-        outcome={"win": 1, "drawn": 2, "escape": 3}[result.termination],
-        winner=SEATS[result.winner] if result.winner >= 0 else 0,
-        escaper=SEATS[result.escaper] if result.escaper >= 0 else 0,
-        multipliers=rules_pb2.Multipliers(
-            negotiated=result.negotiated, progressive=result.progressive, fan_rate=table.rules.fan_rate
-        ),
-        last_sequence=len(table.records),
+def pointer(table: LoggedTable, last_sequence: int | None = None) -> HandPointer:
+    """Where the hand just finished ends in the table's log, as the table's ``HandEnded`` says."""
+    return HandPointer(
+        table.table_id, table.hand_id, len(table.records) if last_sequence is None else last_sequence
     )
-    if result.win is not None:
-        message.description.CopyFrom(description_message(result.win.description))
-    erren = result.erren
-    if erren is None:
-        return message
-    message.doubling.start_doubled.extend(SEATS[s] for s, chose in enumerate(erren.doubling) if chose)
-    message.doubling.win_declines = erren.win_doublings
-    task = erren.task
-    if task:
-        message.task.CopyFrom(
-            rules_pb2.HandTask(
-                kind=_TASKS[task["kind"]],
-                pattern=contract.pattern_enum(task["pattern"]) if task.get("pattern") else 0,
-                multiplier=task["multiplier"],
-                completed_by_winner=erren.task_completed,
-            )
-        )
-    return message
-
-
-def description_message(description: dict[str, Any]) -> rules_pb2.HandDescription:
-    context = dict(description.get("context", {}))
-    message = rules_pb2.HandDescription(
-        profile=contract.PROFILES[description["profile"]],
-        concealed=description["concealed"],
-        win_tile=description["win_tile"],
-        self_drawn=bool(description.get("self_drawn")),
-    )
-    for meld in description.get("melds", []):
-        message.melds.add(kind=contract.MELD_KINDS[meld["kind"]], tiles=meld["tiles"])
-    out = message.context
-    for key, value in context.items():
-        if key in ("seat_wind", "round_wind"):
-            setattr(out, key, contract.WINDS[value])
-        elif key in ("flowers", "revealed_bonus_tiles"):
-            setattr(out, key, "".join(value))
-        elif key == "first_turn_win":
-            out.first_turn_win = rules_pb2.FirstTurnWin.Value(f"FIRST_TURN_WIN_{value.upper()}")
-        else:
-            setattr(out, key, bool(value))
-    return message
 
 
 def records_of(table: LoggedTable) -> list[LogRecord]:
@@ -200,34 +146,27 @@ def first_hand(profile: str, outcome: str, **settings: Any) -> tuple[LoggedTable
     raise AssertionError(f"no {profile} hand ended {outcome} in 200 seeds")
 
 
-def edited(result: rules_pb2.HandResult, change: Any) -> rules_pb2.HandResult:
-    copy = rules_pb2.HandResult()
-    copy.CopyFrom(result)
-    change(copy)
-    return copy
-
-
 # --- replay, in process --------------------------------------------------------------------------------
 @pytest.mark.parametrize("profile", ["duel", "erren"])
 def test_bot_hands_replay_to_their_results_hand_after_hand(profile: str) -> None:
     table = LoggedTable(profile)
     for number in range(1, 4):
         result = bot_hand(table, seed=100 + number)
-        claim = codec.hand_claim(hand_result(table, result))
-        replayed = verify_hand(records_of(table), claim)
+        replayed = replay_hand(records_of(table), pointer(table))
         assert replayed.outcome == result
-        scored = ScoringCore().score(claim, minimum_fan=replayed.settings.effective_minimum_fan)
+        scored = ScoringCore().score_replayed(replayed)
+        assert scored.claim.players == (SeatClaim("alice", 5000), SeatClaim("bob", 5000))  # HandBegun's
         if result.win is not None:
             assert scored.evaluation is not None
-            assert scored.evaluation.total_fan == result.win.total_fan
+            assert scored.evaluation.evaluation.to_json() == result.win.evaluation  # the engine's, as is
         if profile == "duel":  # T7: the progressive multiplier doubles every hand of the pairing
-            assert claim.progressive == 2 ** (number - 1)
+            assert scored.claim.progressive == 2 ** (number - 1)
 
 
 def test_a_hand_dealt_with_the_t6_grand_shift_item_replays() -> None:
     table = LoggedTable("duel")
     result = bot_hand(table, seed=3, items=({"qiankun": 2}, {}), qiankun=(0,))  # 乾坤大挪移 for seat 0
-    verify_hand(records_of(table), codec.hand_claim(hand_result(table, result)))
+    assert replay_hand(records_of(table), pointer(table)).outcome == result
 
 
 @pytest.mark.parametrize("profile", ["duel", "erren"])
@@ -241,62 +180,67 @@ def test_the_log_names_a_win_and_a_kong_as_the_contract_does(profile: str) -> No
     kinds = {text.split()[1] for text in logged}
     assert kinds & {"win", "self_draw_win"}
     assert not kinds & {"ron", "tsumo", "ankan", "kakan"}
-    assert verify_hand(records_of(table), codec.hand_claim(hand_result(table, result))).outcome == result
+    assert replay_hand(records_of(table), pointer(table)).outcome == result
 
 
-def test_a_changed_win_tile_is_refused() -> None:
-    table, result = first_hand("duel", "win")
-    genuine = hand_result(table, result)
-    other = "1z" if genuine.description.win_tile != "1z" else "2z"
-    tampered = edited(genuine, lambda r: setattr(r.description, "win_tile", other))
-    with pytest.raises(ReplayMismatch, match="description"):
-        verify_hand(records_of(table), codec.hand_claim(tampered))
+def test_t12_a_rolled_guess_rides_with_the_hand_for_the_wallet() -> None:
+    """猜大小 is part of the hand's outcome in its log: scoring passes it on with the hand's settlement
+    (the wallet stakes it on the transfer it moves); collecting is no guess."""
+    table, result = first_hand("duel", "win", guess_enabled=True)
+    assert result.guess is not None and result.guess.rolled  # the baseline bot guesses big
+    scored = ScoringCore().score_replayed(replay_hand(records_of(table), pointer(table)))
+    assert scored.guess == result.guess
+    stake = codec.guess_message(result.guess)
+    assert (stake.guess, list(stake.dice), stake.won) == (
+        rules_pb2.GUESS_BIG,
+        list(result.guess.dice or ()),
+        bool(result.guess.right),
+    )
+    assert stake.payout_multiplier == (result.guess.factor if result.guess.right else 0)
 
 
-def test_a_swapped_winner_is_refused() -> None:
-    table, result = first_hand("duel", "win")
-    loser = SEATS[result.loser]
-    tampered = edited(hand_result(table, result), lambda r: setattr(r, "winner", loser))
-    with pytest.raises(ReplayMismatch, match="winner"):
-        verify_hand(records_of(table), codec.hand_claim(tampered))
+def test_a_pointer_short_of_the_hands_end_is_refused() -> None:
+    """What scoring settles is what the log replays to, up to where ``HandEnded`` points: a pointer into
+    the middle of the hand names no finished hand."""
+    table, _ = first_hand("duel", "win")
+    with pytest.raises(ReplayMismatch, match="does not end the hand"):
+        replay_hand(records_of(table), pointer(table, len(table.records) - 2))
+
+
+def test_a_hand_begun_naming_one_player_twice_is_refused() -> None:
+    table, _ = first_hand("duel", "win")
+    begun = next(r for r in reversed(table.records) if r.record.HasField("hand_begun"))
+    begun.record.hand_begun.players[1].player_id = begun.record.hand_begun.players[0].player_id
+    with pytest.raises(ReplayMismatch, match="both seats"):
+        replay_hand(records_of(table), pointer(table))
 
 
 def test_a_rewritten_log_event_is_refused_at_its_sequence() -> None:
-    table, result = first_hand("duel", "win")
+    table, _ = first_hand("duel", "win")
     discard = next(r for r in table.records if r.record.engine_event.kind == "discarded")
     text = discard.record.engine_event.canonical_json
     tile = json.loads(text)["public"]["tile"]
     swapped = "9m" if tile != "9m" else "1m"
     discard.record.engine_event.canonical_json = text.replace(f'"tile":"{tile}"', f'"tile":"{swapped}"')
     with pytest.raises(ReplayMismatch) as refused:
-        verify_hand(records_of(table), codec.hand_claim(hand_result(table, result)))
+        replay_hand(records_of(table), pointer(table))
     assert refused.value.sequence == discard.sequence
 
 
 def test_a_log_missing_an_action_is_refused() -> None:
-    table, result = first_hand("duel", "win")
-    claim = codec.hand_claim(hand_result(table, result))
+    table, _ = first_hand("duel", "win")
     records = records_of(table)
     action = next(r for r in records if r.action and "discard" in r.action)
     kept = [r for r in records if r is not action]
     renumbered = [dataclasses.replace(r, sequence=n) for n, r in enumerate(kept, start=1)]
-    claim = dataclasses.replace(claim, last_sequence=len(renumbered))
     with pytest.raises(ReplayMismatch):
-        verify_hand(renumbered, claim)
-
-
-def test_a_carry_other_than_the_hand_began_with_is_refused() -> None:
-    table, result = first_hand("duel", "win")
-    tampered = edited(hand_result(table, result), lambda r: setattr(r.players[0], "carry", 10**9))
-    with pytest.raises(ReplayMismatch, match="players"):
-        verify_hand(records_of(table), codec.hand_claim(tampered))
+        replay_hand(renumbered, pointer(table, len(renumbered)))
 
 
 def test_a_log_short_of_last_sequence_is_incomplete_not_refused() -> None:
-    table, result = first_hand("duel", "win")
-    claim = codec.hand_claim(hand_result(table, result))
+    table, _ = first_hand("duel", "win")
     with pytest.raises(LogIncomplete):
-        verify_hand(records_of(table)[:-3], claim)
+        replay_hand(records_of(table)[:-3], pointer(table))
 
 
 def test_escape_mid_hand_replays_and_costs_the_t10_h3_penalty() -> None:
@@ -307,9 +251,7 @@ def test_escape_mid_hand_replays_and_costs_the_t10_h3_penalty() -> None:
     table.play("1 leave")  # T10: leaving during a hand is escape
     result = table.engine.outcome
     assert result is not None and result.termination is Termination.ESCAPE
-    claim = codec.hand_claim(hand_result(table, result))
-    verify_hand(records_of(table), claim)
-    scored = ScoringCore().score(claim)
+    scored = ScoringCore().score_replayed(replay_hand(records_of(table), pointer(table)))
     # H3: 64 fan × 1 × 1 × N=10 = 640, uncapped: the wallet caps it by the carry it holds for bob.
     assert (scored.settlement.payer, scored.settlement.payee) == ("bob", "alice")
     assert scored.settlement.fan_amount == 640
@@ -327,28 +269,26 @@ def test_H3_an_erren_escape_after_both_doubled_replays_and_costs_88_x_4_x_n() ->
     result = table.engine.outcome
     assert result is not None and result.termination is Termination.ESCAPE
     assert result.erren is not None and result.erren.doubling == (True, True)
-    claim = codec.hand_claim(hand_result(table, result))
-    verify_hand(records_of(table), claim)
-    settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
+    scored = ScoringCore().score_replayed(replay_hand(records_of(table), pointer(table)))
+    settlement = codec.settlement_message(scored.settlement)
     assert settlement.fan_amount == settlement.transfer.amount == 88 * 4 * 10
     assert (settlement.doubling.base_fan, settlement.doubling.s, settlement.total_fan) == (88, 4, 352)
     assert (settlement.transfer.from_player_id, settlement.fee) == ("bob", 0)
 
 
 def test_a_drawn_hand_moves_nothing() -> None:
-    table, result = first_hand("erren", "drawn")
-    claim = codec.hand_claim(hand_result(table, result))
-    verify_hand(records_of(table), claim)
-    settlement = codec.settlement_message(ScoringCore().score(claim).settlement)
+    table, _ = first_hand("erren", "drawn")
+    scored = ScoringCore().score_replayed(replay_hand(records_of(table), pointer(table)))
+    settlement = codec.settlement_message(scored.settlement)
     assert not settlement.HasField("transfer") and not settlement.postings
 
 
 @functools.cache
-def _logged_pair(profile: str) -> tuple[tuple[LogRecord, ...], Any]:
+def _logged_pair(profile: str) -> tuple[tuple[LogRecord, ...], HandPointer]:
     table = LoggedTable(profile)
     bot_hand(table, seed=5)
-    result = bot_hand(table, seed=6)  # the second hand: a log with a hand before it
-    return tuple(records_of(table)), codec.hand_claim(hand_result(table, result))
+    bot_hand(table, seed=6)  # the second hand: a log with a hand before it
+    return tuple(records_of(table)), pointer(table)
 
 
 @settings(max_examples=30, deadline=None)
@@ -358,7 +298,7 @@ def _logged_pair(profile: str) -> tuple[tuple[LogRecord, ...], Any]:
     how=st.sampled_from(["swap", "drop"]),
 )
 def test_any_reordered_or_dropped_event_of_the_hand_is_refused(profile: str, pick: int, how: str) -> None:
-    records, claim = _logged_pair(profile)
+    records, ended = _logged_pair(profile)
     start = max(r.sequence for r in records if r.canonical and '"kind":"hand_started"' in r.canonical)
     events = [r for r in records if r.canonical and r.sequence >= start]
     first = events[pick % (len(events) - 1)]
@@ -372,9 +312,9 @@ def test_any_reordered_or_dropped_event_of_the_hand_is_refused(profile: str, pic
         log = [
             dataclasses.replace(r, sequence=n) for n, r in enumerate([r for r in log if r is not first], 1)
         ]
-        claim = dataclasses.replace(claim, last_sequence=claim.last_sequence - 1)
+        ended = dataclasses.replace(ended, last_sequence=ended.last_sequence - 1)
     with pytest.raises(ReplayMismatch):
-        verify_hand(log, claim)
+        replay_hand(log, ended)
 
 
 # --- the service on real NATS --------------------------------------------------------------------------
@@ -387,14 +327,15 @@ async def write_log(bus: Bus, table: LoggedTable) -> None:
 HAND_ENDED_AT = 1_790_000_000  # the tests' hands all end at this Unix time
 
 
-async def hand_ended(bus: Bus, result: rules_pb2.HandResult, event_id: str = "") -> None:
+async def hand_ended(bus: Bus, ended: HandPointer, event_id: str = "") -> None:
+    """The table's ``HandEnded`` for the hand ``ended`` points at."""
     event = events_pb2.HandEnded(
         envelope=events_pb2.EventEnvelope(
-            event_id=event_id or f"hand_ended:{result.hand_id}", occurred_at=Timestamp(seconds=HAND_ENDED_AT)
+            event_id=event_id or f"hand_ended:{ended.hand_id}", occurred_at=Timestamp(seconds=HAND_ENDED_AT)
         ),
-        table_id=result.table_id,
-        hand_id=result.hand_id,
-        result=result,
+        table_id=ended.table_id,
+        hand_id=ended.hand_id,
+        log_position=ended.last_sequence,
     )
     await bus.publish_event(subjects.HAND_ENDED, event)
 
@@ -440,12 +381,12 @@ async def start_scoring(start_service: Any, service_env: dict[str, str]) -> Any:
 
 async def logged_win(
     bus: Bus, start_service: Any, service_env: dict[str, str]
-) -> tuple[Any, dict[str, Any], rules_pb2.HandResult]:
+) -> tuple[Any, Outcome, LoggedTable]:
     """A running scoring service and a won duel hand whose log is on NATS (not yet ended)."""
     runtime = await start_scoring(start_service, service_env)
     table, result = first_hand("duel", "win")
     await write_log(bus, table)
-    return runtime, result, hand_result(table, result)
+    return runtime, result, table
 
 
 @pytest.mark.integration
@@ -453,26 +394,28 @@ async def logged_win(
 async def test_a_good_hand_is_scored_and_published_once(
     bus: Bus, start_service: Any, service_env: dict[str, str]
 ) -> None:
-    runtime, result, genuine = await logged_win(bus, start_service, service_env)
-    await hand_ended(bus, genuine)
-    await hand_ended(bus, genuine, event_id="hand_ended:redelivered")  # a duplicate is harmless
-    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id)
+    runtime, result, table = await logged_win(bus, start_service, service_env)
+    ended = pointer(table)
+    await hand_ended(bus, ended)
+    await hand_ended(bus, ended, event_id="hand_ended:redelivered")  # a duplicate is harmless
+    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, ended.hand_id)
     await asyncio.sleep(0.5)  # room for a second, wrongly published settlement
-    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id)
+    scored = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, ended.hand_id)
     assert len(scored) == 1
     event = scored[0]
-    assert event.envelope.event_id == f"scoring:hand_scored:{genuine.hand_id}"
+    assert event.envelope.event_id == f"scoring:hand_scored:{ended.hand_id}"
     assert event.hand_ended_at.seconds == HAND_ENDED_AT  # carried for the wallet's settlement lag
     assert result.win is not None
     fan = result.win.total_fan
     assert event.evaluation.total_fan == fan
-    winner, loser = genuine.players[result.winner], genuine.players[result.loser]
+    winner, loser = table.players[result.winner], table.players[result.loser]
     assert event.settlement.transfer.to_player_id == winner.player_id
     assert event.settlement.transfer.amount == fan * 1 * 1 * 10  # H1 with N = 10, uncapped as scored
     assert event.settlement.transfer.from_player_id == loser.player_id
     assert not event.settlement.postings  # what moves is the wallet's to say (SettlementApplied)
-    assert list(event.player_ids) == [p.player_id for p in genuine.players]  # who owes the fee
+    assert list(event.player_ids) == [p.player_id for p in table.players]  # who owes the fee
     assert event.profile == rules_pb2.PROFILE_DUEL  # the ratings the hand moves
+    assert not event.HasField("guess")  # no 猜大小 in this room
     # This service verified and scored the hand. The redelivery may be taken by another test's scoring
     # on the same durable consumer (the suite shares one NATS): that it published nothing twice is
     # the check above.
@@ -481,16 +424,30 @@ async def test_a_good_hand_is_scored_and_published_once(
 
 @pytest.mark.integration
 @pytest.mark.asyncio
-async def test_a_tampered_result_is_refused_with_the_event_and_the_metric(
+async def test_a_pointer_into_the_middle_of_a_hand_is_refused_with_the_event_and_the_metric(
     bus: Bus, start_service: Any, service_env: dict[str, str]
 ) -> None:
-    runtime, _, genuine = await logged_win(bus, start_service, service_env)
-    other = "1z" if genuine.description.win_tile != "1z" else "2z"
-    await hand_ended(bus, edited(genuine, lambda r: setattr(r.description, "win_tile", other)))
-    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, genuine.hand_id)
-    assert len(rejected) == 1 and "win_tile" in rejected[0].reason
+    runtime, _, table = await logged_win(bus, start_service, service_env)
+    short = pointer(table, len(table.records) - 2)
+    await hand_ended(bus, short)
+    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, short.hand_id)
+    assert len(rejected) == 1 and "does not end the hand" in rejected[0].reason
     assert metric(runtime, "duel_scoring_replay_rejected_total") >= 1
-    assert not await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, genuine.hand_id, within=0)
+    assert not await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, short.hand_id, within=0)
+
+
+@pytest.mark.integration
+@pytest.mark.asyncio
+async def test_a_won_guess_is_published_with_the_hand_for_the_wallet(
+    bus: Bus, start_service: Any, service_env: dict[str, str]
+) -> None:
+    await start_scoring(start_service, service_env)
+    table, result = first_hand("duel", "win", guess_enabled=True)
+    await write_log(bus, table)
+    await hand_ended(bus, pointer(table))
+    (scored,) = await stored(bus, subjects.HAND_SCORED, events_pb2.HandScored, table.hand_id)
+    assert result.guess is not None and scored.HasField("guess")
+    assert scored.guess == codec.guess_message(result.guess)
 
 
 @pytest.mark.integration
@@ -503,9 +460,8 @@ async def test_an_escape_publishes_the_penalty_for_the_wallet(
     table.deal(seed=11)
     table.play("0 leave")
     await write_log(bus, table)
-    escaped = hand_result(table, table.engine.outcome or {})
-    await hand_ended(bus, escaped)
-    penalties = await stored(bus, subjects.ESCAPE_PENALTY, events_pb2.EscapePenalty, escaped.hand_id)
+    await hand_ended(bus, pointer(table))
+    penalties = await stored(bus, subjects.ESCAPE_PENALTY, events_pb2.EscapePenalty, table.hand_id)
     assert [(p.escaper_player_id, p.opponent_player_id, p.amount) for p in penalties] == [
         ("alice", "bob", 640)
     ]
@@ -521,9 +477,8 @@ async def test_a_hand_without_a_log_is_refused_and_garbage_is_dropped(
     config = ScoringConfig.from_env({**service_env, "SCORING_LOG_WAIT_DELIVERIES": "1"})
     runtime = await start_service(SCORING, config)
     await bus.publish(subjects.HAND_ENDED, b"\x0a\x05ab", msg_id=f"garbage-{secrets.token_hex(4)}")
-    table, result = first_hand("duel", "win")  # played, but its log never reaches NATS
-    unlogged = hand_result(table, result)
-    await hand_ended(bus, unlogged)
-    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, unlogged.hand_id)
+    table, _ = first_hand("duel", "win")  # played, but its log never reaches NATS
+    await hand_ended(bus, pointer(table))
+    rejected = await stored(bus, subjects.REPLAY_REJECTED, events_pb2.ReplayRejected, table.hand_id)
     assert len(rejected) == 1 and "before" in rejected[0].reason
     assert metric(runtime, "duel_scoring_malformed_events_total") >= 1

@@ -89,7 +89,7 @@ def hand_scored(
     stake: int,
     *,
     rated: bool = False,
-    guess: events_pb2.GuessStake | None = None,
+    guess: rules_pb2.GuessStake | None = None,
 ) -> events_pb2.HandScored:
     """``rated``: with its players (the payer in SEAT_FIRST) and profile, so it moves their ratings;
     ``guess``: the winner's 猜大小 (T12), applied with the hand."""
@@ -167,7 +167,7 @@ def settlements(
             # transaction, staked on what the carries let through.
             won = rng.random() < 0.5
             guess = (
-                events_pb2.GuessStake(
+                rules_pb2.GuessStake(
                     guess=rules_pb2.GUESS_BIG,
                     dice=[1, 2, 3],
                     won=won,

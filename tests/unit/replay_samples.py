@@ -9,7 +9,6 @@ from duelmahjong.engine import fairness
 from duelmahjong.replay.build import build_replay
 from duelmahjong.v1 import archive_pb2, play_pb2, rules_pb2, server_state_pb2, tiles_pb2
 from services.scoring import codec as scoring_codec
-from services.scoring.core import ScoringCore
 from tests.unit.table_logs import RecordedMatch, played
 
 
@@ -25,12 +24,11 @@ def won_hand_with_melds(profile: str, seed: int, hands: int = 3) -> RealHand:
     as build_replay makes it from the table's log. The test table's wallet never answers, so the
     settlement is scoring's for the hand (as scored: the transfer before the carry caps)."""
     match = _match(profile, seed, hands, 0.0)
-    result = next(
-        r for r in match.quiet.results if r.outcome == rules_pb2.HAND_OUTCOME_WIN and r.description.melds
+    scored = next(
+        s for s in match.scored() if s.claim.description is not None and s.claim.description.get("melds")
     )
     records = match.records()
-    replay = build_replay(records, result.hand_id)
-    scored = ScoringCore().score(scoring_codec.hand_claim(result))
+    replay = build_replay(records, scored.claim.hand_id)
     replay.result.settlement.CopyFrom(scoring_codec.settlement_message(scored.settlement))
     return RealHand(replay, records)
 
@@ -66,7 +64,7 @@ def _match(profile: str, seed: int, hands: int, offers: float) -> RecordedMatch:
 def every_hand(profile: str, seed: int, hands: int = 3, *, offers: float = 0.0) -> list[archive_pb2.Replay]:
     """Every hand a real ``LiveTable`` finished in a match, as build_replay makes it."""
     match = _match(profile, seed, hands, offers)
-    return [build_replay(match.records(), result.hand_id) for result in match.quiet.results]
+    return [build_replay(match.records(), ended.hand_id) for ended in match.quiet.ended]
 
 
 def hand_made_replay() -> archive_pb2.Replay:

@@ -10,7 +10,8 @@ import random
 import time
 from typing import Any
 
-from duelmahjong.v1 import events_pb2, rules_pb2, server_state_pb2
+from duelmahjong.v1 import events_pb2, server_state_pb2
+from services.scoring.replay import HandPointer
 from services.table import wal
 from services.table.metrics import TableMetrics
 from services.table.ports import OpenRequest
@@ -36,17 +37,17 @@ class RecordingLog:
 
 
 class Quiet:
-    """The other services: nobody listens but to hand results; the wallet never answers (an empty
-    settlement is shown)."""
+    """The other services: nobody listens but to hands' ends (where each hand ends in the log); the
+    wallet never answers (an empty settlement is shown)."""
 
     def __init__(self) -> None:
-        self.results: list[rules_pb2.HandResult] = []
+        self.ended: list[HandPointer] = []
 
     async def publish(self, subject: str, event: Any, event_id: str) -> None:
         return None
 
-    async def hand_ended(self, result: rules_pb2.HandResult) -> None:
-        self.results.append(result)
+    async def hand_ended(self, table_id: str, hand_id: str, log_position: int) -> None:
+        self.ended.append(HandPointer(table_id, hand_id, log_position))
 
     async def table_opened(self, request: OpenRequest) -> None:
         return None

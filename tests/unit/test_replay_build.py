@@ -70,7 +70,7 @@ def test_a_replay_shows_every_step_of_every_hand_as_the_table_played_it(
     m = match(profile, seed, offers)
     records = m.records()
     sent = [_received(m, 0), _received(m, 1)]
-    results = {r.hand_id: r for r in m.quiet.results}
+    results = {s.claim.hand_id: s.claim.outcome for s in m.scored()}
     compared = 0
     for hand_id in hand_ids(records):
         replay = build_replay(records, hand_id)
@@ -119,14 +119,13 @@ def test_a_replay_shows_every_step_of_every_hand_as_the_table_played_it(
             before = replay.steps[step.index - 2]
             assert step.state == before.state
         if hand_id in results:
-            outcome = results[hand_id].outcome
             assert (
                 replay.result.outcome
                 == {
-                    rules_pb2.HAND_OUTCOME_WIN: archive_pb2.ARCHIVED_OUTCOME_WIN,
-                    rules_pb2.HAND_OUTCOME_DRAWN: archive_pb2.ARCHIVED_OUTCOME_DRAWN,
-                    rules_pb2.HAND_OUTCOME_ESCAPE: archive_pb2.ARCHIVED_OUTCOME_ESCAPE,
-                }[outcome]
+                    "win": archive_pb2.ARCHIVED_OUTCOME_WIN,
+                    "drawn": archive_pb2.ARCHIVED_OUTCOME_DRAWN,
+                    "escape": archive_pb2.ARCHIVED_OUTCOME_ESCAPE,
+                }[results[hand_id]]
             )
             assert events[-1].event.first_seat.HasField("hand_revealed")
         # The table as dealt: after the step that dealt (erren deals after 开始加倍), 补花 included.

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import random
 from typing import Any, cast
 
 import pytest
 
-from duelmahjong import contract
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose
-from duelmahjong.engine.outcome import Guess, Outcome, Termination, Win
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
-from duelmahjong.rules.description import HandDescription
-from duelmahjong.rules.tiles import format_tiles, parse_tiles
+from duelmahjong.rules.tiles import parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2, wallet_pb2
 from duelmahjong.views import codec, seat_events, seat_views
 from services.table import results
@@ -98,70 +94,6 @@ def test_a_bad_tile_is_invalid_argument_and_a_draw_is_refused() -> None:
         codec.decode_action(play_pb2.Action(discard=play_pb2.DiscardAction(tile="0m")), 0, legal)
     with pytest.raises(codec.IllegalActionError):
         codec.decode_action(play_pb2.Action(draw=play_pb2.DrawAction()), 0, legal)
-
-
-@pytest.mark.parametrize("profile", ["duel", "erren"])
-def test_hand_results_carry_the_engine_description_exactly(profile: str) -> None:
-    wins = 0
-    for seed in range(40):
-        table = _played(profile, seed)
-        while table.phase not in ("over", "closed"):
-            seat = next(s for s in (0, 1) if any(a.kind != A.LEAVE for a in table.legal_actions(s)))
-            table.apply(choose(table.state, seat, table.legal_actions(seat)))
-        outcome = table.outcome
-        assert outcome is not None
-        rules = rules_pb2.RoomRules(profile=contract.PROFILES[profile], fan_rate=10)
-        message = results.hand_result(
-            outcome, table_id="t", hand_id="t-h1", room_id="r", rules=rules, players=PLAYERS, last_sequence=99
-        )
-        assert message.outcome == seat_views.OUTCOMES[outcome.termination] and message.last_sequence == 99
-        if outcome.win is not None:
-            wins += 1
-            described = HandDescription.from_json(outcome.win.description)
-            proto = message.description
-            assert format_tiles(parse_tiles(proto.concealed)) == format_tiles(described.concealed)
-            assert parse_tiles(proto.win_tile) == [described.win_tile]
-            assert proto.self_drawn == described.self_drawn and len(proto.melds) == len(described.melds)
-            assert message.winner == codec.seat_enum(outcome.winner)
-    assert wins > 0
-
-
-def test_t12_a_guess_is_resolved_on_the_settled_winnings_and_collecting_is_no_guess() -> None:
-    # The wallet moved 40 of the 160 scored (a carry capped it): the guess stakes what moved.
-    applied = events_pb2.SettlementApplied(
-        settlement=rules_pb2.Settlement(
-            fan_amount=160,
-            capped_by_carry=True,
-            transfer=rules_pb2.Transfer(from_player_id="b", to_player_id="a", amount=40),
-        )
-    )
-    won = Outcome(
-        Termination.WIN,
-        hand=1,
-        dealer=0,
-        dealer_passes=0,
-        winner=0,
-        escaper=-1,
-        negotiated=1,
-        progressive=1,
-        hands=("", ""),
-        win=Win(True, {}, {}),
-    )
-    result = dataclasses.replace(won, guess=Guess("big", (6, 5, 1), True, 3))
-    guessed = results.guess_resolved(result, applied, table_id="t", hand_id="t-h1", player_id="a")
-    assert guessed is not None
-    assert (guessed.stake, guessed.won, guessed.payout_multiplier, list(guessed.dice)) == (
-        40,
-        True,
-        3,
-        [6, 5, 1],
-    )
-    assert guessed.guess == rules_pb2.GUESS_BIG
-    collected = dataclasses.replace(won, guess=Guess("collect"))
-    assert results.guess_resolved(collected, applied, table_id="t", hand_id="t-h1", player_id="a") is None
-    assert results.guess_resolved(result, None, table_id="t", hand_id="t-h1", player_id="a") is None
-    refused = events_pb2.SettlementApplied(rejected_reason="no player 'a'")  # nothing moved: no stake
-    assert results.guess_resolved(result, refused, table_id="t", hand_id="t-h1", player_id="a") is None
 
 
 def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:

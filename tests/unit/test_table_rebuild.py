@@ -29,7 +29,8 @@ from duelmahjong.platform.errors import PermissionDenied
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2
 from duelmahjong.views import codec, seat_views
 from services.scoring import codec as scoring_codec
-from services.scoring.replay import verify_hand
+from services.scoring.core import ScoredHand, ScoringCore
+from services.scoring.replay import replay_hand
 from services.table.broadcast import Broadcast
 from services.table.live import LiveTable
 from services.table.live_state import LiveState
@@ -159,6 +160,11 @@ class Match:
                 now,
             )
 
+    def scored(self) -> list[ScoredHand]:
+        """Every hand the table ended, as scoring turns the log it points into into the hand's result."""
+        records = [r for message in self.log.messages for r in scoring_codec.log_records(message)]
+        return [ScoringCore().score_replayed(replay_hand(records, ended)) for ended in self.quiet.ended]
+
     async def begin(self) -> None:
         """The table started and both seats attached."""
         self.table.start()
@@ -275,10 +281,10 @@ def test_scoring_replays_every_hand_of_a_log_with_the_record_kinds_it_does_not_r
     kinds = {r.WhichOneof("kind") for m in match.log.messages for r in (m.record, *m.following)}
     assert kinds == {f.name for f in server_state_pb2.TableLogRecord.DESCRIPTOR.oneofs_by_name["kind"].fields}
     records = [r for message in match.log.messages for r in scoring_codec.log_records(message)]
-    assert match.quiet.results and {r.sequence for r in records} == set(range(1, len(records) + 1))
-    for result in match.quiet.results:
-        claim = scoring_codec.hand_claim(result)
-        assert verify_hand(records, claim).outcome.termination == claim.outcome
+    assert match.quiet.ended and {r.sequence for r in records} == set(range(1, len(records) + 1))
+    hands = [replay_hand(records, ended) for ended in match.quiet.ended]
+    assert [h.outcome.hand for h in hands] == list(range(1, len(hands) + 1))
+    assert all(h.begun.players == (("a", 1000), ("b", 900)) for h in hands), hands[0].begun
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from services.wallet.commands import FEES, Charge, EscapePenalty, HandSettlement, PlaceHold
 from services.wallet.known import KnownRows, Read
-from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState
+from services.wallet.ledger import AccountRef, AccountState, Draft, HoldState, House
 from services.wallet.rating import Skill
 
 
@@ -18,15 +18,16 @@ def _hand(key: str = "hand:h1", table: str = "t1", stake: int = 300) -> HandSett
 
 def _read_of(table_pairing: str = "p1") -> tuple[Draft, Read]:
     """What a snapshot read of a hand at t1 (pairing p1) returns: a holds 500 + 10 in p1, b holds
-    nothing; and the fee account (a hand's transaction charges the fees)."""
+    nothing; and the house accounts a hand's transaction may move (its fees, its 猜大小)."""
     accounts = [
         AccountState(11, AccountRef.player("a"), 1000, 510, False),
         AccountState(12, AccountRef.player("b"), 800, 0, False),
         AccountState(2, FEES, 40, 0, False),
+        AccountState(3, AccountRef.house(House.GUESS), 0, 0, True),
     ]
     holds = [HoldState("p1", "a", 500, 10)]
     read = Read(
-        accounts={11: (1000, 510), 12: (800, 0), 2: (40, 0)},
+        accounts={11: (1000, 510), 12: (800, 0), 2: (40, 0), 3: (0, 0)},
         holds={("p1", "a"): (500, 10, False)},
         versions={11: 7, 12: 3},
     )
@@ -66,7 +67,7 @@ def test_a_written_plan_is_what_is_known_next_one_version_on() -> None:
     assert after is not None
     next_draft, next_read = after
     assert next_read.versions == {11: 8, 12: 4}
-    assert next_read.accounts == {11: (700, 210), 12: (1100, 0), 2: (40, 0)}
+    assert next_read.accounts == {11: (700, 210), 12: (1100, 0), 2: (40, 0), 3: (0, 0)}
     assert next_read.holds == {("p1", "a"): (200, 10, False)}
     assert next_draft.plan.postings == []  # a fresh draft: the plan is not remembered
 

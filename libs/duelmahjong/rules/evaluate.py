@@ -43,6 +43,24 @@ class Evaluation(NamedTuple):
             "meets_minimum": self.meets_minimum,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evaluation:
+        """The evaluation :meth:`to_json` wrote (a logged win's, read back without scoring it again).
+
+        >>> e = Evaluation((ScoredPattern("basic_win", "推倒胡", 1),), 1, False, False, True)
+        >>> Evaluation.from_json(e.to_json()) == e
+        True
+        """
+        return cls(
+            patterns=tuple(
+                ScoredPattern(str(p["id"]), str(p["name_zh"]), int(p["fan"])) for p in data["patterns"]
+            ),
+            total_fan=int(data["total_fan"]),
+            capped=bool(data["capped"]),
+            limit=bool(data["limit"]),
+            meets_minimum=bool(data["meets_minimum"]),
+        )
+
     def fan_of(self, pattern_id: str) -> int:
         """The fan scored by one pattern, 0 if absent."""
         return next((p.fan for p in self.patterns if p.id == pattern_id), 0)

@@ -17,6 +17,8 @@ import pytest_asyncio
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc, tiles_pb2
+from services.scoring import codec as scoring_codec
+from services.scoring.replay import ReplayedHand, replay_hand
 from services.table import main as table_main
 from services.table.config import TableConfig
 from services.table.live import LiveTable
@@ -329,6 +331,13 @@ async def _read_log(bus: Bus, table_id: str) -> list[events_pb2.TableEventAppend
     ]
 
 
+async def _replayed(bus: Bus, ended: events_pb2.HandEnded) -> ReplayedHand:
+    """The hand a ``HandEnded`` points at, as scoring turns the table's log into its result."""
+    messages = await _log_messages(bus, ended.table_id)
+    records = [record for message in messages for record in scoring_codec.log_records(message)]
+    return replay_hand(records, scoring_codec.hand_pointer(ended))
+
+
 async def _first_turn(
     table: LiveTable, first: SeatClient, second: SeatClient
 ) -> tuple[SeatClient, SeatClient, play_pb2.SeatView]:
@@ -364,6 +373,7 @@ def kit() -> SimpleNamespace:
         live=live,
         play_until_over=play_until_over,
         read_log=_read_log,
+        replayed=_replayed,
         log_messages=_log_messages,
         next_rejection=_next_rejection,
         first_turn=_first_turn,

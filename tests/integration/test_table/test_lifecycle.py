@@ -168,8 +168,8 @@ async def test_a_seat_gone_past_the_grace_period_has_left_mid_hand_t10(
         await asyncio.wait_for(second.ended.wait(), 10)
     finally:
         await sub.unsubscribe()
-    mine = [e.result for e in ended if e.table_id == table_id]
-    assert [(r.outcome, r.escaper) for r in mine] == [(rules_pb2.HAND_OUTCOME_ESCAPE, rules_pb2.SEAT_FIRST)]
+    mine = [(await kit.replayed(bus, e)).outcome for e in ended if e.table_id == table_id]
+    assert [(hand.termination, hand.escaper) for hand in mine] == [("escape", 0)]
     host = table_server.host
     assert host.metrics is not None and host.metrics.escapes._value.get() >= 1
 

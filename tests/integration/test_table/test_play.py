@@ -15,7 +15,7 @@ import pytest
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.rules.tiles import parse_tiles
-from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from duelmahjong.v1 import events_pb2, play_pb2, table_pb2, table_pb2_grpc
 
 pytestmark = pytest.mark.asyncio
 
@@ -174,8 +174,8 @@ async def test_escape_mid_hand_ends_the_hand_and_the_table(
     await asyncio.wait_for(second.ended.wait(), 10)
     await sub.unsubscribe()
     mine = [e for e in ended if e.table_id == table_id]
-    assert len(mine) == 1
-    assert mine[0].result.outcome == rules_pb2.HAND_OUTCOME_ESCAPE
-    assert mine[0].result.escaper == rules_pb2.SEAT_FIRST
+    assert len(mine) == 1 and mine[0].log_position > 0 and not mine[0].HasField("result")
+    hand = (await kit.replayed(bus, mine[0])).outcome  # what the log the event points into replays to
+    assert (hand.termination, hand.escaper) == ("escape", 0)
     kinds = [r.event.WhichOneof("kind") for r in second.received if r.HasField("event")]
     assert "hand_revealed" in kinds and "table_ended" in kinds
