@@ -49,6 +49,14 @@ class Settling:
         self._post = post  # puts the wallet's answer into the table's inbox
         self._outcome: Outcome | None = None
 
+    async def hand_over(self, outcome: Outcome) -> None:
+        """The engine ended the hand in play with ``outcome``: counted among the table's hands, then
+        settled (:meth:`begin`)."""
+        self._state.hands_played += 1
+        if self._host.metrics is not None:
+            self._host.metrics.hands.labels(outcome=outcome.termination).inc()
+        await self.begin(outcome)
+
     async def begin(self, outcome: Outcome) -> None:
         """The hand ended with ``outcome`` (the engine's): SETTLING, the answer expected, the result
         published for scoring. A table rebuilt in SETTLING begins again: the claim is the hand's own,
