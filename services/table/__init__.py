@@ -8,8 +8,12 @@ Who owns what (each message family is built in one module, from engine values or
   ``ports``: what a live table is given (``OpenRequest``, the bus ports, what it reads of its host);
 - ``live``: one live table (its inbox, its task, the checks of a seat's request, the BUSY refusal and
   ``GetTableStatusResponse``); ``live_state``: its declared state; ``broadcast``: what its seats are
-  shown (``PlayResponse``, ``ActionRejected``), written ahead first; ``hands``: what moves its hands on;
-  ``settling``: a hand's end (SETTLING until the wallet's answer comes as an inbox message);
+  shown (``PlayResponse``, ``ActionRejected``), written ahead first; ``hands``: what moves its hands
+  on, one collaborator per phase, put together: ``dealing`` (a hand dealt, the items chosen for it
+  spent), ``steps`` (a hand in play: each action applied, the next decisions), ``charges`` (the items
+  and paid exchanges a hand spends, told to the wallet as they are shown), ``settling`` (a hand's end:
+  SETTLING until the wallet's answer comes as an inbox message), ``between`` (between hands: continue
+  or leave), ``timers`` (deadlines, 托管, claim windows passed);
   ``seats``: one seat's stream and clocks; ``tickets``: table tickets;
 - in ``duelmahjong.views`` (a library, so the replay and the scoring service build the same messages):
   ``codec``, the contract's words for engine values — seats, phases, room rules, actions and legal

@@ -1,35 +1,43 @@
-"""The life of a hand at a live table: applying actions, timers (T11), 托管 (T10), dealing, the hand's
-end, settlement and between hands.
+"""What moves a live table's hands on, put together: one collaborator per phase of the table
+(``LiveState.status``), built here once per table, and the few entry points
+:class:`~services.table.live.LiveTable` calls.
 
-:class:`HandCycle` runs in the live table's task only, on the
-:class:`~services.table.live_state.LiveState` it is given; what it shows the seats goes through the
-table's :class:`~services.table.broadcast.Broadcast`, what the other services learn through the
-table's :class:`~services.table.ports.TableEvents`.
+- WAITING → PLAYING, and BETWEEN_HANDS → PLAYING: :class:`~services.table.dealing.Dealing` deals;
+- PLAYING: :class:`~services.table.steps.Steps` applies each action and offers the next decisions;
+  :class:`~services.table.charges.Charges` tells the wallet what a step or the deal spent;
+- PLAYING → SETTLING: :class:`~services.table.settling.Settling`, until the wallet's answer is shown;
+- BETWEEN_HANDS: :class:`~services.table.between.BetweenHands`, each seat's continue or leave (T7);
+- any phase, when nobody acts: :class:`~services.table.timers.Timers`, the deadlines (T11), 托管
+  (T10), claim windows, the waits for the seats to join and for the hand's settlement;
+- CLOSED: :meth:`LiveState.ending <services.table.live_state.LiveState.ending>`, from any of them.
+
+They run in the live table's task only, on its :class:`~services.table.live_state.LiveState`; what
+they show the seats goes through the table's :class:`~services.table.broadcast.Broadcast`, what the
+other services learn through its :class:`~services.table.ports.TableEvents`. Each is given what it
+uses, and the references go one way — the timers hold the phases they move on, between hands holds the
+deal, the deal holds the steps, the steps hold settling — so a finished table is freed by reference
+counting (services/table/gc_policy.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 
-from duelmahjong.engine import actions as A
-from duelmahjong.engine import bot
-from duelmahjong.engine.actions import Action
-from duelmahjong.engine.events import Event
-from duelmahjong.engine.outcome import Outcome
-from duelmahjong.engine.state import CLOSED
-from duelmahjong.platform import subjects
-from duelmahjong.v1 import events_pb2, table_pb2
-from duelmahjong.views import items, seat_events
-from services.table import claim_window, records, results
+from duelmahjong.v1 import table_pb2
+from duelmahjong.views import seat_events
+from services.table.between import BetweenHands
 from services.table.broadcast import Broadcast
+from services.table.charges import Charges
+from services.table.dealing import Dealing
 from services.table.live_state import LiveState
 from services.table.ports import Settlements, TableEvents, TableOwner
 from services.table.settling import PostSettlement, Settling
+from services.table.steps import Steps
+from services.table.timers import Timers, autoplay_action
 
 
 class HandCycle:
-    """What moves a live table's hands on: seats' actions once checked, the clock, the hand's end."""
+    """A live table's hands: its phases' collaborators, and what the table's task calls of them."""
 
     def __init__(
         self,
@@ -42,216 +50,24 @@ class HandCycle:
     ) -> None:
         self._state = state
         self._out = out
-        self._host = host
-        self._events = events
-        self.settling = Settling(state, out, host, events, settlements, post_settlement)
-        # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
-        # are shown: (the hand_ended event, if the step ended the hand).
-        self._held_step: tuple[Event | None] | None = None
-
-    async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
-        """Apply one legal action: write its records ahead, then show its events, then what follows.
-        ``out_of_time``: the seat's deadline passed, its time bank is spent (T11)."""
-        seat = self._state.seats[action.seat]
-        bank = seat.bank
-        if out_of_time:
-            seat.bank = 0.0
-        seat.spend(self._host.now(), self._state.settings.decision_seconds)
-        events = self._state.engine.apply(action)
-        leading = [records.action_applied(action, origin)]
-        if seat.bank != bank:
-            leading.insert(0, records.time_bank(action.seat, seat.bank))
-        sent = await self._out.publish(leading, events)
-        if self._state.windows is not None and self._state.windows.open:
-            # The seats' streams take the opener before this task builds what follows it (the
-            # opponent's decision view when it has an option): else the discard itself would reach
-            # the discarder later when the opponent can claim it.
-            await asyncio.sleep(0)
-        await self._charges(sent)
-        if self._host.metrics is not None:
-            self._host.metrics.action_applied(action.kind, origin)
-            if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
-                self._host.metrics.escapes.inc()
-        ended = next((e for e in events if e.kind == "hand_ended"), None)
-        if self._state.holding():
-            if ended is not None or self._held_step is None:
-                self._held_step = (ended,)
-            return
-        await self._go_on(ended)
-
-    async def _go_on(self, ended: Event | None) -> None:
-        """After a step once its events are shown: the hand's end, or the decisions that follow."""
-        if ended is not None:
-            await self.hand_over(ended.outcome)
-        elif self._state.engine.phase != CLOSED:
-            self.offer_decisions()
-            await self.autoplay()
-
-    async def autoplay(self) -> None:
-        """T10 托管: a seat that is away and missed a deadline has its decisions played by the baseline
-        bot at once, until it reconnects."""
-        while self._state.status == table_pb2.TABLE_STATUS_PLAYING and not self._state.between:
-            seat = next(
-                (
-                    s
-                    for s in (0, 1)
-                    if self._state.seats[s].auto_play
-                    and not self._state.seats[s].connected
-                    and self._state.deciding(s)
-                ),
-                None,
-            )
-            if seat is None:
-                return
-            legal = self._state.engine.legal_actions(seat)
-            if self._host.metrics is not None:
-                self._host.metrics.autoplays.inc()
-            await self.apply(bot.choose(self._state.engine.state, seat, legal), "autoplay")
-
-    def offer_decisions(self) -> None:
-        now, sequence = self._host.now(), self._state.last_event_sequence()
-        windows = self._state.windows
-        window_end = windows.deciding_until() if windows is not None else None
-        fresh = []
-        for seat, state in enumerate(self._state.seats):
-            if self._state.deciding(seat):
-                # A decision is new when the seat had none (it just acted, or the turn came to it); a
-                # seat still deciding keeps its clock and its sequence while the other acts (T4 both).
-                if state.offer(now, sequence):
-                    fresh.append(seat)
-                    if window_end is not None and windows is not None:
-                        state.window_until = window_end - claim_window.answer_margin(windows.seconds)
-            else:
-                state.no_decision()
-        # Only a seat with a new decision gets a view (with its legal actions): the events already told
-        # both seats what changed, and a view per seat per action would double the table's work.
-        self._out.send_views(fresh)
-
-    def next_deadline(self) -> float | None:
-        if self._state.status == table_pb2.TABLE_STATUS_WAITING:
-            return self._state.opened_at + self._host.join_seconds
-        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
-            return self.settling.deadline()  # no decision runs while the hand is settled
-        times = [t for t in (self._state.deadline(0), self._state.deadline(1)) if t is not None]
-        if self._state.windows is not None and self._state.windows.open:
-            times.append(self._state.windows.open[0].ends_at)
-        times += [
-            s.left_at + self._state.grace
-            for s in self._state.seats
-            if s.left_at is not None and not self._state.between
-        ]
-        return min(times) if times else None
-
-    async def on_clock(self) -> None:
-        now = self._host.now()
-        # A window's decision past its time is passed before the windows are released: a loop that gets
-        # here late, past the window's end as well, then shows what follows as it would have in time
-        # (held to the window's end, stamped so), not at once, a step later, at the time of the release.
-        for seat in (0, 1):
-            deadline = self._state.deadline(seat)
-            if self._state.seats[seat].window_until is not None and deadline is not None and now >= deadline:
-                await self._window_passed(seat)
-        if self._out.release(now) and self._held_step is not None and not self._state.holding():
-            (ended,), self._held_step = self._held_step, None
-            await self._go_on(ended)
-        if self._state.status == table_pb2.TABLE_STATUS_WAITING:
-            if now >= self._state.opened_at + self._host.join_seconds:
-                self._state.ending("a seat never joined the table")  # nobody played
-            return
-        if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
-            if self.settling.gave_up(now):
-                await self.settled(None)
-            return
-        for seat in (0, 1):
-            if self._state.status == table_pb2.TABLE_STATUS_CLOSED or self._state.engine.phase == CLOSED:
-                return
-            state = self._state.seats[seat]
-            if (
-                not self._state.between
-                and state.left_at is not None
-                and now >= state.left_at + self._state.grace
-            ):
-                await self.apply(Action(seat, A.LEAVE), "timeout")  # T10: gone past the grace = escape
-                continue
-            deadline = self._state.deadline(seat)
-            if deadline is None or now < deadline:
-                continue
-            if state.window_until is not None:
-                await self._window_passed(seat)
-                continue
-            if self._host.metrics is not None:
-                self._host.metrics.timeouts.inc()
-            if self._state.between:
-                await self.between_hands(seat, "leave", origin="timeout")
-            elif not state.connected:
-                # T10: a seat away past its decision's deadline goes to 托管; the bot plays this decision
-                # and every later one at once until the seat comes back.
-                spent = [records.time_bank(seat, 0.0)] if state.bank else []
-                state.bank, state.auto_play = 0.0, True
-                await self._out.announce(
-                    functools.partial(seat_events.seat_connection, seat, False, True), spent
-                )
-                await self.autoplay()
-            else:
-                default = self._state.engine.default_action(seat)
-                if default is not None:
-                    await self.apply(default, "timeout", out_of_time=True)
-
-    async def _window_passed(self, seat: int) -> None:
-        """A claim window not answered in time is passed, connected or not: no 托管 and no bank spent,
-        which both seats would be shown (the window's length is the room's, not T11's)."""
-        if self._host.metrics is not None:
-            self._host.metrics.timeouts.inc()
-        default = self._state.engine.default_action(seat)
-        if default is not None:
-            await self.apply(default, "timeout")
-        else:  # the decision went with the hand (the other seat left inside the window)
-            self._state.seats[seat].no_decision()
-
-    async def deal(self) -> None:
-        number = self._state.engine.state.hand_number + 1
-        self._state.hand_id = f"{self._state.table_id}-h{number}"
-        # The hand's only randomness, and the salt of its commitment: neither reaches a seat before the
-        # hand ended (the commitment to them does, in hand_started, before the deal).
-        seed = self._host.seed(self._state.table_id, number)
-        salt = self._host.salt(self._state.table_id, number)
-        # T6 乾坤大挪移 is chosen before the deal (first request or ContinueAction) and spent at it.
-        grand_shift = frozenset(seat for seat, state in enumerate(self._state.seats) if state.grand_shift)
-        events = self._state.engine.start_hand(
-            seed, salt=salt, items=self._state.item_counts, qiankun=grand_shift
-        )
-        self._state.status, self._state.between = table_pb2.TABLE_STATUS_PLAYING, False
-        for state in self._state.seats:
-            state.new_hand(self._state.settings.time_bank_seconds)
-            state.grand_shift = False
-        begun = records.hand_begun(
-            self._state.engine,
-            events[0],
-            table_id=self._state.table_id,
-            hand_id=self._state.hand_id,
-            seed=seed,
-            rules=self._state.request.rules,
-            players=self._state.request.players,
-        )
-        sent = await self._out.publish([begun], events)
-        await self._spend_items(sent, grand_shift)
-        self.offer_decisions()
-        await self.autoplay()
-
-    async def hand_over(self, outcome: Outcome) -> None:
-        self._state.hands_played += 1
-        if self._host.metrics is not None:
-            self._host.metrics.hands.labels(outcome=outcome.termination).inc()
-        await self.settling.begin()
-
-    async def settled(self, applied: events_pb2.SettlementApplied | None) -> None:
-        """The hand's settlement came (None: the wait for it passed): shown, then between hands, where
-        a seat that asked to leave while it was on its way leaves now."""
-        await self.settling.settled(applied)
-        leaving, self._state.leaving = sorted(self._state.leaving), set()
-        for seat in leaving:
-            if self._state.between:
-                await self.between_hands(seat, "leave")
+        charges = Charges(state, events)
+        settling = Settling(state, out, host, events, settlements, post_settlement)
+        # 托管 is the timers' rule, and the timers hold the steps: the steps get the rule alone, over the
+        # state and the host, so no reference leads back up (services/table/steps.py).
+        autoplayed = functools.partial(autoplay_action, state, host)
+        steps = Steps(state, out, host, charges, settling, autoplayed)
+        dealing = Dealing(state, out, host, charges, steps)
+        between = BetweenHands(state, out, host, steps, dealing, settling)
+        timers = Timers(state, out, host, steps, between, settling)
+        self._steps, self._settling = steps, settling
+        # What the table's task calls, bound once: each is the collaborator's own method.
+        self.apply = steps.apply  # a seat's action, checked
+        self.deal = dealing.deal  # both seats are here
+        self.between_hands = between.answer  # a seat's answer between hands
+        self.settled = between.settled  # the wallet's answer, from the inbox
+        self.abandon = settling.abandon  # the table stops here
+        self.next_deadline = timers.next_deadline
+        self.on_clock = timers.on_clock
 
     async def resume(self) -> None:
         """A table rebuilt from its log (:mod:`services.table.rebuild`) goes on where the log stops: a
@@ -263,7 +79,7 @@ class HandCycle:
         was only paused, and resumes with a timer due, finds its next append refused instead of
         playing on a table it no longer owns."""
         if self._state.holding():  # the log stopped inside a claim window (rebuild reopened it)
-            self._held_step = (None,)
+            self._steps.hold()
         if not self._state.ended():
             for seat in (0, 1):
                 auto_play = self._state.seats[seat].auto_play
@@ -271,84 +87,6 @@ class HandCycle:
                     functools.partial(seat_events.seat_connection, seat, False, auto_play)
                 )
         if self._state.status == table_pb2.TABLE_STATUS_SETTLING:
-            await self.settling.begin()
+            await self._settling.begin()
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
-            await self.autoplay()
-
-    async def _spend_items(
-        self, sent: list[tuple[int, Event]], grand_shift: frozenset[int] = frozenset()
-    ) -> None:
-        """T6: each item used goes to the wallet once, after the write-ahead, keyed by the sequence of
-        the event that shows it (table/hand/sequence); the seat's count here drops at once."""
-        for sequence, seat, name in items.used_items(sent, grand_shift):
-            counts = self._state.item_counts[seat]
-            counts[name] = counts.get(name, 0) - 1
-            used = items.item_used(
-                table_id=self._state.table_id,
-                hand_id=self._state.hand_id,
-                sequence=sequence,
-                player_id=self._state.request.players[seat].player_id,
-                name=name,
-            )
-            await self._events.publish(subjects.ITEM_USED, used, f"item:{self._state.table_id}:{sequence}")
-
-    async def _charges(self, sent: list[tuple[int, Event]]) -> None:
-        """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
-        await self._spend_items(sent)
-        for sequence, event in sent:
-            if event.kind != "exchanged" or event.seat < 0:
-                continue
-            charge = results.exchange_charged(
-                event.public or {},
-                table_id=self._state.table_id,
-                hand_id=self._state.hand_id,
-                sequence=sequence,
-                player_id=self._state.request.players[event.seat].player_id,
-                fee=self._state.request.rules.exchange_fee,
-            )
-            if charge is not None:
-                await self._events.publish(
-                    subjects.EXCHANGE_CHARGED, charge, f"exchange:{self._state.table_id}:{sequence}"
-                )
-
-    async def between_hands(
-        self,
-        seat: int,
-        which: str | None,
-        origin: str = "player",
-        request: table_pb2.PlayRequest | None = None,
-    ) -> None:
-        """T7 / T10: between hands each seat continues or leaves; both continuing deals the next hand."""
-        if which == "continue_playing":
-            use_grand_shift = request is not None and request.action.continue_playing.use_grand_shift
-            if use_grand_shift and self._state.item_counts[seat].get(items.GRAND_SHIFT, 0) < 1:
-                session = self._state.seats[seat].session
-                if session is not None and request is not None:
-                    why = (
-                        "you have no 乾坤大挪移 left (T6)"
-                        if items.items_allowed(self._state.request.rules)
-                        else "items are not played in this room (T6)"
-                    )
-                    self._out.reject(session, request, table_pb2.REJECTION_CODE_ILLEGAL, why)
-                return
-            # Written before it counts: a table rebuilt from its log knows who plays on.
-            await self._out.write([records.seat_continued(seat, use_grand_shift)])
-            if use_grand_shift:
-                self._state.seats[seat].grand_shift = True
-            self._state.seats[seat].continuing = True
-            if all(s.continuing for s in self._state.seats):
-                if self._host.draining:
-                    self._state.ending("the table server is draining")
-                else:
-                    await self.deal()
-            return
-        if which != "leave":
-            session = self._state.seats[seat].session
-            if session is not None:
-                refused = request or table_pb2.PlayRequest()
-                why = "between hands: continue or leave"
-                self._out.reject(session, refused, table_pb2.REJECTION_CODE_ILLEGAL, why)
-            return
-        self._state.between = False
-        await self.apply(Action(seat, A.LEAVE), origin)
-        self._state.ending("a player left between hands")
+            await self._steps.autoplay()

@@ -9,7 +9,8 @@ happen inside this one task, so their order is the log's order.
 :class:`LiveTable` owns the table: its state (:class:`~services.table.live_state.LiveState`, declared
 there), its inbox and its task. It checks what the seats send and hands the rest to two collaborators
 it builds on that state: :class:`~services.table.broadcast.Broadcast` (what the seats are shown) and
-:class:`~services.table.hands.HandCycle` (what moves the hands on). A table is opened from its checked
+:class:`~services.table.hands.HandCycle` (what moves the hands on: dealing, steps, settling, between
+hands and the timers, one collaborator each). A table is opened from its checked
 OpenTable request, or adopted with the state its write-ahead log rebuilt
 (:mod:`services.table.rebuild`) when the process that served it is gone.
 """
@@ -190,7 +191,7 @@ class LiveTable:
                 "table task failed; closing the table", extra={"fields": {"table_id": self.state.table_id}}
             )
         finally:
-            self._hands.settling.abandon()  # the server's board holds nothing of a table that stopped
+            self._hands.abandon()  # the server's board holds nothing of a table that stopped
             if self._let_go:
                 self._end_streams()
                 self._host.let_go(self.state.table_id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.v1 import events_pb2, table_pb2
@@ -44,6 +45,14 @@ class Settling:
         self._events = events
         self._settlements = settlements
         self._post = post  # puts the wallet's answer into the table's inbox
+
+    async def hand_over(self, outcome: Outcome) -> None:
+        """The engine ended the hand in play with ``outcome``: counted among the table's hands, then
+        settled (:meth:`begin`)."""
+        self._state.hands_played += 1
+        if self._host.metrics is not None:
+            self._host.metrics.hands.labels(outcome=outcome.termination).inc()
+        await self.begin()
 
     async def begin(self) -> None:
         """The hand has ended: SETTLING, the answer expected, and where the hand ends in the log
