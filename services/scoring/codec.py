@@ -226,7 +226,10 @@ def _log_record(logged: LoggedRecord) -> LogRecord:
     record, sequence, hand_id, table_id = logged.record, logged.sequence, logged.hand_id, logged.table_id
     which = record.WhichOneof("kind")
     if which == "engine_event":
-        return LogRecord(sequence, hand_id, table_id, canonical=record.engine_event.canonical_json)
+        logged_event = record.engine_event
+        return LogRecord(
+            sequence, hand_id, table_id, canonical=logged_event.canonical_json, kind=logged_event.kind
+        )
     if which == "action_applied":
         return LogRecord(sequence, hand_id, table_id, action=record.action_applied.engine_action or "?")
     if which == "hand_begun":

@@ -19,6 +19,7 @@ end); a log that does not reach the pointer's position yet raises :class:`LogInc
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ class LogRecord:
     canonical: str = ""
     action: str = ""
     begun: HandBegunFacts | None = None
+    kind: str = ""  # an engine event's kind as the table labelled it (EngineEventRecord.kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,9 +91,20 @@ class ReplayedHand:
     events: int  # engine events compared
 
 
+# Engine events read back from their canonical JSON, the most recent first kept: every hand's replay
+# folds the hands before it again, whose events it would otherwise parse again (most of its CPU).
+# Events are immutable; equal text is the equal event, whichever table logged it.
+PARSED_EVENTS = 20_000
+
+
+@functools.lru_cache(maxsize=PARSED_EVENTS)
+def _parsed(canonical: str) -> Event:
+    return Event.from_json(json.loads(canonical))
+
+
 def _event(record: LogRecord) -> Event:
     try:
-        return Event.from_json(json.loads(record.canonical))
+        return _parsed(record.canonical)
     except (ValueError, TypeError, EngineError) as err:
         raise ReplayMismatch(
             f"record {record.sequence} is not an engine event: {err}", record.sequence
@@ -115,12 +128,17 @@ def checked_records(records: Sequence[LogRecord], claim: HandPointer) -> list[Lo
 def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHand:
     """Replay the hand ``claim`` points at from ``records`` (the table's log); see the module doc."""
     log = checked_records(records, claim)
-    events = {r.sequence: _event(r) for r in log if r.canonical}  # each record parsed once
-    starts = [sequence for sequence, event in events.items() if event.kind == "hand_started"]
+    # The hand's own events are compared as text; only the events before it and its hand_started are
+    # read as events. The table labels each record with its kind; a label that lies is caught below
+    # (the start must parse as a hand_started) or by the byte-for-byte comparison.
+    starts = [r.sequence for r in log if r.canonical and (r.kind or _event(r).kind) == "hand_started"]
     if not starts:
         raise ReplayMismatch("the log up to last_sequence starts no hand")
     start = log[starts[-1] - 1]  # sequences are 1..n without gaps
-    prior = [event for sequence, event in events.items() if sequence < start.sequence]
+    started = _event(start)
+    if started.kind != "hand_started":
+        raise ReplayMismatch(f"record {start.sequence} is labelled hand_started but is not", start.sequence)
+    prior = [_event(r) for r in log[: start.sequence - 1] if r.canonical]
     try:
         table = Table.replay(prior)
     except EngineError as err:
@@ -132,7 +150,7 @@ def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHan
                 f"record {record.sequence} belongs to hand {record.hand_id}", record.sequence
             )
     logged = [r for r in hand if r.canonical]
-    produced = _deal_again(table, events[start.sequence], start.sequence)
+    produced = _deal_again(table, started, start.sequence)
     for record in hand:
         if record.action:
             produced.extend(_apply(table, record))
