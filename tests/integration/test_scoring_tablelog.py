@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from typing import Any
 
 import nats.js.errors
 import pytest
@@ -127,3 +128,39 @@ async def test_reads_at_once_share_one_inbox_and_each_gets_its_own_tables_record
     for table, last, records in zip(tables, lasts, read, strict=True):
         assert _texts(records) == [f"{table}:{n}" for n in range(1, last + 1)]
     assert len(log_bus.client._subs) == before + 1  # the reader's one wildcard inbox
+
+
+async def test_a_later_read_of_a_table_asks_only_for_what_its_log_gained(log_bus: Bus) -> None:
+    """A table's log only grows: a reader keeps what it read, and the next hand's read fetches the
+    messages written since (the stream sequences it asks from show it), within a bound on what it
+    keeps."""
+    table = f"t-{secrets.token_hex(5)}"
+    first = await _log(log_bus, table, 3)  # 1 + 2 + 3 records
+    reader = TableLogReader(log_bus, batch=2)
+    gets = reader._gets
+    asked: list[int] = []
+
+    class Counted:
+        """The reader's direct gets, noting the stream sequence each batch is asked from."""
+
+        async def read_batch(self, stream: str, subject: str, **options: Any) -> direct_get.Batch:
+            asked.append(int(options["start"]))
+            return await gets.read_batch(stream, subject, **options)
+
+    reader._gets = Counted()  # type: ignore[assignment]
+    assert [r.sequence for r in await reader.read(table, first)] == list(range(1, first + 1))
+    since = len(asked)
+    assert [r.sequence for r in await reader.read(table, 3)] == [1, 2, 3]  # all known: nothing asked
+    assert len(asked) == since
+    await _append(log_bus, table, first + 1, 2)
+    again = await reader.read(table, first + 2)
+    assert [r.sequence for r in again] == list(range(1, first + 3))
+    assert _texts(again) == [f"{table}:{n}" for n in range(1, first + 3)]
+    assert asked[since:] and min(asked[since:]) > max(asked[:since])  # on from where it stopped
+    # Bounded: a reader keeping 4 records drops the least recently read table's.
+    small = TableLogReader(log_bus, batch=2, cached_records=4)
+    other = f"t-{secrets.token_hex(5)}"
+    await _log(log_bus, other, 2)
+    await small.read(table, first)
+    await small.read(other, 3)
+    assert list(small._known) == [other]
