@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandEnded, HandStarted
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
@@ -107,7 +107,7 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
     """Replay the hand ``claim`` describes from ``records`` (the table's log); see the module doc."""
     log = checked_records(records, claim)
     events = {r.sequence: _event(r) for r in log if r.canonical}  # each record parsed once
-    starts = [sequence for sequence, event in events.items() if event.kind == "hand_started"]
+    starts = [sequence for sequence, event in events.items() if isinstance(event, HandStarted)]
     if not starts:
         raise ReplayMismatch("the log up to last_sequence starts no hand")
     start = log[starts[-1] - 1]  # sequences are 1..n without gaps
@@ -128,7 +128,7 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
         if record.action:
             produced.extend(_apply(table, record))
     _compare(logged, produced)
-    ended = [e for e in produced[: len(logged)] if e.kind == "hand_ended"]
+    ended = [e for e in produced[: len(logged)] if isinstance(e, HandEnded)]
     if not ended:
         raise ReplayMismatch("the log up to last_sequence does not end the hand")
     outcome = ended[0].outcome
@@ -141,15 +141,11 @@ def verify_hand(records: Sequence[LogRecord], claim: HandClaim) -> ReplayedHand:
 
 def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
     """Deal the hand from the logged seed, salt, items and 乾坤大挪移 seats (T6)."""
-    # Item counts and 乾坤大挪移 seats are in the server part (older logs: the public part).
-    server = {**(started.public or {}), **(started.server or {})}
-    if "seed" not in server:
-        raise ReplayMismatch("the hand_started record carries no seed", sequence)
-    items = counts_at_deal(server)  # the event records the counts after 乾坤大挪移 was spent
-    qiankun = tuple(server.get("qiankun", ()))
+    assert isinstance(started, HandStarted)  # the record verify_hand found starting the hand
+    items = counts_at_deal(started)  # the event records the counts after 乾坤大挪移 was spent
     try:
-        salt = bytes.fromhex(server.get("salt", ""))  # a hand dealt without one (older logs) has none
-        return list(table.start_hand(server["seed"], salt=salt, items=items, qiankun=qiankun))
+        salt = bytes.fromhex(started.salt or "")  # a hand dealt without one (older logs) has none
+        return list(table.start_hand(started.seed, salt=salt, items=items, qiankun=started.qiankun))
     except (EngineError, IndexError, TypeError, ValueError) as err:
         raise ReplayMismatch(f"the hand cannot be dealt again: {err}", sequence) from None
 

@@ -15,7 +15,7 @@ import functools
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Escaped, Event, Exchanged, HandEnded
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.platform import subjects
@@ -45,7 +45,7 @@ class HandCycle:
         self._settlements = settlements
         # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
         # are shown: (the hand_ended event, if the step ended the hand).
-        self._held_step: tuple[Event | None] | None = None
+        self._held_step: tuple[HandEnded | None] | None = None
 
     async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
         """Apply one legal action: write its records ahead, then show its events, then what follows.
@@ -68,16 +68,16 @@ class HandCycle:
         await self._charges(sent)
         if self._host.metrics is not None:
             self._host.metrics.action_applied(action.kind, origin)
-            if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
+            if action.kind == A.LEAVE and any(isinstance(e, Escaped) for e in events):
                 self._host.metrics.escapes.inc()
-        ended = next((e for e in events if e.kind == "hand_ended"), None)
+        ended = next((e for e in events if isinstance(e, HandEnded)), None)
         if self._state.holding():
             if ended is not None or self._held_step is None:
                 self._held_step = (ended,)
             return
         await self._go_on(ended)
 
-    async def _go_on(self, ended: Event | None) -> None:
+    async def _go_on(self, ended: HandEnded | None) -> None:
         """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
             await self.hand_over(ended.outcome)
@@ -254,7 +254,7 @@ class HandCycle:
                     functools.partial(seat_events.seat_connection, seat, False, auto_play)
                 )
         if self._state.status == table_pb2.TABLE_STATUS_BETWEEN_HANDS and not self._state.between:
-            ended = next(e for e in reversed(self._state.engine.events) if e.kind == "hand_ended")
+            ended = next(e for e in reversed(self._state.engine.events) if isinstance(e, HandEnded))
             await self._settle(ended.outcome)
         elif self._state.status == table_pb2.TABLE_STATUS_PLAYING:
             await self.autoplay()
@@ -320,10 +320,10 @@ class HandCycle:
         """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
         await self._spend_items(sent)
         for sequence, event in sent:
-            if event.kind != "exchanged" or event.seat < 0:
+            if not isinstance(event, Exchanged) or event.seat < 0:
                 continue
             charge = results.exchange_charged(
-                event.public or {},
+                event,
                 table_id=self._state.table_id,
                 hand_id=self._state.hand_id,
                 sequence=sequence,

@@ -11,6 +11,7 @@ from typing import Any
 
 from duelmahjong import contract
 from duelmahjong.engine.actions import GUESS_BIG
+from duelmahjong.engine.events import Exchanged
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.v1 import events_pb2, rules_pb2
 from duelmahjong.views import codec
@@ -69,11 +70,11 @@ def hand_result(
 
 
 def exchange_charged(
-    event: dict[str, Any], *, table_id: str, hand_id: str, sequence: int, player_id: str, fee: int
+    event: Exchanged, *, table_id: str, hand_id: str, sequence: int, player_id: str, fee: int
 ) -> events_pb2.ExchangeCharged | None:
     """erren T4: the paid part of an exchange (the first tile of a hand's exchange is free). One event
     per ``exchanged`` record, keyed by its sequence; ``exchange_number`` is the count exchanged."""
-    paid = int(event.get("paid", 0))
+    paid = event.paid
     if paid <= 0 or fee <= 0:
         return None
     return events_pb2.ExchangeCharged(
@@ -81,7 +82,7 @@ def exchange_charged(
         hand_id=hand_id,
         sequence=sequence,
         player_id=player_id,
-        exchange_number=int(event.get("count", paid + 1)),
+        exchange_number=event.count,
         amount=paid * fee,
     )
 
