@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandEnded, HandStarted
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
@@ -131,12 +131,12 @@ def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHan
     # The hand's own events are compared as text; only the events before it and its hand_started are
     # read as events. The table labels each record with its kind; a label that lies is caught below
     # (the start must parse as a hand_started) or by the byte-for-byte comparison.
-    starts = [r.sequence for r in log if r.canonical and (r.kind or _event(r).kind) == "hand_started"]
+    starts = [r.sequence for r in log if r.canonical and _labelled_start(r)]
     if not starts:
         raise ReplayMismatch("the log up to last_sequence starts no hand")
     start = log[starts[-1] - 1]  # sequences are 1..n without gaps
     started = _event(start)
-    if started.kind != "hand_started":
+    if not isinstance(started, HandStarted):
         raise ReplayMismatch(f"record {start.sequence} is labelled hand_started but is not", start.sequence)
     prior = [_event(r) for r in log[: start.sequence - 1] if r.canonical]
     try:
@@ -155,7 +155,7 @@ def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHan
         if record.action:
             produced.extend(_apply(table, record))
     _compare(logged, produced)
-    ended = [e for e in produced[: len(logged)] if e.kind == "hand_ended"]
+    ended = [e for e in produced[: len(logged)] if isinstance(e, HandEnded)]
     if not ended:
         raise ReplayMismatch("the log up to last_sequence does not end the hand")
     outcome = ended[0].outcome
@@ -166,17 +166,19 @@ def replay_hand(records: Sequence[LogRecord], claim: HandPointer) -> ReplayedHan
     return ReplayedHand(claim, table.settings, outcome, begun[-1], len(logged))
 
 
-def _deal_again(table: Table, started: Event, sequence: int) -> list[Event]:
+def _labelled_start(record: LogRecord) -> bool:
+    """Whether the table labelled the record a hand's start (a log without labels: read the event)."""
+    if record.kind:
+        return record.kind == HandStarted.kind
+    return isinstance(_event(record), HandStarted)
+
+
+def _deal_again(table: Table, started: HandStarted, sequence: int) -> list[Event]:
     """Deal the hand from the logged seed, salt, items and 乾坤大挪移 seats (T6)."""
-    # Item counts and 乾坤大挪移 seats are in the server part (older logs: the public part).
-    server = {**(started.public or {}), **(started.server or {})}
-    if "seed" not in server:
-        raise ReplayMismatch("the hand_started record carries no seed", sequence)
-    items = counts_at_deal(server)  # the event records the counts after 乾坤大挪移 was spent
-    qiankun = tuple(server.get("qiankun", ()))
+    items = counts_at_deal(started)  # the event records the counts after 乾坤大挪移 was spent
     try:
-        salt = bytes.fromhex(server.get("salt", ""))  # a hand dealt without one (older logs) has none
-        return list(table.start_hand(server["seed"], salt=salt, items=items, qiankun=qiankun))
+        salt = bytes.fromhex(started.salt or "")  # a hand dealt without one (older logs) has none
+        return list(table.start_hand(started.seed, salt=salt, items=items, qiankun=started.qiankun))
     except (EngineError, IndexError, TypeError, ValueError) as err:
         raise ReplayMismatch(f"the hand cannot be dealt again: {err}", sequence) from None
 

@@ -95,7 +95,7 @@ class TableLogReader:
     async def read(self, table_id: str, last_sequence: int = WHOLE_LOG) -> list[LoggedRecord]:
         """The table's records 1..``last_sequence`` (as far as the log has them)."""
         try:
-            subject = subjects.table_log_subject(table_id)
+            subjects.table_log_subject(table_id)
         except ValueError as err:  # an id no table could have logged under
             raise ReplayMismatch(str(err)) from None
         known = self._known.pop(table_id, None)
@@ -104,15 +104,16 @@ class TableLogReader:
             self._cached -= len(known.records)
             records, start = list(known.records), known.start
         if not records or records[-1].sequence < last_sequence:
-            start = await self._read_on(subject, records, start, last_sequence)
+            start = await self._read_on(table_id, records, start, last_sequence)
         self._remember(table_id, _Prefix(records, start))
         return records[: bisect.bisect_right(records, last_sequence, key=_sequence)]  # a copy, the cache kept
 
     async def _read_on(
-        self, subject: str, records: list[LoggedRecord], start: int, last_sequence: int
+        self, table_id: str, records: list[LoggedRecord], start: int, last_sequence: int
     ) -> int:
-        """Append to ``records`` the log's messages from stream sequence ``start`` on, until one reaches
-        ``last_sequence`` or the subject ends; the stream sequence to read on from next time."""
+        """Append to ``records`` the table's log messages from stream sequence ``start`` on, until one
+        reaches ``last_sequence`` or the subject ends; the stream sequence to read on from next time."""
+        subject = subjects.table_log_subject(table_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._fetch_seconds
         leader_end: int | None = None  # where the leader's copy of the subject ends, once asked

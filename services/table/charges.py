@@ -9,7 +9,7 @@ only; the deal (:mod:`services.table.dealing`) and each step of the hand
 
 from __future__ import annotations
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, Exchanged
 from duelmahjong.platform import subjects
 from duelmahjong.views import items
 from services.table import results
@@ -45,10 +45,10 @@ class Charges:
         """erren T4 paid exchanges go to the wallet as they happen (keyed by their sequence as sent)."""
         await self.spend_items(sent)
         for sequence, event in sent:
-            if event.kind != "exchanged" or event.seat < 0:
+            if not isinstance(event, Exchanged) or event.seat < 0:
                 continue
             charge = results.exchange_charged(
-                event.public or {},
+                event,
                 table_id=self._state.table_id,
                 hand_id=self._state.hand_id,
                 sequence=sequence,

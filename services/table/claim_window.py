@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Claimed, Discarded, Drew, Event, Konged, Won
 from duelmahjong.engine.table import Table
 
 # The seat that decides inside a window has its default played this long before the window ends, so
@@ -33,7 +33,7 @@ from duelmahjong.engine.table import Table
 # default played at the very end would show its draw one write later than a pass would.
 ANSWER_MARGIN_SECONDS = 0.1
 # Engine events that show a decision to both seats and end the open window at once.
-_PUBLIC_ANSWERS = frozenset({"claimed", "won"})
+_PUBLIC_ANSWERS = (Claimed, Won)
 
 ItemT = TypeVar("ItemT")
 
@@ -42,11 +42,14 @@ def opens(event: Event, ready: Sequence[bool]) -> bool:
     """Whether a seat may hold a hidden option on ``event``: the opponent to claim or win a discard or
     rob an added kong; a declared-ready seat (``ready``, T3) to win on its own draw, which it is asked
     about while every other draw of it is discarded at once."""
-    if event.kind == "discarded":
-        return True
-    if event.kind == "drew":
-        return bool(event.private) and ready[event.seat]
-    return event.kind == "konged" and (event.public or {}).get("meld") == "added_kong"
+    match event:
+        case Discarded():
+            return True
+        case Drew():
+            return not event.flower and ready[event.seat]
+        case Konged():
+            return event.meld == "added_kong"
+    return False
 
 
 def answer_margin(seconds: float) -> float:
@@ -108,7 +111,12 @@ class Windows(Generic[ItemT]):
 
     def answered(self, event: Event) -> None:
         """A claim or a win ends the window it answers: what follows is shown at once."""
-        if event.kind in _PUBLIC_ANSWERS and self.open and not self.open[-1].moved and not self.open[-1].held:
+        if (
+            isinstance(event, _PUBLIC_ANSWERS)
+            and self.open
+            and not self.open[-1].moved
+            and not self.open[-1].held
+        ):
             self.open.pop()
 
     def holding_window(self) -> Window[ItemT] | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandEnded, HandStarted, TableOpened
 from duelmahjong.engine.state import CLOSED
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2
 from duelmahjong.views import codec, items
@@ -79,7 +79,7 @@ def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
         if which == "engine_event":
             logged = record.engine_event
             event = Event.from_json(json.loads(logged.canonical_json))
-            if event.kind != "table_opened":
+            if not isinstance(event, TableOpened):
                 engine.emit(event)
             elif event.canonical() != engine.events[0].canonical():  # opened with the TableOpening's rules
                 raise RebuildError("the engine's table_opened differs from the TableOpening's rules")
@@ -116,7 +116,7 @@ def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
     elif acted >= 0:
         state.seats[acted].decision_since = None  # the seat decided
         _spent(state, sent, frozenset())
-        if any(event.kind == "hand_ended" for _, event in sent):
+        if any(isinstance(event, HandEnded) for _, event in sent):
             state.hands_played += 1
             state.status = table_pb2.TABLE_STATUS_SETTLING
         elif engine.phase != CLOSED:
@@ -124,8 +124,8 @@ def _fold(state: LiveState, step: list[records.Record], now: float) -> None:
 
 
 def _dealt(state: LiveState, sent: list[tuple[int, Event]], now: float) -> None:
-    started = next(event for _, event in sent if event.kind == "hand_started")
-    grand_shift = frozenset(int(seat) for seat in (started.server or {}).get("qiankun", ()))
+    started = next(event for _, event in sent if isinstance(event, HandStarted))
+    grand_shift = frozenset(started.qiankun)
     state.status, state.between = table_pb2.TABLE_STATUS_PLAYING, False
     for seat in state.seats:
         seat.new_hand(state.settings.time_bank_seconds)

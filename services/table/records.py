@@ -17,7 +17,7 @@ on between hands.
 from __future__ import annotations
 
 from duelmahjong.engine.actions import Action
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandStarted
 from duelmahjong.engine.table import Table
 from duelmahjong.rules.tiles import tile_name
 from duelmahjong.v1 import play_pb2, rules_pb2, server_state_pb2
@@ -115,16 +115,18 @@ def hand_begun(
     rules: rules_pb2.RoomRules,
     players: tuple[rules_pb2.SeatPlayer, rules_pb2.SeatPlayer],
 ) -> Record:
-    """The first record of a hand, right after the engine dealt it from ``seed``."""
-    server = started.server or {}
+    """The first record of a hand, right after the engine dealt it from ``seed`` (``started``: its
+    hand_started event)."""
+    if not isinstance(started, HandStarted):
+        raise TypeError(f"a hand begins with hand_started, not {started.kind}")
     state = engine.state
     hidden = server_state_pb2.HiddenTableState(
         table_id=table_id,
         hand_id=hand_id,
         seed=seed.to_bytes(8, "big"),
-        salt=bytes.fromhex(server.get("salt", "")),
-        wall=[tile_name(t) for t in server.get("wall", ())],
-        unused_pool=[tile_name(t) for t in server.get("pool", ())],
+        salt=bytes.fromhex(started.salt or ""),
+        wall=[tile_name(t) for t in started.wall],
+        unused_pool=[tile_name(t) for t in started.pool],
     )
     return Record(
         hand_begun=server_state_pb2.HandBegun(

@@ -6,17 +6,16 @@ and scoring turns that log into the result.
 
 from __future__ import annotations
 
-from typing import Any
-
+from duelmahjong.engine.events import Exchanged
 from duelmahjong.v1 import events_pb2
 
 
 def exchange_charged(
-    event: dict[str, Any], *, table_id: str, hand_id: str, sequence: int, player_id: str, fee: int
+    event: Exchanged, *, table_id: str, hand_id: str, sequence: int, player_id: str, fee: int
 ) -> events_pb2.ExchangeCharged | None:
     """erren T4: the paid part of an exchange (the first tile of a hand's exchange is free). One event
     per ``exchanged`` record, keyed by its sequence; ``exchange_number`` is the count exchanged."""
-    paid = int(event.get("paid", 0))
+    paid = event.paid
     if paid <= 0 or fee <= 0:
         return None
     return events_pb2.ExchangeCharged(
@@ -24,6 +23,6 @@ def exchange_charged(
         hand_id=hand_id,
         sequence=sequence,
         player_id=player_id,
-        exchange_number=int(event.get("count", paid + 1)),
+        exchange_number=event.count,
         amount=paid * fee,
     )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from prometheus_client import Counter, Gauge
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandStarted, TableOpened
 from duelmahjong.engine.table import Table
 from duelmahjong.platform.errors import (
     InvalidArgument,
@@ -106,7 +106,7 @@ class _Replica:
     def at(self, last: Event | None) -> Table:
         """The engine right after ``last`` (one of the table's shown engine events)."""
         events = self._state.engine.events
-        if last is None or last.kind == "table_opened":
+        if last is None or isinstance(last, TableOpened):
             target = 1  # a rebuilt table's logged table_opened is a copy of its engine's first event
         else:
             found = (i + 1 for i in range(len(events) - 1, -1, -1) if events[i] is last)
@@ -221,7 +221,7 @@ class SpectatorFeed:
             )
         self.advance()
         aged = self.aged
-        skipped = any(s.event is not None and s.event.kind == "hand_started" for s in events[last_seen:aged])
+        skipped = any(isinstance(s.event, HandStarted) for s in events[last_seen:aged])
         if last_seen and not skipped:
             return _Start(last_seen, None)
         delay = self.delay_ns // 1_000_000_000

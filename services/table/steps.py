@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Escaped, HandEnded
 from duelmahjong.engine.state import CLOSED
 from services.table import claim_window, records
 from services.table.broadcast import Broadcast
@@ -52,7 +52,7 @@ class Steps:
         self._autoplayed = autoplayed
         # A step whose events a claim window holds goes on (next decisions, the hand's end) once they
         # are shown: (the hand_ended event, if the step ended the hand).
-        self._held_step: tuple[Event | None] | None = None
+        self._held_step: tuple[HandEnded | None] | None = None
 
     async def apply(self, action: Action, origin: str, *, out_of_time: bool = False) -> None:
         """Apply one legal action: write its records ahead, then show its events, then what follows.
@@ -75,16 +75,16 @@ class Steps:
         await self._charges.charge_step(sent)
         if self._host.metrics is not None:
             self._host.metrics.action_applied(action.kind, origin)
-            if action.kind == A.LEAVE and any(e.kind == "escaped" for e in events):
+            if action.kind == A.LEAVE and any(isinstance(e, Escaped) for e in events):
                 self._host.metrics.escapes.inc()
-        ended = next((e for e in events if e.kind == "hand_ended"), None)
+        ended = next((e for e in events if isinstance(e, HandEnded)), None)
         if self._state.holding():
             if ended is not None or self._held_step is None:
                 self._held_step = (ended,)
             return
         await self._go_on(ended)
 
-    async def _go_on(self, ended: Event | None) -> None:
+    async def _go_on(self, ended: HandEnded | None) -> None:
         """After a step once its events are shown: the hand's end, or the decisions that follow."""
         if ended is not None:
             await self._settling.hand_over(ended.outcome)

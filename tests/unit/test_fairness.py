@@ -26,8 +26,8 @@ def test_a_hand_dealt_without_a_salt_shows_no_commitment_and_deals_the_same_tile
     plain, salted = Table(RoomSettings()), Table(RoomSettings())
     without = plain.start_hand(5)
     with_salt = salted.start_hand(5, salt=bytes(16))
-    assert "commitment" not in (without[0].public or {}) and "salt" not in (without[0].server or {})
-    assert (with_salt[0].public or {})["commitment"] == fairness.commitment(5, bytes(16)).hex()
+    assert without[0].commitment is None and without[0].salt is None
+    assert with_salt[0].commitment == fairness.commitment(5, bytes(16)).hex()
     assert [e.canonical() for e in without[1:]] == [e.canonical() for e in with_salt[1:]]
 
 

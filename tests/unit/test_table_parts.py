@@ -10,6 +10,7 @@ import pytest
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose
+from duelmahjong.engine.events import Exchanged
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
@@ -144,11 +145,21 @@ def test_the_seats_are_shown_the_settlement_the_wallet_applied() -> None:
 
 def test_t4_only_the_paid_part_of_an_exchange_is_charged() -> None:
     free = results.exchange_charged(
-        {"count": 1, "paid": 0}, table_id="t", hand_id="h", sequence=5, player_id="a", fee=7
+        Exchanged(seat=0, count=1, paid=0, given=(0,), received=(1,)),
+        table_id="t",
+        hand_id="h",
+        sequence=5,
+        player_id="a",
+        fee=7,
     )
     assert free is None
     paid = results.exchange_charged(
-        {"count": 4, "paid": 3}, table_id="t", hand_id="h", sequence=5, player_id="a", fee=7
+        Exchanged(seat=0, count=4, paid=3, given=(0, 1, 2, 3), received=(4, 5, 6, 7)),
+        table_id="t",
+        hand_id="h",
+        sequence=5,
+        player_id="a",
+        fee=7,
     )
     assert paid is not None and (paid.amount, paid.exchange_number, paid.sequence) == (21, 4, 5)
 

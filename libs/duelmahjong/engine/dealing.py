@@ -9,7 +9,7 @@ from typing import Any
 
 from duelmahjong.engine.draws import draw_replacement
 from duelmahjong.engine.errors import IllegalActionError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Dealt, HandStarted
 from duelmahjong.engine.fairness import commitment
 from duelmahjong.engine.qiankun import arrange as qiankun_arrange
 from duelmahjong.engine.settings import RoomSettings
@@ -39,31 +39,26 @@ def start_hand(
         winner = previous.winner
         dealer = winner if winner >= 0 else previous.dealer  # T1: winner deals, a draw keeps the dealer
         passes = previous.dealer_passes + (dealer != previous.dealer)
-    public: dict[str, Any] = {
-        "hand_number": state.hand_number + 1,
-        "dealer": dealer,
-        "dealer_passes": passes,
-        "round_wind": (passes // 2) % 4,  # E17: a full pass of the deal through both players
-        "progressive": 2**state.hand_number if settings.is_duel else 1,  # T7
-    }
-    server: dict[str, Any] = {}
-    if salt:  # a hand dealt without a salt (a simulation, an older log) shows no commitment
-        public["commitment"] = commitment(seed, salt).hex()
-        server["salt"] = salt.hex()
     if qiankun:
         tiles = _use_qiankun(tiles, settings.profile, seed, dealer, items, qiankun)
-        server["qiankun"] = tuple(sorted(qiankun))
-    # Item counts are each player's own business: server-only here, each seat sees its own in its view.
-    server["items"] = tuple(items)
-    if tiles.bonus:
-        public["bonus"] = tiles.bonus
-    if tiles.task:
-        public["task"] = tiles.task
     table.emit(
-        Event(
-            "hand_started",
-            public=public,
-            server={**server, "seed": seed, "wall": tiles.wall, "pool": tiles.pool},
+        HandStarted(
+            hand_number=state.hand_number + 1,
+            dealer=dealer,
+            dealer_passes=passes,
+            round_wind=(passes // 2) % 4,  # E17: a full pass of the deal through both players
+            progressive=2**state.hand_number if settings.is_duel else 1,  # T7
+            # A hand dealt without a salt (a simulation, an older log) shows no commitment.
+            commitment=commitment(seed, salt).hex() if salt else None,
+            bonus=tiles.bonus,
+            task=tiles.task,
+            salt=salt.hex() if salt else None,
+            qiankun=tuple(sorted(qiankun)),
+            # Item counts are each player's own business: server-only, each seat sees its own in its view.
+            items=tuple(items),
+            seed=seed,
+            wall=tiles.wall,
+            pool=tiles.pool,
         )
     )
     if settings.is_duel:
@@ -113,10 +108,7 @@ def deal(table: Sink) -> None:
         dealt = state.wall[state.head : state.head + size]
         hand = tuple(sorted(t for t in dealt if t < 34))
         flowers = tuple(t for t in dealt if t >= 34)
-        public: dict[str, Any] = {"count": size}
-        if flowers:
-            public["flowers"] = flowers
-        table.emit(Event("dealt", seat, public=public, private={"tiles": hand}))
+        table.emit(Dealt(seat=seat, count=size, flowers=flowers, tiles=hand))
     for seat in (dealer, 1 - dealer):
         for _ in range(len(state.flowers[seat])):
             draw_replacement(table, seat, FROM_FLOWER)

@@ -6,7 +6,7 @@ A draw from an empty wall ends in exhaustion (``ending.exhaust``).
 from __future__ import annotations
 
 from duelmahjong.engine.ending import exhaust
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Drew, Offered
 from duelmahjong.engine.legal import unseen_kinds
 from duelmahjong.engine.sink import Sink
 from duelmahjong.engine.state import FROM_FLOWER, FROM_POOL, FROM_WALL, TableState
@@ -15,16 +15,14 @@ from duelmahjong.engine.wall import derived_random
 
 
 # --- drawing -------------------------------------------------------------------------------------------
-def draw_event(state: TableState, seat: int, source: str) -> Event:
+def draw_event(state: TableState, seat: int, source: str) -> Drew:
     if source == FROM_WALL:
         tile = state.wall[state.head]
     elif source == FROM_POOL:
         tile = state.pool[0]
     else:
         tile = state.wall[state.tail - 1]
-    if tile >= 34:  # flowers are shown at once (补花)
-        return Event("drew", seat, public={"source": source, "tile": tile})
-    return Event("drew", seat, public={"source": source}, private={"tile": tile})
+    return Drew(seat=seat, source=source, tile=tile)  # a flower is shown at once (补花)
 
 
 def draw_replacement(table: Sink, seat: int, source: str) -> bool:
@@ -35,7 +33,7 @@ def draw_replacement(table: Sink, seat: int, source: str) -> bool:
             return False
         event = draw_event(state, seat, source)
         table.emit(event)
-        if event.public and "tile" in event.public:  # a flower: replace it too
+        if event.flower:  # replace it too
             source = FROM_FLOWER
             continue
         return True
@@ -49,7 +47,7 @@ def draw_for(table: Sink, seat: int) -> None:
         return
     event = draw_event(state, seat, FROM_WALL)
     table.emit(event)
-    if event.public and "tile" in event.public and not draw_replacement(table, seat, FROM_FLOWER):
+    if event.flower and not draw_replacement(table, seat, FROM_FLOWER):
         exhaust(table)
         return
     _maybe_offer(table, seat)
@@ -67,12 +65,10 @@ def _maybe_offer(table: Sink, seat: int) -> None:
     if roll < p_triplet:
         triplets = unseen_triplet_kinds(state)
         if triplets:
-            table.emit(
-                Event("offered", seat, public={"offer": "triplet"}, private={"tile": rng.choice(triplets)})
-            )
+            table.emit(Offered(seat=seat, offer="triplet", tile=rng.choice(triplets)))
             return
     elif roll < p_triplet + p_rub and unseen_kinds(state):
-        table.emit(Event("offered", seat, public={"offer": "rub"}))
+        table.emit(Offered(seat=seat, offer="rub"))
         return
     # Nothing offered: still advance the counter so the next roll differs.
-    table.emit(Event("offered", seat, public={"offer": ""}))
+    table.emit(Offered(seat=seat, offer=""))

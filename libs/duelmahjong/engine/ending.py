@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Exhausted, HandEnded
 from duelmahjong.engine.legal import is_ready
 from duelmahjong.engine.outcome import ErrenTerms, Guess, Outcome, Termination, Win
 from duelmahjong.engine.sink import Sink
@@ -21,22 +21,23 @@ def exhaust(table: Sink) -> None:
     """T9: erren → drawn hand; duel → the ready player (the first ready if both) draws up to 3 extra."""
     state = table.state
     if not state.duel:
-        table.emit(Event("exhausted", public={"ready": (False, False)}))
+        table.emit(Exhausted(ready=(False, False)))
         end_hand(table, Termination.DRAWN)
         return
     ready = [is_ready(state, seat) for seat in (0, 1)]
-    public: dict[str, Any] = {"ready": tuple(ready)}
-    if any(ready):
-        if all(ready):
-            # Both ready: the one who became ready first draws; -1 (never recorded) counts as last.
-            since = [s if s >= 0 else 1 << 30 for s in state.tenpai_since]
-            first = 0 if since[0] <= since[1] else 1
-        else:
-            first = ready.index(True)
-        public["extra_seat"] = first
-        public["extra_draws"] = min(EXTRA_DRAWS, len(state.pool))
-    table.emit(Event("exhausted", public=public))
-    if not any(ready) or not public["extra_draws"]:
+    if not any(ready):
+        table.emit(Exhausted(ready=(False, False)))
+        end_hand(table, Termination.DRAWN)
+        return
+    if all(ready):
+        # Both ready: the one who became ready first draws; -1 (never recorded) counts as last.
+        since = [s if s >= 0 else 1 << 30 for s in state.tenpai_since]
+        first = 0 if since[0] <= since[1] else 1
+    else:
+        first = ready.index(True)
+    extra_draws = min(EXTRA_DRAWS, len(state.pool))
+    table.emit(Exhausted(ready=tuple(ready), extra_seat=first, extra_draws=extra_draws))
+    if not extra_draws:
         end_hand(table, Termination.DRAWN)
 
 
@@ -48,14 +49,14 @@ def end_hand(table: Sink, termination: Termination, *, escaper: int = -1, guess:
     win = None
     if won:
         # The description and evaluation in their JSON form (lists, not tuples), as a replayed log reads.
-        win = Win(bool(won["self_drawn"]), _plain(won["description"]), _plain(won["evaluation"]))
+        win = Win(won.self_drawn, _plain(won.description), _plain(won.evaluation))
     erren = None
     if not state.duel:
         erren = ErrenTerms(
             doubling=(bool(state.doubling[0]), bool(state.doubling[1])),
             win_doublings=state.win_doublings[winner] if winner >= 0 else 0,
             task=_plain(state.task) if state.task is not None else None,
-            task_completed=bool(won and won["task_completed"]),
+            task_completed=bool(won and won.task_completed),
             exchange_fees=(max(0, state.exchange_counts[0] - 1), max(0, state.exchange_counts[1] - 1)),
         )
     outcome = Outcome(
@@ -72,7 +73,7 @@ def end_hand(table: Sink, termination: Termination, *, escaper: int = -1, guess:
         erren=erren,
         guess=guess,
     )
-    table.emit(Event("hand_ended", public={"result": outcome.to_json()}))
+    table.emit(HandEnded(outcome=outcome))
 
 
 def _plain(value: Mapping[str, Any]) -> dict[str, Any]:

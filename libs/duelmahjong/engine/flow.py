@@ -8,16 +8,28 @@ are written into the events.
 
 from __future__ import annotations
 
-from typing import Any
-
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.dealing import deal
 from duelmahjong.engine.draws import draw_event, draw_for, draw_replacement
 from duelmahjong.engine.ending import end_hand, exhaust
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import (
+    Claimed,
+    Discarded,
+    DoublingChosen,
+    DoublingRevealed,
+    Escaped,
+    Exchanged,
+    Guessed,
+    Konged,
+    PairingEnded,
+    Passed,
+    PlayStarted,
+    ThrownAway,
+    Won,
+)
 from duelmahjong.engine.legal import is_ready
-from duelmahjong.engine.outcome import Guess, Termination
+from duelmahjong.engine.outcome import Termination
 from duelmahjong.engine.result import describe_win, evaluate_json, task_completed
 from duelmahjong.engine.sink import Seats
 from duelmahjong.engine.state import (
@@ -51,16 +63,16 @@ def _leave(table: Seats, seat: int) -> None:
     """T10: leaving during a hand is escape; between hands it ends the pairing without penalty."""
     state = table.state
     if state.phase in (DOUBLING, EXCHANGE, TURN, CLAIM, ROB_KONG, EXTRA_DRAW):
-        table.emit(Event("escaped", seat))
+        table.emit(Escaped(seat=seat))
         end_hand(table, Termination.ESCAPE, escaper=seat)
-    table.emit(Event("pairing_ended", seat))
+    table.emit(PairingEnded(seat=seat))
 
 
 def _doubling(table: Seats, action: Action) -> None:
     state = table.state
-    table.emit(Event("doubling_chosen", action.seat, private={"double": action.kind == A.CHOOSE_DOUBLING}))
+    table.emit(DoublingChosen(seat=action.seat, double=action.kind == A.CHOOSE_DOUBLING))
     if None not in state.doubling:
-        table.emit(Event("doubling_revealed", public={"choices": tuple(state.doubling)}))
+        table.emit(DoublingRevealed(choices=tuple(bool(choice) for choice in state.doubling)))
         deal(table)
 
 
@@ -68,10 +80,11 @@ def _exchange(table: Seats, action: Action) -> None:
     """T4: duel from/to the unused pool; erren from the wall, returned tiles shuffled back in."""
     state = table.state
     seat, given = action.seat, action.tiles
-    server: dict[str, Any] = {}
+    pool: tuple[int, ...] | None = None
+    after: tuple[int, ...] | None = None
     if state.duel:
         received = tuple(state.pool[: len(given)])
-        server["pool"] = (*state.pool[len(given) :], *given)
+        pool = (*state.pool[len(given) :], *given)
     else:
         wall = state.wall[state.head : state.tail]
         received_list: list[int] = []
@@ -85,15 +98,17 @@ def _exchange(table: Seats, action: Action) -> None:
         rng = derived_random(state.seed, state.rng_counter + 1000 + seat)
         for tile in given:
             wall.insert(rng.randrange(len(wall) + 1), tile)
-        server["wall"] = tuple(wall)
+        after = tuple(wall)
     fee_count = max(0, len(given) - 1) if not state.duel else 0  # erren: the first is free
     table.emit(
-        Event(
-            "exchanged",
-            seat,
-            public={"count": len(given), "paid": fee_count},
-            private={"given": given, "received": received},
-            server=server,
+        Exchanged(
+            seat=seat,
+            count=len(given),
+            paid=fee_count,
+            given=given,
+            received=received,
+            pool=pool,
+            wall=after,
         )
     )
     if all(state.exchanged):
@@ -101,8 +116,8 @@ def _exchange(table: Seats, action: Action) -> None:
         # ready since before the dealer's first discard could make the dealer ready.
         other = 1 - state.dealer
         ready_from_deal = state.duel and is_ready(state, other)
-        tenpai = {"tenpai": tuple(seat == other for seat in (0, 1))} if ready_from_deal else None
-        table.emit(Event("play_started", state.dealer, server=tenpai))
+        tenpai = tuple(seat == other for seat in (0, 1)) if ready_from_deal else None
+        table.emit(PlayStarted(seat=state.dealer, tenpai=tenpai))
 
 
 def _discard(table: Seats, action: Action) -> None:
@@ -111,12 +126,8 @@ def _discard(table: Seats, action: Action) -> None:
     if not state.duel and _could_self_draw(table, seat):
         _decline_win(table, seat)
     ready = action.kind == A.DECLARE_READY
-    public: dict[str, Any] = {"tile": tile}
-    if ready:
-        public["ready"] = True
-        if _first_turn_ready(state, seat, tile):
-            public["first_turn"] = True  # T3 天听
-    server: dict[str, Any] | None = None
+    first_turn = ready and _first_turn_ready(state, seat, tile)  # T3 天听
+    tenpai: bool | None = None
     if state.duel:
         # T9 order: whether the hand waits after this discard. The legal actions of this turn (cached)
         # already list every discard that leaves the hand ready (报听 is offered with each of them).
@@ -126,8 +137,7 @@ def _discard(table: Seats, action: Action) -> None:
                 if legal.kind == A.DECLARE_READY and legal.tile == tile:
                     tenpai = True
                     break
-        server = {"tenpai": tenpai}
-    table.emit(Event("discarded", seat, public=public, server=server))
+    table.emit(Discarded(seat=seat, tile=tile, ready=ready, first_turn=first_turn, tenpai=tenpai))
 
 
 def _first_turn_ready(state: TableState, seat: int, tile: int) -> bool:
@@ -150,7 +160,7 @@ def _decline_win(table: Seats, seat: int) -> None:
     """T8 胡加倍: each declined win doubles, at most the room's maximum (8)."""
     state = table.state
     declined = state.win_doublings[seat] < state.settings.max_win_doublings and not state.duel
-    table.emit(Event("passed", seat, public={"declined_win": declined} if declined else None))
+    table.emit(Passed(seat=seat, declined_win=declined))
 
 
 def _pass(table: Seats, action: Action) -> None:
@@ -161,18 +171,18 @@ def _pass(table: Seats, action: Action) -> None:
     if had_win:
         _decline_win(table, seat)
     else:
-        table.emit(Event("passed", seat))
+        table.emit(Passed(seat=seat))
     if phase == CLAIM:
         draw_for(table, seat)
     elif phase == ROB_KONG:
         _after_kong(table, 1 - seat)
     elif phase == EXTRA_DRAW:
-        table.emit(Event("thrown_away", seat, public={"tile": state.last_draw}))
+        table.emit(ThrownAway(seat=seat, tile=state.last_draw))
 
 
 def _claim(table: Seats, action: Action) -> None:
     meld = {A.CHI: "chi", A.PONG: "pong", A.KONG: "exposed_kong"}[action.kind]
-    table.emit(Event("claimed", action.seat, public={"meld": meld, "tile": action.tile}))
+    table.emit(Claimed(seat=action.seat, meld=meld, tile=action.tile))
     if meld == "exposed_kong":
         _after_kong(table, action.seat)
 
@@ -183,10 +193,10 @@ def _kong(table: Seats, action: Action) -> None:
         _decline_win(table, seat)  # T8 胡加倍: konging instead of winning gives the win up too
     if action.kind == A.CONCEALED_KONG:
         # A concealed kong is laid face down: the opponent sees that it happened, not which tile.
-        table.emit(Event("konged", seat, public={"meld": "concealed_kong"}, private={"tile": tile}))
+        table.emit(Konged(seat=seat, meld="concealed_kong", tile=tile))
         _after_kong(table, seat)
     else:
-        table.emit(Event("konged", seat, public={"meld": "added_kong", "tile": tile}))
+        table.emit(Konged(seat=seat, meld="added_kong", tile=tile))
         # D13: the opponent may rob it; advance() moves on when it cannot.
 
 
@@ -203,17 +213,14 @@ def _win(table: Seats, action: Action) -> None:
     description = describe_win(state, seat, action.tile, self_drawn=self_drawn, robbing=robbing)
     evaluation = evaluate_json(description)
     table.emit(
-        Event(
-            "won",
-            seat,
-            public={
-                "tile": action.tile,
-                "self_drawn": description["self_drawn"],  # D13: a robbed kong in duel
-                "description": description,
-                "evaluation": evaluation.to_json(),
-                "task_completed": task_completed(state, seat, evaluation),
-                "tiles": tuple(tiles_of(state.hands[seat])),
-            },
+        Won(
+            seat=seat,
+            tile=action.tile,
+            self_drawn=description["self_drawn"],  # D13: a robbed kong in duel
+            description=description,
+            evaluation=evaluation.to_json(),
+            task_completed=task_completed(state, seat, evaluation),
+            tiles=tuple(tiles_of(state.hands[seat])),
         )
     )
     if not (state.duel and state.settings.guess_enabled):
@@ -223,16 +230,17 @@ def _win(table: Seats, action: Action) -> None:
 def _guess(table: Seats, action: Action) -> None:
     """T12 猜大小: three dice; big 11–17, small 4–10, triples lose; right → ×2–5 from the house."""
     state = table.state
-    guess: dict[str, Any] = {"choice": action.kind}
+    event = Guessed(seat=action.seat, choice=action.kind)
     if action.kind != A.COLLECT:
         rng = derived_random(state.seed, state.rng_counter)
         dice = (rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 6))
         total = sum(dice)
         triple = dice[0] == dice[1] == dice[2]
         right = not triple and ((total >= 11) == (action.kind == A.GUESS_BIG))
-        guess.update(dice=dice, right=right, factor=rng.randint(2, 5) if right else 0)
-    table.emit(Event("guessed", action.seat, public=guess))
-    end_hand(table, Termination.WIN, guess=Guess.from_json(guess))
+        factor = rng.randint(2, 5) if right else 0
+        event = Guessed(seat=action.seat, choice=action.kind, dice=dice, right=right, factor=factor)
+    table.emit(event)
+    end_hand(table, Termination.WIN, guess=event.guess)
 
 
 def _offer_response(table: Seats, action: Action) -> None:
@@ -256,7 +264,8 @@ def advance(table: Seats) -> None:
         elif phase == TURN and state.ready[seat] and state.last_draw >= 0:
             if any(a.kind not in (A.DISCARD, A.LEAVE) for a in table.legal_actions(seat)):
                 return
-            table.emit(Event("discarded", seat, public={"tile": state.last_draw}, server=_tenpai(state)))
+            tenpai = True if state.duel else None
+            table.emit(Discarded(seat=seat, tile=state.last_draw, tenpai=tenpai))
         elif phase == ROB_KONG:
             if len(table.legal_actions(seat)) > 1:
                 return
@@ -265,17 +274,13 @@ def advance(table: Seats) -> None:
             if state.last_draw >= 0:
                 if len(table.legal_actions(seat)) > 1:
                     return
-                table.emit(Event("thrown_away", seat, public={"tile": state.last_draw}))
+                table.emit(ThrownAway(seat=seat, tile=state.last_draw))
             elif state.extra_draws_left > 0 and state.pool:
                 table.emit(draw_event(state, seat, FROM_POOL))
             else:
                 end_hand(table, Termination.DRAWN)
         else:
             return
-
-
-def _tenpai(state: TableState) -> dict[str, Any] | None:
-    return {"tenpai": True} if state.duel else None
 
 
 _PERFORMERS = {

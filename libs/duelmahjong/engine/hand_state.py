@@ -9,10 +9,13 @@ the only code that changes these fields.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duelmahjong.rules.keys import HONOR_PLACE, SUIT_PLACE
 from duelmahjong.rules.tiles import GREEN_TILES
+
+if TYPE_CHECKING:
+    from duelmahjong.engine.events import Won
 
 # Where a tile kind sits in the rules library's suit keys (duelmahjong.rules.keys): its suit (m p s z)
 # and what one copy adds to that suit's key.
@@ -74,7 +77,7 @@ class HandState:
         self.kong_tile = -1  # the added kong that may be robbed
         self.extra_draws_left = 0
         self.winner = -1
-        self.win: dict[str, Any] | None = None  # the `won` event's public part
+        self.win: Won | None = None
         self.rng_counter = 0
 
     # --- helpers used by the engine and views --------------------------------------------------------

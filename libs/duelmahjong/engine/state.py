@@ -13,10 +13,33 @@ flags below are the values those fields take.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from duelmahjong.engine.errors import ReplayError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import (
+    Claimed,
+    Dealt,
+    Discarded,
+    DoublingChosen,
+    DoublingRevealed,
+    Drew,
+    Escaped,
+    Event,
+    Exchanged,
+    Exhausted,
+    Guessed,
+    HandEnded,
+    HandStarted,
+    Konged,
+    Offered,
+    PairingEnded,
+    Passed,
+    PlayStarted,
+    Swapped,
+    TableOpened,
+    ThrownAway,
+    Won,
+)
 from duelmahjong.engine.hand_state import HandState
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
@@ -70,56 +93,50 @@ class TableState(HandState):
 
     # --- the fold ----------------------------------------------------------------------------------------
     def fold(self, event: Event) -> None:
-        handler = _HANDLERS.get(event.kind)
+        handler = _HANDLERS.get(type(event))
         if handler is None:
-            raise ReplayError(f"unknown event kind {event.kind!r}")
+            raise ReplayError(f"unknown event {event!r}")
         handler(self, event)
         self.events_folded += 1
 
-    def _table_opened(self, event: Event) -> None:
-        self.settings = RoomSettings.from_json(dict((event.public or {})["settings"]))
+    def _table_opened(self, event: TableOpened) -> None:
+        self.settings = RoomSettings.from_json(dict(event.settings))
         settings = self.settings
         self.duel = settings.is_duel
         self.minimum_fan = settings.effective_minimum_fan
         self.offers = self.duel and settings.triplet_offer_probability + settings.rub_offer_probability > 0
 
-    def _hand_started(self, event: Event) -> None:
-        public, server = event.public or {}, event.server or {}
+    def _hand_started(self, event: HandStarted) -> None:
         self._reset_hand()
-        self.hand_number = public["hand_number"]
-        self.dealer = public["dealer"]
-        self.dealer_passes = public["dealer_passes"]
-        self.round_wind = public["round_wind"]
-        self.progressive = public["progressive"]
-        self.bonus = tuple(public.get("bonus", ()))
-        self.task = public.get("task")
-        self.items = [dict(x) for x in server.get("items", ({}, {}))]
-        self.seed = server["seed"]
-        self.wall = list(server["wall"])
+        self.hand_number = event.hand_number
+        self.dealer = event.dealer
+        self.dealer_passes = event.dealer_passes
+        self.round_wind = event.round_wind
+        self.progressive = event.progressive
+        self.bonus = event.bonus
+        self.task = event.task
+        self.items = [dict(x) for x in event.items or ({}, {})]
+        self.seed = event.seed
+        self.wall = list(event.wall)
         self.head, self.tail = 0, len(self.wall)
-        self.pool = list(server.get("pool", ()))
+        self.pool = list(event.pool)
         self.phase = DOUBLING if self.settings.profile == "erren" else EXCHANGE
 
-    def _doubling_chosen(self, event: Event) -> None:
-        self.doubling[event.seat] = bool((event.private or {})["double"])
+    def _doubling_chosen(self, event: DoublingChosen) -> None:
+        self.doubling[event.seat] = event.double
 
-    def _doubling_revealed(self, event: Event) -> None:
-        self.doubling = list((event.public or {})["choices"])
+    def _doubling_revealed(self, event: DoublingRevealed) -> None:
+        self.doubling = list(event.choices)
         self.phase = EXCHANGE
 
-    def _dealt(self, event: Event) -> None:
-        tiles = (event.private or {})["tiles"]
-        flowers = (event.public or {}).get("flowers", ())
-        for tile in tiles:
+    def _dealt(self, event: Dealt) -> None:
+        for tile in event.tiles:
             self._move(event.seat, tile, 1)
-        self.flowers[event.seat].extend(flowers)
-        self.head += len(tiles) + len(flowers)
+        self.flowers[event.seat].extend(event.flowers)
+        self.head += len(event.tiles) + len(event.flowers)
 
-    def _drew(self, event: Event) -> None:
-        seat = event.seat
-        public = event.public or {}
-        source = public["source"]
-        tile = public["tile"] if "tile" in public else (event.private or {})["tile"]
+    def _drew(self, event: Drew) -> None:
+        seat, source, tile = event.seat, event.source, event.tile
         if source == FROM_WALL:
             self.head += 1
             self.draws[seat] += 1
@@ -140,39 +157,35 @@ class TableState(HandState):
         self.current = seat
         self.offer = ""
 
-    def _exchanged(self, event: Event) -> None:
+    def _exchanged(self, event: Exchanged) -> None:
         seat = event.seat
-        private, server = event.private or {}, event.server or {}
-        for tile in private.get("given", ()):
+        for tile in event.given:
             self._move(seat, tile, -1)
-        for tile in private.get("received", ()):
+        for tile in event.received:
             self._move(seat, tile, 1)
         self.exchanged[seat] = True
-        self.exchange_counts[seat] = len(private.get("given", ()))
-        self._set_unseen(server)
+        self.exchange_counts[seat] = len(event.given)
+        self._set_unseen(event.wall, event.pool)
 
-    def _set_unseen(self, server: dict[str, Any]) -> None:
-        if "wall" in server:
-            self.wall = list(server["wall"])
+    def _set_unseen(self, wall: tuple[int, ...] | None, pool: tuple[int, ...] | None) -> None:
+        if wall is not None:
+            self.wall = list(wall)
             self.head, self.tail = 0, len(self.wall)
-        if "pool" in server:
-            self.pool = list(server["pool"])
+        if pool is not None:
+            self.pool = list(pool)
 
-    def _play_started(self, event: Event) -> None:
+    def _play_started(self, event: PlayStarted) -> None:
         self.phase = TURN
         self.current = self.dealer
-        for seat, ready in enumerate((event.server or {}).get("tenpai", ())):
+        for seat, ready in enumerate(event.tenpai or ()):
             if ready:  # duel T9: ready since the deal
                 self.tenpai_since[seat] = self.events_folded
 
-    def _discarded(self, event: Event) -> None:
-        seat, public = event.seat, event.public or {}
-        tile = public["tile"]
+    def _discarded(self, event: Discarded) -> None:
+        seat, tile = event.seat, event.tile
         self._move(seat, tile, -1)
         self.rivers[seat].append(tile)
-        flags = (DISCARD_READY if public.get("ready") else 0) | (
-            DISCARD_DRAWN if tile == self.last_draw else 0
-        )
+        flags = (DISCARD_READY if event.ready else 0) | (DISCARD_DRAWN if tile == self.last_draw else 0)
         self.river_marks[seat].append([tile, flags])
         self.visible[tile] += 1
         self.discards[seat] += 1
@@ -180,26 +193,24 @@ class TableState(HandState):
         self.last_draw = -1
         self.offer = ""
         other = 1 - seat
-        if public.get("ready"):
+        if event.ready:
             self.ready[seat] = True
-            self.ready_first_turn[seat] = bool(public.get("first_turn"))
+            self.ready_first_turn[seat] = event.first_turn
             self.ready_mark[seat] = self.discards[other]
-        server = event.server or {}
-        if "tenpai" in server:
-            if not server["tenpai"]:
+        if event.tenpai is not None:
+            if not event.tenpai:
                 self.tenpai_since[seat] = -1
             elif self.tenpai_since[seat] < 0:
                 self.tenpai_since[seat] = self.events_folded
         self.phase = CLAIM
         self.current = other
 
-    def _passed(self, event: Event) -> None:
-        if (event.public or {}).get("declined_win"):
+    def _passed(self, event: Passed) -> None:
+        if event.declined_win:
             self.win_doublings[event.seat] += 1
 
-    def _claimed(self, event: Event) -> None:
-        seat, public = event.seat, event.public or {}
-        kind, tile = public["meld"], public["tile"]
+    def _claimed(self, event: Claimed) -> None:
+        seat, kind, tile = event.seat, event.meld, event.tile
         discard = self.last_discard
         if kind == "chi":
             for t in (tile, tile + 1, tile + 2):
@@ -220,10 +231,8 @@ class TableState(HandState):
         self.current = seat
         self.last_draw = -1
 
-    def _konged(self, event: Event) -> None:
-        seat, public = event.seat, event.public or {}
-        kind = public["meld"]
-        tile = public["tile"] if "tile" in public else (event.private or {})["tile"]
+    def _konged(self, event: Konged) -> None:
+        seat, kind, tile = event.seat, event.meld, event.tile
         if kind == "concealed_kong":
             self._move(seat, tile, -4)
             self.melds[seat].append((kind, tile))
@@ -243,90 +252,92 @@ class TableState(HandState):
             self.dealer_konged = True
         self.last_draw = -1
 
-    def _offered(self, event: Event) -> None:
-        public, private = event.public or {}, event.private or {}
-        self.offer = public["offer"]
-        self.offer_tile = private.get("tile", -1)
+    def _offered(self, event: Offered) -> None:
+        self.offer = event.offer
+        self.offer_tile = -1 if event.tile is None else event.tile
         self.rng_counter += 1
 
-    def _swapped(self, event: Event) -> None:
+    def _swapped(self, event: Swapped) -> None:
         """Tiles of a hand traded with unseen tiles (T5 offers, T6 items): the unseen ones move."""
-        seat, public, private = event.seat, event.public or {}, event.private or {}
+        seat = event.seat
         hand = self.hands[seat]
-        for tile in private["given"]:
+        for tile in event.given:
             self._move(seat, tile, -1)
-        for tile in private["received"]:
+        for tile in event.received:
             self._move(seat, tile, 1)
-        reason = public["reason"]
+        reason = event.reason
         if reason == "rub" or (self.last_draw >= 0 and not hand[self.last_draw]):
             # 搓牌 replaces this draw; a drawn tile given away makes a received one "the drawn tile".
-            self.last_draw = private["received"][0]
+            self.last_draw = event.received[0]
         if reason in ("swap_item", "shuffle_item"):
             self.items[seat][reason] = self.items[seat].get(reason, 0) - 1
         if reason in ("triplet", "shuffle_item"):
             self.rng_counter += 1
         self.offer = ""
-        self._set_unseen(event.server or {})
+        self._set_unseen(event.wall, event.pool)
 
-    def _thrown_away(self, event: Event) -> None:
-        tile = (event.public or {})["tile"]
-        self._move(event.seat, tile, -1)
-        self.thrown.append(tile)
+    def _thrown_away(self, event: ThrownAway) -> None:
+        self._move(event.seat, event.tile, -1)
+        self.thrown.append(event.tile)
         self.last_draw = -1
 
-    def _exhausted(self, event: Event) -> None:
-        public = event.public or {}
-        extra = public.get("extra_seat", -1)
+    def _exhausted(self, event: Exhausted) -> None:
         self.last_draw = -1
-        if extra >= 0:
-            self.extra_draws_left = public["extra_draws"]
-            self.current = extra
+        if event.extra_seat is not None and event.extra_seat >= 0:
+            self.extra_draws_left = event.extra_draws or 0
+            self.current = event.extra_seat
             self.phase = EXTRA_DRAW
 
-    def _won(self, event: Event) -> None:
+    def _won(self, event: Won) -> None:
         if self.phase == CLAIM and self.river_marks[1 - event.seat]:  # won on the opponent's discard
             self.river_marks[1 - event.seat][-1][1] |= DISCARD_CLAIMED
         self.winner = event.seat
-        self.win = dict(event.public or {})
+        self.win = event
         self.current = event.seat
         self.phase = GUESS
 
-    def _guessed(self, event: Event) -> None:
+    def _guessed(self, event: Guessed) -> None:
         self.rng_counter += 1
 
-    def _escaped(self, event: Event) -> None:
+    def _escaped(self, event: Escaped) -> None:
         self.current = -1
 
-    def _hand_ended(self, event: Event) -> None:
+    def _hand_ended(self, event: HandEnded) -> None:
         self.results.append(event.outcome)
         self.phase = OVER
         self.current = -1
 
-    def _pairing_ended(self, event: Event) -> None:
+    def _pairing_ended(self, event: PairingEnded) -> None:
         self.phase = CLOSED
         self.current = -1
 
 
-_HANDLERS: dict[str, Callable[[TableState, Event], None]] = {
-    "table_opened": TableState._table_opened,
-    "hand_started": TableState._hand_started,
-    "doubling_chosen": TableState._doubling_chosen,
-    "doubling_revealed": TableState._doubling_revealed,
-    "dealt": TableState._dealt,
-    "drew": TableState._drew,
-    "exchanged": TableState._exchanged,
-    "play_started": TableState._play_started,
-    "discarded": TableState._discarded,
-    "passed": TableState._passed,
-    "claimed": TableState._claimed,
-    "konged": TableState._konged,
-    "offered": TableState._offered,
-    "swapped": TableState._swapped,
-    "thrown_away": TableState._thrown_away,
-    "exhausted": TableState._exhausted,
-    "won": TableState._won,
-    "guessed": TableState._guessed,
-    "escaped": TableState._escaped,
-    "hand_ended": TableState._hand_ended,
-    "pairing_ended": TableState._pairing_ended,
-}
+E = TypeVar("E", bound=Event)
+_HANDLERS: dict[type[Event], Callable[[TableState, Any], None]] = {}
+
+
+def _on(kind: type[E], handler: Callable[[TableState, E], None]) -> None:
+    _HANDLERS[kind] = handler
+
+
+_on(TableOpened, TableState._table_opened)
+_on(HandStarted, TableState._hand_started)
+_on(DoublingChosen, TableState._doubling_chosen)
+_on(DoublingRevealed, TableState._doubling_revealed)
+_on(Dealt, TableState._dealt)
+_on(Drew, TableState._drew)
+_on(Exchanged, TableState._exchanged)
+_on(PlayStarted, TableState._play_started)
+_on(Discarded, TableState._discarded)
+_on(Passed, TableState._passed)
+_on(Claimed, TableState._claimed)
+_on(Konged, TableState._konged)
+_on(Offered, TableState._offered)
+_on(Swapped, TableState._swapped)
+_on(ThrownAway, TableState._thrown_away)
+_on(Exhausted, TableState._exhausted)
+_on(Won, TableState._won)
+_on(Guessed, TableState._guessed)
+_on(Escaped, TableState._escaped)
+_on(HandEnded, TableState._hand_ended)
+_on(PairingEnded, TableState._pairing_ended)

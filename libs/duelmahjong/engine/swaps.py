@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Swapped
 from duelmahjong.engine.sink import Sink
 from duelmahjong.engine.state import TableState
 from duelmahjong.engine.wall import derived_random
@@ -50,13 +50,13 @@ def give_for_unseen(table: Sink, action: Action) -> None:
             pool[pool.index(take)] = put
         else:
             wall[len(wall) - 1 - wall[::-1].index(take)] = put
-    server = {"wall": tuple(wall), "pool": tuple(pool)}
     table.emit(
-        Event(
-            "swapped",
-            action.seat,
-            public={"reason": _REASONS[kind]},
-            private={"given": tuple(given), "received": tuple(received)},
-            server=server,
+        Swapped(
+            seat=action.seat,
+            reason=_REASONS[kind],
+            given=tuple(given),
+            received=tuple(received),
+            wall=tuple(wall),
+            pool=tuple(pool),
         )
     )

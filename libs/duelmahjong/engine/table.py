@@ -23,7 +23,7 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import dealing, flow
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, TableOpened
 from duelmahjong.engine.legal import combinatorial_reason, legal_actions
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.settings import RoomSettings
@@ -60,7 +60,7 @@ class Table:
         self._legal_cache: list[list[Action] | None] = [None, None]  # per seat, for state ``_legal_at``
         self._legal_at = -1
         if settings is not None:
-            self.emit(Event("table_opened", public={"settings": settings.to_json()}))
+            self.emit(TableOpened(settings=settings.to_json()))
 
     # --- reading -----------------------------------------------------------------------------------------
     @property
@@ -204,7 +204,7 @@ class Table:
         table = cls()
         for position, raw in enumerate(events):
             event = raw if isinstance(raw, Event) else Event.from_json(raw)
-            if position == 0 and event.kind != "table_opened":
+            if position == 0 and not isinstance(event, TableOpened):
                 raise ReplayError(f"a table log starts with table_opened, not {event.kind!r}")
             table.emit(event)
         if not table.events:

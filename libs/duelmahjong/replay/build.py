@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from duelmahjong import contract
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandEnded
 from duelmahjong.engine.table import Table
 from duelmahjong.replay.hand_log import HandLog, LoggedEvent, ReplayError, log_records, read_hand
 from duelmahjong.replay.stepping import ORIGINS, HandPlayer, hand_facts
@@ -51,17 +51,15 @@ def build_replay(
         raise ReplayError(f"the table before hand {hand_id!r} does not replay: {err}") from None
     facts = hand_facts(opening.table_id, hand_id, begun.players, begun.rules, opening.negotiated_multiplier)
     player = HandPlayer(table, facts)
-    server = log.server
-    if "seed" not in server:
-        raise ReplayError(f"hand {hand_id!r}: its hand_started carries no seed")
+    started = log.started
     try:
-        salt = bytes.fromhex(str(server.get("salt", "")))
+        salt = bytes.fromhex(started.salt or "")
     except ValueError:
         raise ReplayError(f"hand {hand_id!r}: its hand_started carries a salt that is not hex") from None
-    counts = counts_at_deal(server)
+    counts = counts_at_deal(started)
     _played(
         player,
-        player.deal(int(server["seed"]), salt, counts, server.get("qiankun", ())),
+        player.deal(started.seed, salt, counts, started.qiankun),
         log.deal,
         "the deal",
     )
@@ -89,10 +87,10 @@ def build_replay(
             for p in begun.players
         ],
         dealer=begun.dealer,
-        round_wind=contract.WINDS[WIND_NAMES[int((log.started.public or {})["round_wind"])]],
+        round_wind=contract.WINDS[WIND_NAMES[started.round_wind]],
         multipliers=begun.multipliers,
         fairness=archive_pb2.FairnessProof(
-            commitment=bytes.fromhex(str((log.started.public or {}).get("commitment", ""))),
+            commitment=bytes.fromhex(started.commitment or ""),
             seed=begun.hidden.seed,
             salt=begun.hidden.salt,
         ),
@@ -111,7 +109,7 @@ def _played(player: HandPlayer, events: list[Event], logged: Sequence[LoggedEven
         if made.canonical() != was.canonical:
             differs = (
                 "with other contents"
-                if made.kind == was.event.kind
+                if type(made) is type(was.event)
                 else f"where the log has {was.event.kind!r}"
             )
             raise ReplayError(
@@ -135,8 +133,8 @@ def logged_result(log: HandLog) -> archive_pb2.ArchivedHand:
     if log.deal[0].at:
         hand.started_at.FromNanoseconds(log.deal[0].at)
     events = [e for action in log.actions for e in action.events]
-    ended = next((e for e in events if e.event.kind == "hand_ended"), None)
-    if ended is None:
+    ended = next((e for e in events if isinstance(e.event, HandEnded)), None)
+    if ended is None or not isinstance(ended.event, HandEnded):
         last = max((e.at for e in (*log.deal, *events)), default=0)
         if last:
             hand.ended_at.FromNanoseconds(last)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Event, HandEnded, HandStarted
 from duelmahjong.v1 import events_pb2, play_pb2, server_state_pb2
 
 
@@ -53,13 +52,10 @@ class HandLog:
     settled: play_pb2.SeatEvent | None  # the table's HandSettled for the hand, when it was shown
 
     @property
-    def started(self) -> Event:
-        return self.deal[0].event
-
-    @property
-    def server(self) -> dict[str, Any]:
-        """The hand_started event's server part: seed, salt, wall, pool, items, 乾坤大挪移 seats."""
-        return dict(self.started.server or {})
+    def started(self) -> HandStarted:
+        started = self.deal[0].event
+        assert isinstance(started, HandStarted)  # read_hand checks it
+        return started
 
 
 def log_records(log: Sequence[events_pb2.TableEventAppended]) -> list[server_state_pb2.TableLogRecord]:
@@ -114,13 +110,13 @@ def read_hand(records: Sequence[server_state_pb2.TableLogRecord], hand_id: str) 
             break  # the hand is over: what follows is between hands
         if which == "engine_event":
             current.append(_logged(record.engine_event, index))
-            ended = ended or current[-1].event.kind == "hand_ended"
+            ended = ended or isinstance(current[-1].event, HandEnded)
         elif which == "action_applied":
             if applied is not None:
                 actions.append(LoggedAction(applied, tuple(current)))
             applied, current = record.action_applied, []
     if applied is not None:
         actions.append(LoggedAction(applied, tuple(current)))
-    if not deal or deal[0].event.kind != "hand_started":
+    if not deal or not isinstance(deal[0].event, HandStarted):
         raise ReplayError(f"hand {hand_id!r}: its HandBegun is not followed by hand_started")
     return HandLog(opening, records[start].hand_begun, prior, tuple(deal), tuple(actions), settled)

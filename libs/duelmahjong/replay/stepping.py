@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Dealt, Event, HandEnded
 from duelmahjong.engine.outcome import NO_SEAT, Outcome, Termination
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import OVER
@@ -134,7 +134,7 @@ class HandPlayer:
             if self.over:
                 continue  # the pairing's own end, after the hand's
             self.events.append(event)
-            dealt = dealt or event.kind == "dealt"
+            dealt = dealt or isinstance(event, Dealt)
             step = self._step()
             shown_event = step.event
             shown_event.summary = summary(event)
@@ -144,7 +144,7 @@ class HandPlayer:
                 seat_event(event, 0, sequence, self.facts, note, at, into=shown_event.first_seat)
                 seat_event(event, 1, sequence, self.facts, note, at, into=shown_event.second_seat)
             step.state.CopyFrom(replay_state(self.state))
-            self.over = event.kind == "hand_ended"
+            self.over = isinstance(event, HandEnded)
         if dealt:
             self.initial = replay_state(self.state)
 

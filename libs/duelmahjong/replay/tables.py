@@ -6,9 +6,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import (
+    PUBLIC,
+    SEAT,
+    Claimed,
+    Dealt,
+    Discarded,
+    Drew,
+    Event,
+    Exchanged,
+    HandEnded,
+    HandStarted,
+    Konged,
+    Offered,
+    PlayStarted,
+    Swapped,
+    Won,
+)
 from duelmahjong.engine.result import meld_tiles
 from duelmahjong.engine.state import TableState
+from duelmahjong.replay.hand_log import ReplayError
 from duelmahjong.rules.tiles import format_tiles, tile_name, tile_names, tiles_of
 from duelmahjong.v1 import archive_pb2
 from duelmahjong.views import codec, items
@@ -43,36 +60,33 @@ def replay_state(state: TableState) -> archive_pb2.ReplayState:
 def revealed_deal(deal: Sequence[Event]) -> archive_pb2.RevealedDeal:
     """The deal as the seed made it, from the deal's events (``hand_started`` first, then ``dealt``)."""
     started = deal[0]
-    public, server = started.public or {}, started.server or {}
-    wall = list(server.get("wall", ()))
+    if not isinstance(started, HandStarted):
+        raise ReplayError(f"a deal starts with hand_started, not {started.kind}")
     message = archive_pb2.RevealedDeal(
-        unused_pool=tile_names(server.get("pool", ())),
-        revealed_bonus_tiles=format_tiles(public.get("bonus", ())),
+        unused_pool=tile_names(started.pool), revealed_bonus_tiles=format_tiles(started.bonus)
     )
     taken = 0
     dealt: dict[int, list[int]] = {}
     for event in deal:
-        if event.kind == "dealt":
-            shown = event.public or {}
-            tiles = [*(event.private or {}).get("tiles", ()), *shown.get("flowers", ())]
-            dealt[event.seat] = tiles
-            taken += int(shown.get("count", len(tiles)))
-    message.wall.extend(tile_names(wall[taken:]))
+        if isinstance(event, Dealt):
+            dealt[event.seat] = [*event.tiles, *event.flowers]
+            taken += event.count
+    message.wall.extend(tile_names(started.wall[taken:]))
     for seat in sorted(dealt):
         message.dealt.add(seat=codec.seat_enum(seat), concealed=format_tiles(sorted(dealt[seat])))
-    counts = counts_at_deal(server)
+    counts = counts_at_deal(started)
     if any(counts):
         for seat, seat_counts in enumerate(counts):
             message.items.add(seat=codec.seat_enum(seat), items=items.count_messages(seat_counts))
-    message.grand_shift.extend(codec.seat_enum(int(seat)) for seat in server.get("qiankun", ()))
+    message.grand_shift.extend(codec.seat_enum(seat) for seat in started.qiankun)
     return message
 
 
-def counts_at_deal(server: dict[str, Any]) -> list[dict[str, int]]:
+def counts_at_deal(started: HandStarted) -> list[dict[str, int]]:
     """Each seat's item counts as the deal was given them: hand_started records them after 乾坤大挪移
     was spent."""
-    counts = [dict(seat_counts) for seat_counts in server.get("items", ({}, {}))]
-    for seat in server.get("qiankun", ()):
+    counts = [dict(seat_counts) for seat_counts in started.items or ({}, {})]
+    for seat in started.qiankun:
         counts[seat]["qiankun"] = counts[seat].get("qiankun", 0) + 1
     return counts
 
@@ -96,53 +110,46 @@ _SOURCES["extra"] = "the unused pool"
 
 def summary(event: Event) -> str:
     """The event in words with every tile in it, both seats' parts together (never the server part)."""
-    seen = event.to_json()
-    public, private = seen.get("public") or {}, seen.get("private") or {}
-
-    def tiles(value: Any) -> str:
-        return notation(tuple(value or ()))
-
     who = SEAT_NAMES[event.seat] if event.seat in (0, 1) else ""
-    kind = event.kind
-    if kind == "hand_started":
-        text = f"hand {public['hand_number']} starts: {SEAT_NAMES[public['dealer']]} deals"
-        if public.get("bonus"):
-            text += f", bonus tiles {tiles(public['bonus'])}"
-        return text
-    if kind == "dealt":
-        flowers = tiles(public.get("flowers"))
-        return f"{who} is dealt {tiles(private.get('tiles'))}" + (f" and {flowers}" if flowers else "")
-    if kind == "drew":
-        tile = public.get("tile") or private.get("tile", "")
-        return f"{who} draws {tile} from {_SOURCES.get(public.get('source', ''), public.get('source'))}"
-    if kind == "discarded":
-        return f"{who} discards {public['tile']}" + (" and declares ready" if public.get("ready") else "")
-    if kind in ("claimed", "konged"):
-        tile = public.get("tile") or private.get("tile", "")
-        return f"{who} makes a {public['meld'].replace('_', ' ')} of {tile}"
-    given, received = tiles(private.get("given")), tiles(private.get("received"))
-    if kind == "exchanged":
-        if not given:
-            return f"{who} keeps its hand (no exchange)"
-        paid = f", paying {public['paid']}" if public.get("paid") else ""
-        return f"{who} exchanges {given} for {received}{paid}"
-    if kind == "play_started":
-        return f"play starts: {who} to move"
-    if kind == "swapped":
-        return f"{who} swaps {given} for {received} ({public.get('reason', '')})"
-    if kind == "offered":
-        tile = private.get("tile", "")
-        offer = public.get("offer")
-        return f"{who} is offered a {offer} of {tile}" if offer else f"{who} is offered nothing"
-    if kind == "won":
-        how = "self-drawn" if public.get("self_drawn") else "on a discard"
-        return f"{who} wins on {public['tile']} ({how}) with {tiles(public.get('tiles'))}"
-    if kind == "hand_ended":
-        outcome = event.outcome
-        return f"the hand ends: {outcome.termination}; hands {' / '.join(outcome.hands)}"
-    parts = {**public, **private}
+    match event:
+        case HandStarted():
+            text = f"hand {event.hand_number} starts: {SEAT_NAMES[event.dealer]} deals"
+            if event.bonus:
+                text += f", bonus tiles {format_tiles(event.bonus)}"
+            return text
+        case Dealt():
+            flowers = format_tiles(event.flowers)
+            return f"{who} is dealt {format_tiles(event.tiles)}" + (f" and {flowers}" if flowers else "")
+        case Drew():
+            return f"{who} draws {tile_name(event.tile)} from {_SOURCES.get(event.source, event.source)}"
+        case Discarded():
+            return f"{who} discards {tile_name(event.tile)}" + (" and declares ready" if event.ready else "")
+        case Claimed() | Konged():
+            return f"{who} makes a {event.meld.replace('_', ' ')} of {tile_name(event.tile)}"
+        case Exchanged():
+            if not event.given:
+                return f"{who} keeps its hand (no exchange)"
+            paid = f", paying {event.paid}" if event.paid else ""
+            return f"{who} exchanges {format_tiles(event.given)} for {format_tiles(event.received)}{paid}"
+        case PlayStarted():
+            return f"play starts: {who} to move"
+        case Swapped():
+            given, received = format_tiles(event.given), format_tiles(event.received)
+            return f"{who} swaps {given} for {received} ({event.reason})"
+        case Offered():
+            tile = "" if event.tile is None else tile_name(event.tile)
+            return (
+                f"{who} is offered a {event.offer} of {tile}" if event.offer else f"{who} is offered nothing"
+            )
+        case Won():
+            how = "self-drawn" if event.self_drawn else "on a discard"
+            return f"{who} wins on {tile_name(event.tile)} ({how}) with {format_tiles(event.tiles)}"
+        case HandEnded():
+            outcome = event.outcome
+            return f"the hand ends: {outcome.termination}; hands {' / '.join(outcome.hands)}"
+    parts = {**event.row.encode(event, PUBLIC), **event.row.encode(event, SEAT)}
     detail = ", ".join(f"{key} {_words(value)}" for key, value in sorted(parts.items()))
-    return " ".join(part for part in (who, kind.replace("_", " "), detail) if part)
+    return " ".join(part for part in (who, event.kind.replace("_", " "), detail) if part)
 
 
 def _words(value: Any) -> str:

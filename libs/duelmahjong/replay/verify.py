@@ -19,7 +19,7 @@ from google.protobuf.message import Message
 
 from duelmahjong.engine import fairness
 from duelmahjong.engine.errors import EngineError
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Drew, Event, HandEnded
 from duelmahjong.engine.outcome import Termination
 from duelmahjong.platform.errors import DomainError
 from duelmahjong.replay.hand_log import ReplayError
@@ -205,7 +205,7 @@ def _play(
         if over:  # the pairing's own end, after the hand's: no step
             shown.append((0, 0))
             continue
-        over = event.kind == "hand_ended"
+        over = isinstance(event, HandEnded)
         if replayed is None:
             raise _Failed(
                 f"the seed and the decisions make a {event.kind!r} event the replay does not show", at + 1
@@ -299,8 +299,8 @@ def _drawn_at(player: HandPlayer, index: int) -> int:
     """The step that drew wall tile ``index`` (of the wall after the deal), 0 if none did."""
     head, tail = 0, len(revealed_deal(player.events).wall) - 1
     for step, event in zip((s for s in player.steps if s.HasField("event")), player.events, strict=False):
-        if event.kind == "drew":
-            source = (event.public or {}).get("source")
+        if isinstance(event, Drew):
+            source = event.source
             if source == "wall":
                 if head == index:
                     return step.index
@@ -322,7 +322,7 @@ def _initial(replay: archive_pb2.Replay, player: HandPlayer) -> int:
 
 
 def _result(replay: archive_pb2.Replay, player: HandPlayer) -> int:
-    ended = next((e for e in player.events if e.kind == "hand_ended"), None)
+    ended = next((e for e in player.events if isinstance(e, HandEnded)), None)
     outcome = archive_pb2.ARCHIVED_OUTCOME_VOID
     winner = rules_pb2.SEAT_UNSPECIFIED
     if ended is not None:

@@ -19,7 +19,7 @@ never offered an item it has already used at this table.
 
 from __future__ import annotations
 
-from duelmahjong.engine.events import Event
+from duelmahjong.engine.events import Dealt, Event, Swapped
 from duelmahjong.v1 import events_pb2, rules_pb2
 
 # The engine's names of the items (its action reasons and count keys) ↔ the contract's kinds.
@@ -65,10 +65,9 @@ def used_items(
     the same hand get two sequences and two idempotency keys)."""
     used = []
     for sequence, event in sent:
-        reason = (event.public or {}).get("reason")
-        if event.kind == "swapped" and reason in ("swap_item", "shuffle_item"):
-            used.append((sequence, event.seat, str(reason)))
-        elif event.kind == "dealt" and event.seat in grand_shift_seats:
+        if isinstance(event, Swapped) and event.reason in ("swap_item", "shuffle_item"):
+            used.append((sequence, event.seat, event.reason))
+        elif isinstance(event, Dealt) and event.seat in grand_shift_seats:
             used.append((sequence, event.seat, GRAND_SHIFT))
     return used
 

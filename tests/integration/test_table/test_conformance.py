@@ -20,6 +20,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.client.session import DuelClient
+from duelmahjong.engine.events import Claimed, Discarded, Konged
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import EXTRA_DRAW, TURN
 from duelmahjong.engine.table import Table
@@ -108,9 +109,9 @@ def _offline_hand(table: Table, seed: int) -> set[str]:
     assert table.outcome is not None
     held = {table.outcome.termination.value}
     for event in table.events[start:]:
-        if event.kind in ("claimed", "konged"):
-            held.add(str((event.public or {})["meld"]))
-        if event.kind == "discarded" and (event.public or {}).get("ready"):
+        if isinstance(event, Claimed | Konged):
+            held.add(event.meld)
+        if isinstance(event, Discarded) and event.ready:
             held.add("ready")
     return held
 

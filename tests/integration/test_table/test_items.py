@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.client.session import DuelClient
+from duelmahjong.engine.events import HandStarted
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.rules.tiles import parse_tiles, tile_name
@@ -167,8 +168,8 @@ async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
         await asyncio.wait_for(asyncio.gather(alice_plays(), bob_plays()), 60)
         # 偷天换日 turned one tile of alice's hand into the named kind (T6), and the view shows one left.
         assert swapped, "alice was never offered 偷天换日 on her turn"
-        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
-        assert [(e.server or {}).get("qiankun") for e in started] == [(alice.seat,)]  # dealt with the shift
+        started = [e for e in table.state.engine.events if isinstance(e, HandStarted)]
+        assert [e.qiankun for e in started] == [(alice.seat,)]  # dealt with the shift
         given, target = parse_tiles(swapped["given"])[0], parse_tiles(swapped["target"])[0]
         expected = swapped["before"] - Counter({given: 1}) + Counter({target: 1})
         assert swapped["after"] == expected
@@ -222,8 +223,8 @@ async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
             offered = {a.kind for view in views for a in view.legal_actions.actions}
             assert play_pb2.ACTION_KIND_USE_ITEM not in offered
         assert not any(e.kind == "swapped" for e in table.state.engine.events)
-        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
-        assert started and not any((e.server or {}).get("qiankun") for e in started)
+        started = [e for e in table.state.engine.events if isinstance(e, HandStarted)]
+        assert started and not any(e.qiankun for e in started)
         assert await _inventory(stack, stack.alice.player_id) == {SWAP: 2, GRAND: 1}
     finally:
         await alice.close()
@@ -270,8 +271,8 @@ async def test_grand_shift_is_chosen_at_continue_and_refused_without_the_item_t6
     try:
         await asyncio.wait_for(asyncio.gather(plays(alice), plays(bob)), 90)
         assert refusals == ["you have no 乾坤大挪移 left (T6)"]
-        started = [e for e in table.state.engine.events if e.kind == "hand_started"]
-        assert [(e.server or {}).get("qiankun") for e in started] == [None, (alice.seat,)]
+        started = [e for e in table.state.engine.events if isinstance(e, HandStarted)]
+        assert [e.qiankun for e in started] == [(), (alice.seat,)]
         views = [r.view for r in alice.received if r.HasField("view") and r.view.table.hand_number == 2]
         assert views and all({i.item: i.count for i in v.items} == {SWAP: 2} for v in views)
         mine = [e for e in used if e.table_id == table_id]

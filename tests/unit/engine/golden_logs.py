@@ -18,7 +18,7 @@ from typing import Any
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import choose
-from duelmahjong.engine.events import Event, canonical_json, canonical_log
+from duelmahjong.engine.events import Event, HandEnded, canonical_json, canonical_log
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 
@@ -126,7 +126,7 @@ def digests(events: list[Event]) -> list[str]:
     out = []
     for event in events[1:]:
         table.emit(event)
-        if event.kind == "hand_ended":
+        if isinstance(event, HandEnded):
             out.append(canonical_json(state_digest(table)))
     out.append(canonical_json(state_digest(table)))
     return out

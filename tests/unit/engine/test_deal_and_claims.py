@@ -19,7 +19,9 @@ def test_duel_wall_71_in_play_and_pool(duel) -> None:  # type: ignore[no-untyped
     assert state.wall_remaining == 71 - 27
     assert len(state.pool) + len(state.bonus) == 65 and len(state.bonus) == 2
     assert [e.kind for e in events] == ["hand_started", "dealt", "dealt"]
-    assert events[0].public["bonus"] == state.bonus  # D1: the revealed tiles are public
+    assert events[0].bonus == state.bonus and "bonus" in events[0].for_seat(
+        0
+    )  # D1: the revealed tiles are public
     assert sum(state.hands[state.dealer]) == 14 and sum(state.hands[1 - state.dealer]) == 13
 
 
@@ -33,9 +35,9 @@ def test_erren_deal_replaces_flowers(erren) -> None:  # type: ignore[no-untyped-
     """§1 erren: all 72 tiles, flowers set aside at the deal and replaced from the end of the wall."""
     events = erren.deal(dealer_hand="1f123456789m1z2z3z4z", other_hand="1112223334445m", replacements="5z")
     dealt = [e for e in events if e.kind == "dealt"]
-    assert dealt[0].public["flowers"] == (34,)
+    assert dealt[0].flowers == (34,) and dealt[0].for_seat(1)["flowers"] == ["1f"]
     replacement = next(e for e in events if e.kind == "drew")
-    assert replacement.public["source"] == "flower" and replacement.private["tile"] == 31
+    assert replacement.source == "flower" and replacement.tile == 31
     assert erren.state.flowers[0] == [34] and sum(erren.state.hands[0]) == 14
     assert erren.state.wall_remaining == 72 - 28
 
@@ -72,7 +74,11 @@ def test_T2_chi_and_pass_then_draw(duel) -> None:  # type: ignore[no-untyped-def
     assert "1 chi 2m" in duel.legal(1)
     events = duel.do("1 pass")
     assert [e.kind for e in events] == ["passed", "drew"]
-    assert events[1].private["tile"] == 8 and duel.state.phase == "turn"
+    assert (
+        events[1].tile == 8
+        and "tile" not in events[1].for_seat(1 - events[1].seat)
+        and duel.state.phase == "turn"
+    )
 
 
 def test_T2_kong_replacement_comes_from_the_end_of_the_wall(duel) -> None:  # type: ignore[no-untyped-def]
@@ -80,7 +86,7 @@ def test_T2_kong_replacement_comes_from_the_end_of_the_wall(duel) -> None:  # ty
     duel.do("0 discard 3m")
     events = duel.do("1 kong 3m")
     assert [e.kind for e in events] == ["claimed", "drew"]
-    assert events[1].public["source"] == "kong" and events[1].private["tile"] == 26
+    assert events[1].source == "kong" and events[1].tile == 26
     assert duel.state.melds[1] == [("exposed_kong", 2)]
 
 
@@ -114,7 +120,7 @@ def test_D13_robbing_declined_gives_the_replacement(duel) -> None:  # type: igno
     for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m"):
         duel.do(text)
     events = duel.do("0 pass")
-    assert [e.kind for e in events] == ["passed", "drew"] and events[1].public["source"] == "kong"
+    assert [e.kind for e in events] == ["passed", "drew"] and events[1].source == "kong"
 
 
 def test_D13_concealed_kong_cannot_be_robbed(duel) -> None:  # type: ignore[no-untyped-def]

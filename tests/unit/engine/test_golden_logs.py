@@ -1,5 +1,5 @@
 """Stored table logs replay: each golden log (tests/data/golden_logs, written by
-:mod:`tests.unit.engine.golden_logs`) reads back into events, replays to the state it was written
+:mod:`tests.unit.engine.golden_logs`) reads back into typed events, replays to the state it was written
 with, and serialises back to the stored bytes. Together the logs hold every event kind the engine emits.
 """
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from duelmahjong.engine.events import Event, canonical_log
+from duelmahjong.engine.events import CATALOGUE, Event, canonical_log
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.engine.table import Table
 from tests.unit.engine.golden_logs import CASES, GOLDEN_LOGS, digests
@@ -22,6 +22,11 @@ KINDS = {
 }  # fmt: skip
 
 
+def test_the_catalogue_has_one_row_per_kind() -> None:
+    assert {row.kind for row in CATALOGUE} == KINDS and len(CATALOGUE) == len(KINDS)
+    assert all(row.cls.kind == row.kind and row.cls.row is row for row in CATALOGUE)
+
+
 def _log(name: str) -> str:
     return (GOLDEN_LOGS / f"{name}.jsonl").read_text(encoding="utf-8")
 
@@ -30,6 +35,8 @@ def _log(name: str) -> str:
 def test_golden_log_replays_byte_for_byte(name: str) -> None:
     text = _log(name)
     events = [Event.from_json(json.loads(line)) for line in text.splitlines()]
+    for line, event in zip(text.splitlines(), events, strict=True):
+        assert type(event) is CATALOGUE.by_kind[json.loads(line)["kind"]].cls
     assert canonical_log(events) + "\n" == text
     replayed = Table.replay(events)
     assert canonical_log(replayed.events) + "\n" == text

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duelmahjong.engine import actions as A
-from duelmahjong.engine.events import Event, events_for_seat
+from duelmahjong.engine.events import Discarded, Drew, Event, Passed, events_for_seat
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 
@@ -128,9 +128,9 @@ def test_D13_an_open_robbing_window_reads_as_the_kongers_turn(script_of) -> None
 
 def test_T8_an_erren_declined_win_is_announced() -> None:
     """胡加倍 is a public decision (the win_declines counter both seats see): that pass stays public."""
-    announced = Event("passed", 1, public={"declined_win": True})
+    announced = Passed(seat=1, declined_win=True)
     assert announced.visible_to(0) and announced.visible_to(1)
-    silent = Event("passed", 1)
+    silent = Passed(seat=1)
     assert silent.visible_to(1) and not silent.visible_to(0) and not silent.visible_to(-1)
 
 
@@ -154,7 +154,7 @@ def _play(room: RoomSettings, seed: int, rng: random.Random) -> Table:
 
 
 def _silent_pass(event: Event, seat: int) -> bool:
-    return event.kind == "passed" and not event.public and event.seat == seat
+    return isinstance(event, Passed) and not event.declined_win and event.seat == seat
 
 
 def _without_silent_passes(events: list[Event], seat: int) -> list[Event]:
@@ -180,6 +180,6 @@ def test_T2_D13_observers_see_the_same_hand_with_or_without_options(
 
 
 def test_seat_streams_route_silent_passes_only_to_their_seat() -> None:
-    events = [Event("discarded", 0, public={"tile": 2}), Event("passed", 1), Event("drew", 1, public={})]
+    events = [Discarded(seat=0, tile=2), Passed(seat=1), Drew(seat=1, source="wall", tile=5)]
     assert [e["kind"] for e in events_for_seat(events, 0)] == ["discarded", "drew"]
     assert [e["kind"] for e in events_for_seat(events, 1)] == ["discarded", "passed", "drew"]

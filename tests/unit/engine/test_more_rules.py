@@ -25,7 +25,7 @@ def test_E14_win_on_a_flower_replacement_is_a_self_draw(script_of) -> None:  # t
     erren.deal(dealer_hand="7z1234567m223346z", other_hand="123456789m11z55z", draws="1f", replacements="5z")
     events = erren.do("0 discard 7z")
     assert [e.kind for e in events] == ["discarded", "drew", "drew"]
-    assert events[1].public == {"source": "wall", "tile": 34}  # the flower is shown
+    assert events[1].for_seat(0) == {"kind": "drew", "seat": 1, "source": "wall", "tile": "1f"}  # shown
     assert erren.legal(1)[0] == "1 self_draw_win 5z"
     erren.do("1 self_draw_win 5z")
     context = erren.context()
@@ -75,7 +75,7 @@ def test_T3_erren_declining_the_exposed_kong_keeps_the_auto_play(erren) -> None:
     events = erren.do("1 pass")
     # The ready seat draws its turn and the table discards the drawn tile for it (T3 auto-play).
     assert [(e.kind, e.seat) for e in events][:3] == [("passed", 1), ("drew", 1), ("discarded", 1)]
-    assert events[2].public["tile"] == parse_tiles("9m")[0]  # the drawn tile, discarded for the seat
+    assert events[2].tile == parse_tiles("9m")[0]  # the drawn tile, discarded for the seat
     assert erren.state.ready[1] and erren.state.melds[1] == []
 
 
@@ -95,7 +95,7 @@ def test_T9_both_ready_the_first_ready_draws_extra(duel) -> None:  # type: ignor
     duel.do("1 ready 2z")
     pass_until_over(duel)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
-    assert exhausted.public["ready"] == (True, True) and exhausted.public["extra_seat"] == 0
+    assert exhausted.ready == (True, True) and exhausted.extra_seat == 0
 
 
 def test_T9_both_ready_order_is_who_became_ready_first(duel) -> None:  # type: ignore[no-untyped-def]
@@ -106,7 +106,7 @@ def test_T9_both_ready_order_is_who_became_ready_first(duel) -> None:  # type: i
     duel.do("0 ready 9s")  # the dealer drew 4p and is ready now
     pass_until_over(duel)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
-    assert exhausted.public["extra_seat"] == 1
+    assert exhausted.extra_seat == 1
 
 
 def test_D1_revealed_bonus_tiles_reach_the_description(duel) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from duelmahjong.engine.events import Exhausted, ThrownAway
 from duelmahjong.engine.outcome import Termination
 
 # The dealer declares ready on its first discard (7z) and then waits on 1p 4p 7p (33z pair).
@@ -55,12 +56,18 @@ def test_T3_heavenly_ready_then_auto_play(duel) -> None:  # type: ignore[no-unty
     duel.deal(dealer_hand=READY_DEALER, other_hand=IDLE_OTHER, draws="6z8m2z9m")
     assert "0 ready 7z" in duel.legal(0)
     events = duel.do("0 ready 7z")
-    assert events[0].public == {"tile": 33, "ready": True, "first_turn": True}  # 天听
+    assert events[0].for_seat(-1) == {
+        "kind": "discarded",
+        "seat": events[0].seat,
+        "tile": "7z",
+        "ready": True,
+        "first_turn": True,
+    }  # 天听
     # Seat 1 drew 6z; its discard gives the dealer nothing, so the dealer's draw (8m) is discarded
     # by the table itself, and seat 1 draws again (2z).
     events = duel.do("1 discard 6z")
     assert [e.kind for e in events] == ["discarded", "drew", "discarded", "drew"]
-    assert events[2].seat == 0 and events[2].public["tile"] == 7
+    assert events[2].seat == 0 and events[2].tile == 7
     assert duel.legal(0) == []  # a locked hand (T3): nothing to decide
 
 
@@ -105,7 +112,7 @@ def test_T9_extra_draw_after_exhaustion_wins_with_haitei(duel) -> None:  # type:
     duel.do("0 ready 7z")
     play_out(duel, win_when_wall_empty=True)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
-    assert exhausted.public == {"ready": (True, False), "extra_seat": 0, "extra_draws": 3}
+    assert exhausted == Exhausted(ready=(True, False), extra_seat=0, extra_draws=3)
     assert duel.context()["extra_draw_after_exhaustion"] is True
     assert "win_on_extra_draw" in duel.pattern_ids()
 
@@ -114,7 +121,7 @@ def test_T9_three_extra_draws_without_a_win_is_a_drawn_hand(duel) -> None:  # ty
     duel.deal(dealer_hand=READY_DEALER, other_hand=IDLE_OTHER, replacements="1z", pool="1z2z6z")
     duel.do("0 ready 7z")
     play_out(duel, win_when_wall_empty=False)
-    thrown = [e.public["tile"] for e in duel.table.events if e.kind == "thrown_away"]
+    thrown = [e.tile for e in duel.table.events if isinstance(e, ThrownAway)]
     assert thrown == [27, 28, 32]
     assert duel.outcome.termination is Termination.DRAWN
 
@@ -123,6 +130,6 @@ def test_T9_nobody_ready_is_a_drawn_hand_without_extra_draws(duel) -> None:  # t
     duel.deal(dealer_hand="159m159p2468s2346z", other_hand=IDLE_OTHER)
     play_out(duel, win_when_wall_empty=False)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
-    assert exhausted.public == {"ready": (False, False)}
+    assert exhausted == Exhausted(ready=(False, False))
     assert duel.outcome.termination is Termination.DRAWN
     assert not any(e.kind == "thrown_away" for e in duel.table.events)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from duelmahjong.engine.errors import IllegalActionError
-from duelmahjong.engine.outcome import Guess, Termination
+from duelmahjong.engine.outcome import Termination
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.engine.wall import stack_tiles
@@ -19,7 +19,7 @@ OTHER = "1111s555s9999s1z2z"
 def test_T4_duel_exchange_takes_from_and_returns_to_the_pool(duel) -> None:  # type: ignore[no-untyped-def]
     duel.deal(dealer_hand=FAR, other_hand=OTHER, pool="7z7z", exchange=False)
     events = duel.do("0 exchange [1m,9m]")
-    assert events[0].private == {"given": (0, 8), "received": (33, 33)}
+    assert (events[0].given, events[0].received) == ((0, 8), (33, 33))
     assert events[0].for_seat(1) == {"kind": "exchanged", "seat": 0, "count": 2, "paid": 0}
     assert duel.state.pool[-2:] == [0, 8]  # returned tiles go to the pool
     duel.do("1 exchange")
@@ -33,8 +33,8 @@ def test_T4_erren_exchange_limit_fee_and_wall(script_of) -> None:  # type: ignor
         erren.do("0 exchange [1m,2m,3m,4m,5m,6m]")
     wall_before = sorted(erren.state.live_wall())
     events = erren.do("0 exchange [1m,2m,3m]")
-    assert events[0].public == {"count": 3, "paid": 2}  # the first exchange is free
-    received = events[0].private["received"]
+    assert (events[0].count, events[0].paid) == (3, 2)  # the first exchange is free
+    received = events[0].received
     after = list(wall_before)
     for tile in received:
         after.remove(tile)
@@ -58,8 +58,8 @@ def test_T5_triplet_offer_and_rub(script_of) -> None:  # type: ignore[no-untyped
     with pytest.raises(IllegalActionError, match="tiles you hold"):
         script.do("1 take_triplet [7z,7z,7z]")
     events = script.do("1 take_triplet [1s,1z,2z]")  # any three held tiles, listed or not
-    triplet = events[0].private["received"]
-    assert events[0].public == {"reason": "triplet"} and triplet == (triplet[0],) * 3
+    triplet = events[0].received
+    assert events[0].reason == "triplet" and triplet == (triplet[0],) * 3
     assert offer["tile"] == events[0].for_seat(1)["received"][0]
     assert events[0].for_seat(0) == {"kind": "swapped", "seat": 1, "reason": "triplet"}
     rub = script_of("duel", rub_offer_probability=1.0)
@@ -68,7 +68,7 @@ def test_T5_triplet_offer_and_rub(script_of) -> None:  # type: ignore[no-untyped
     assert rub.table.view(1)["offer"] == {"kind": "rub"}
     drawn = rub.state.last_draw
     events = rub.do("1 rub 7z")
-    assert events[0].private == {"given": (drawn,), "received": (33,)}
+    assert (events[0].given, events[0].received) == ((drawn,), (33,))
     assert rub.state.last_draw == 33 and 33 not in rub.state.pool[:1]
 
 
@@ -83,12 +83,12 @@ def test_T6_items_swap_and_shuffle(duel) -> None:  # type: ignore[no-untyped-def
     duel.do("1 exchange")
     assert any("swap_item" in text for text in duel.legal(0))  # representatives; any held tile may go
     events = duel.do("0 swap_item 1m >7z")
-    assert events[0].private == {"given": (0,), "received": (33,)} and duel.state.items[0]["swap_item"] == 0
+    assert (events[0].given, events[0].received) == ((0,), (33,)) and duel.state.items[0]["swap_item"] == 0
     assert not [a for a in duel.legal(0) if "swap_item" in a]
     with pytest.raises(IllegalActionError, match="偷天换日"):
         duel.do("0 swap_item 5m >6z")  # spent once (T6)
     events = duel.do("0 shuffle_item [9m,1p,9p]")
-    received = events[0].private["received"]
+    received = events[0].received
     assert len(set(received)) == 1 and len(received) == 3
 
 
@@ -135,7 +135,7 @@ def test_T8_declining_a_win_doubles(script_of) -> None:  # type: ignore[no-untyp
     erren.do("0 discard 5m")  # nine gates (九莲宝灯) waits on every 万
     assert erren.legal(1)[0] == "1 win 5m"
     events = erren.do("1 pass")
-    assert events[0].public == {"declined_win": True}  # 胡加倍
+    assert events[0].for_seat(0) == {"kind": "passed", "seat": events[0].seat, "declined_win": True}  # 胡加倍
     assert erren.state.win_doublings == [0, 1]
 
 
@@ -181,11 +181,12 @@ def test_T12_guess_big_or_small(script_of) -> None:  # type: ignore[no-untyped-d
         assert script.table.phase == "guess" and script.legal(0) == ["0 big", "0 small", "0 collect"]
         assert script.table.default_action(0).kind == "collect"
         events = script.do("0 big")
-        guess = events[0].public
-        total, triple = sum(guess["dice"]), len(set(guess["dice"])) == 1
-        assert guess["right"] == (total >= 11 and not triple)
-        assert (2 <= guess["factor"] <= 5) if guess["right"] else guess["factor"] == 0
-        assert script.outcome.guess == Guess("big", guess["dice"], guess["right"], guess["factor"])
+        guess = events[0].guess
+        assert guess.dice is not None and guess.factor is not None
+        total, triple = sum(guess.dice), len(set(guess.dice)) == 1
+        assert guess.right == (total >= 11 and not triple)
+        assert (2 <= guess.factor <= 5) if guess.right else guess.factor == 0
+        assert script.outcome.guess == guess
         replayed = Table.replay([event.to_json() for event in script.table.events])
         assert vars(replayed.state) == vars(script.state)
 

@@ -9,6 +9,7 @@ import pytest
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError
+from duelmahjong.engine.events import Passed
 from duelmahjong.engine.wall import stack_tiles
 
 READY_DEALER = "234567m23456p33z7z"  # declares with 7z, then waits on 1p 4p 7p
@@ -74,7 +75,7 @@ def test_T8_a_kong_instead_of_a_self_drawn_win_declines_it(script_of) -> None:  
     assert {"0 self_draw_win 6z", "0 concealed_kong 1m"} <= set(erren.legal(0))
     events = erren.do("0 concealed_kong 1m")
     assert [e.kind for e in events][:2] == ["passed", "konged"]
-    assert events[0].public == {"declined_win": True}
+    assert events[0] == Passed(seat=events[0].seat, declined_win=True)
     assert erren.state.win_doublings == [1, 0]
 
 
@@ -86,7 +87,7 @@ def test_T9_a_hand_ready_from_the_deal_was_ready_first(duel) -> None:  # type: i
     duel.do("1 ready 8m")
     pass_until_over(duel)
     exhausted = next(e for e in duel.table.events if e.kind == "exhausted")
-    assert exhausted.public["ready"] == (True, True) and exhausted.public["extra_seat"] == 1
+    assert exhausted.ready == (True, True) and exhausted.extra_seat == 1
 
 
 # --- malformed actions: refused with a reason, nothing changes ------------------------------------------
@@ -166,7 +167,7 @@ def test_E17_T7_round_wind_and_progressive_multiplier_over_a_pairing(duel) -> No
     started = []
     for number in range(3):
         events = duel.deal(number + 1, dealer_hand="5z159m159p159s2346z", other_hand="123m456p789s11z55z")
-        started.append(events[0].public)
+        started.append(events[0].for_seat(-1))
         dealer = duel.state.dealer
         duel.do(f"{dealer} discard 5z")
         duel.do(f"{1 - dealer} win 5z")  # 地和 (D10): the non-dealer wins and deals next (T1)
@@ -184,7 +185,7 @@ def test_E14_a_kong_replacement_that_is_a_flower_wins_after_the_flower(script_of
     erren = script_of("erren", minimum_fan=0)
     erren.deal(dealer_hand="1111m234m567m99m55z", other_hand="5678m1234567z", replacements="1f5z")
     events = erren.do("0 concealed_kong 1m")
-    assert [(e.kind, e.public.get("source")) for e in events] == [
+    assert [(e.kind, e.for_seat(-1).get("source")) for e in events] == [
         ("konged", None),
         ("drew", "kong"),
         ("drew", "flower"),

@@ -9,7 +9,7 @@ import pytest
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.errors import IllegalActionError, ReplayError, SettingsError
-from duelmahjong.engine.events import Event, canonical_log
+from duelmahjong.engine.events import NO_TILE, Drew, Event, Swapped, canonical_log
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.rules.tiles import M5, RED, S1, S2, S3
 
@@ -75,14 +75,31 @@ def test_action_parse_rejects_bad_text(text: str) -> None:
 
 
 def test_event_json_round_trip_and_visibility() -> None:
-    event = Event("drew", 1, public={"source": "wall"}, private={"tile": M5}, server={"note": "x"})
+    event = Swapped(seat=1, reason="rub", given=(M5,), received=(0,), wall=(M5, 1), pool=())
     data = json.loads(json.dumps(event.to_json()))
+    assert data["server"] == {"wall": ["5m", "2m"], "pool": []}
     assert Event.from_json(data) == event
-    assert event.for_seat(1) == {"kind": "drew", "seat": 1, "source": "wall", "tile": "5m"}
-    assert event.for_seat(0) == {"kind": "drew", "seat": 1, "source": "wall"}  # the opponent: "a tile"
-    assert event.audience == "server"
+    assert event.for_seat(1) == {
+        "kind": "swapped",
+        "seat": 1,
+        "reason": "rub",
+        "given": ["5m"],
+        "received": ["1m"],
+    }
+    assert event.for_seat(0) == {"kind": "swapped", "seat": 1, "reason": "rub"}  # the opponent: "a swap"
+    assert event.seen_by(0) == Swapped(seat=1, reason="rub", given=(), received=(), wall=(M5, 1), pool=())
+    drew = Drew(seat=1, source="wall", tile=M5)
+    assert drew.for_seat(0) == {"kind": "drew", "seat": 1, "source": "wall"}
+    assert drew.seen_by(0).tile == NO_TILE and drew.seen_by(1) is drew
     assert canonical_log([event]) == event.canonical()
     assert event.canonical().index('"kind"') < event.canonical().index('"seat"')  # sorted keys
+
+
+def test_an_unknown_field_is_refused() -> None:
+    with pytest.raises(ReplayError):
+        Event.from_json(
+            {"kind": "drew", "seat": 1, "public": {"source": "wall", "tile": "1f"}, "server": {"x": 1}}
+        )
 
 
 def test_malformed_events_raise_replay_error() -> None:
