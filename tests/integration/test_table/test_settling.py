@@ -1,5 +1,6 @@
 """A hand's end on a real table server and real NATS: the table is SETTLING while the wallet's
-answer is on its way, serves everything else meanwhile, and takes the answer from its inbox.
+answer is on its way, serves everything else meanwhile (status, streams that go and come back,
+spectators), and takes the answer from its inbox.
 
 No wallet runs here: the test answers for it on the bus, as the wallet would, when it chooses.
 """
@@ -51,7 +52,7 @@ async def test_a_settling_table_serves_everything_and_takes_its_settlement_from_
     bus: Bus,
 ) -> None:
     table_server.host.settlement_wait = 60.0  # the wallet is late, not gone
-    table_id, first, second = await open_table()
+    table_id, first, second = await open_table(kit.rules(watchable=True, spectate_delay_seconds=1))
     table = kit.live(table_server, table_id)
     await first.connect()
     await second.connect()
@@ -76,9 +77,16 @@ async def test_a_settling_table_serves_everything_and_takes_its_settlement_from_
         latencies.append(time.perf_counter() - started)
         assert status.status == SETTLING
         assert status.state.phase == play_pb2.HAND_PHASE_SETTLING
-    await channel.close()
     latencies.sort()
     assert latencies[98] < 0.05, f"GetTableStatus p99 {latencies[98] * 1000:.1f} ms while settling"
+    # A spectator who comes now is served: the delayed table first, at once.
+    watch = stub.Watch(table_pb2.WatchRequest(table_id=table_id), metadata=issue("spectator"))
+    started = time.perf_counter()
+    shown = await asyncio.wait_for(watch.read(), 5)
+    assert shown.HasField("state") and shown.state.table_id == table_id
+    assert time.perf_counter() - started < 0.5
+    watch.cancel()
+    await channel.close()
 
     # A seat that goes away and comes back is served: it is sent what it missed, then SETTLING.
     seen = second.last_seen
