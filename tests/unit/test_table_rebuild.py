@@ -333,6 +333,36 @@ def test_a_table_adopted_from_any_part_of_its_log_resumes_both_seats_and_plays_o
     assert rebuild(match.log.messages).status == table_pb2.TABLE_STATUS_CLOSED  # numbered on, no gap
 
 
+@pytest.mark.parametrize("profile", ["duel", "erren"])
+def test_a_table_adopted_while_settling_points_scoring_at_the_same_hand_again(profile: str) -> None:
+    """The server that ended a hand died before its settlement was shown: the adopter is SETTLING,
+    publishes the same hand's pointer again (scoring and the wallet take it once and answer again),
+    and goes on once settled, the wait for the answer starting again on its own clock."""
+    first = Match(profile, 21)
+    asyncio.run(first.play(3))
+    assert first.quiet.ended
+    ended = first.quiet.ended[0]
+    # The log as it stood when the hand ended: every message up to the hand's end, none after.
+    prefix = [m for m in first.log.messages if m.sequence <= ended.last_sequence]
+    assert rebuild(prefix).status == table_pb2.TABLE_STATUS_SETTLING
+
+    async def adopted() -> Match:
+        match = Match(profile, 22, adopted=prefix)
+        match.host.settlement_wait = 5.0
+        match.table.start()
+        await match.settle()
+        assert match.table.state.status == table_pb2.TABLE_STATUS_SETTLING
+        assert [(e.table_id, e.hand_id) for e in match.quiet.ended] == [(ended.table_id, ended.hand_id)]
+        assert match.quiet.ended[0].last_sequence >= ended.last_sequence  # its own records follow
+        match.host.now_value += 5.0  # no wallet here: the wait passes, on the adopter's clock
+        await match.settle()
+        assert match.table.state.between
+        await match.table.stop()
+        return match
+
+    asyncio.run(adopted())
+
+
 # --- spectators (services/table/spectators.py): derived from the log, shown nothing a seat hides -------
 def _spectated(state: LiveState) -> tuple[SpectatorFeed, list[play_pb2.SeatEvent]]:
     """Every event a spectator is sent of the table, once all are of age."""
