@@ -15,10 +15,13 @@ the hand to its end.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import queue
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +31,7 @@ import pexpect
 import pyte
 import pytest
 
+from duelmahjong.client.session import DuelClient
 from duelmahjong.platform.stackfile import StackState
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -248,6 +252,71 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         again.child.expect(pexpect.EOF, timeout=10)
     finally:
         again.close()
+
+
+class _Friend:
+    """A friend who opens a private table in ``room_id`` and keeps it open until ``close``: the client
+    library on its own event loop, in a thread beside the terminal."""
+
+    def __init__(self, stack: StackState, room_id: str, carry: int) -> None:
+        self.codes: queue.Queue[str] = queue.Queue()
+        self._stop = threading.Event()
+        self._args = (stack.services["wallet"].grpc, stack.services["matchmaking"].grpc, room_id, carry)
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
+        self._thread.start()
+
+    async def _run(self) -> None:
+        wallet, matchmaking, room_id, carry = self._args
+        client = DuelClient(wallet=wallet, matchmaking=matchmaking)
+        try:
+            await client.login("Friend")
+
+            async def follow() -> None:
+                async for update in client.open_private(room_id, carry):
+                    if update.HasField("private_code"):
+                        self.codes.put(update.private_code.code)
+
+            following = asyncio.ensure_future(follow())
+            stopped = asyncio.ensure_future(asyncio.to_thread(self._stop.wait))
+            await asyncio.wait({following, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            following.cancel()
+            await asyncio.gather(following, return_exceptions=True)
+        finally:
+            await client.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+
+def test_a_friends_code_joins_with_an_affordable_carry_and_a_refused_carry_asks_again(
+    stack: StackState, tmp_path: Path
+) -> None:
+    """The join's carry prompt offers what the player can afford with a room's fee on top (998 of
+    1,000 available where the fee is 2); a carry matchmaking refuses (1,000: 1,002 needed) asks for
+    the carry again with the code kept, and the default then joins the friend's table."""
+    friend = _Friend(stack, "tui-duel", 500)
+    term = Terminal(["--name", "Joiner"], _environment(stack, tmp_path / "guest.json"))
+    try:
+        code = friend.codes.get(timeout=30)
+        term.wait_for("Enter play")
+        term.press("j")
+        term.wait_for("Your friend's code")
+        term.press(code.lower() + "\r")
+        term.wait_for("Carry (携带威望): 998")  # affordable: 1,000 available, a room fee up to 2 on top
+        term.press("\x7f\x7f\x7f1000\r")
+        refused = term.wait_for("matchmaking refused")
+        assert "needs 1002 prestige available" in refused and "Enter back to the carry" in refused, refused
+        term.press("\r")
+        again = term.wait_for("Carry (携带威望): 998")  # the carry asked again, the code kept
+        assert f"private table {code}" in again and "carry 1000 refused" in again, again
+        term.press("\r")
+        joined = term.wait_for(lambda t: "matched with Friend" in t or "negotiation" in t)
+        assert f"private table {code}" in joined, joined
+        term.press("\x1b")
+    finally:
+        term.close()
+        friend.close()
 
 
 def test_the_client_reconnects_by_itself(stack: StackState, tmp_path: Path) -> None:

@@ -73,11 +73,9 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
             code = await ui.ask(TextPrompt("private table", "Your friend's code:", hint="6 characters"))
             if code is None:
                 continue
-            carry = await _ask_carry(ui, None, rooms, balance.available)
-            if carry is None:
-                continue
-            request = mm.JoinPrivateTableRequest(code=code, carry=carry)
-            stream: QueueStream = client.matchmaking.JoinPrivateTable(request, metadata=client.metadata)
+            ready: mm.TableReady | grpc.StatusCode | None = await _join(
+                ui, client, code, rooms, balance.available
+            )
             title = f"private table {code.upper()}"
         else:
             carry = await _ask_carry(ui, room, rooms, balance.available)
@@ -85,17 +83,40 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
                 continue
             if what == "open":
                 opened = mm.OpenPrivateTableRequest(room_id=room.room_id, carry=carry)
-                stream = client.matchmaking.OpenPrivateTable(opened, metadata=client.metadata)
+                stream: QueueStream = client.matchmaking.OpenPrivateTable(opened, metadata=client.metadata)
             else:
                 queued = mm.EnqueueRequest(room_id=room.room_id, carry=carry)
                 stream = client.matchmaking.Enqueue(queued, metadata=client.metadata)
             title = room.name or room.room_id
-        bot_fill = room.times.bot_fill_millis if room is not None and what == "queue" else 0
-        ready = await _queue(ui, client, stream, title, carry, bot_fill)
-        if ready is None:
+            bot_fill = room.times.bot_fill_millis if what == "queue" else 0
+            ready = await _queue(ui, client, stream, title, carry, bot_fill)
+        if not isinstance(ready, mm.TableReady):
             continue
         if await _table(ui, client, ready, title, options) == "quit":
             return
+
+
+# Refusals of a join that are about the carry (out of the room's range, more than the player has
+# available with the fee): the person is asked for another carry, the code kept.
+CARRY_REFUSALS = frozenset({grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION})
+
+
+async def _join(
+    ui: PlayUi, client: DuelClient, code: str, rooms: list[mm.Room], available: int
+) -> mm.TableReady | grpc.StatusCode | None:
+    """Join a friend's private table: the carry, then the queue; a refusal about the carry asks for
+    the carry again with the code kept (Esc there goes back to the rooms)."""
+    title, note = f"private table {code.upper()}", ""
+    while True:
+        carry = await _ask_carry(ui, None, rooms, available, code=code.upper(), note=note)
+        if carry is None:
+            return None
+        request = mm.JoinPrivateTableRequest(code=code, carry=carry)
+        stream: QueueStream = client.matchmaking.JoinPrivateTable(request, metadata=client.metadata)
+        ready = await _queue(ui, client, stream, title, carry, 0, CARRY_REFUSALS)
+        if not isinstance(ready, grpc.StatusCode) or ready not in CARRY_REFUSALS:
+            return ready
+        note = f"carry {carry} refused · "
 
 
 async def _ratings(client: DuelClient) -> str:
@@ -108,18 +129,24 @@ async def _ratings(client: DuelClient) -> str:
     return " · rating " + " · ".join(shown) if shown else ""
 
 
-async def _ask_carry(ui: PlayUi, room: mm.Room | None, rooms: list[mm.Room], available: int) -> int | None:
-    """The carry (携带威望) within the room's range; for a code the room is not known yet."""
+async def _ask_carry(
+    ui: PlayUi, room: mm.Room | None, rooms: list[mm.Room], available: int, *, code: str = "", note: str = ""
+) -> int | None:
+    """The carry (携带威望) within the room's range; for a code the room is not known yet, so the
+    default is one every room could seat: at most the smallest room maximum, and what is available
+    once the largest room fee is paid (a carry plus its fee must be available)."""
     if room is not None:
         low, high, fee = room.rules.carry_min, room.rules.carry_max, room.rules.fee
         default = max(low, min(high, available - fee))
         hint = f"between {low} and {high}; you have {available} available, the fee is {fee}"
     else:
+        fee = max((r.rules.fee for r in rooms), default=0)
         default = min((r.rules.carry_max for r in rooms), default=100)
-        default = max(0, min(default, available))
-        hint = f"within the range of your friend's room; you have {available} available"
+        default = max(0, min(default, available - fee))
+        hint = f"{note}{available} available; a room fee up to {fee} comes on top"
     while True:
-        text = await ui.ask(TextPrompt("carry", "Carry (携带威望):", str(default), hint, "0123456789"))
+        title = f"private table {code}" if code else "carry"
+        text = await ui.ask(TextPrompt(title, "Carry (携带威望):", str(default), hint, "0123456789"))
         if text is None:
             return None
         carry = int(text)
@@ -135,9 +162,17 @@ async def _updates(stream: QueueStream) -> AsyncIterator[mm.QueueUpdate]:
 
 
 async def _queue(
-    ui: PlayUi, client: DuelClient, stream: QueueStream, title: str, carry: int, bot_fill: int
-) -> mm.TableReady | None:
-    """Follow a queue stream to its table; None if it ended without one (the person was told)."""
+    ui: PlayUi,
+    client: DuelClient,
+    stream: QueueStream,
+    title: str,
+    carry: int,
+    bot_fill: int,
+    carry_refusals: frozenset[grpc.StatusCode] = frozenset(),
+) -> mm.TableReady | grpc.StatusCode | None:
+    """Follow a queue stream to its table; else, once the person was told why, the status matchmaking
+    refused the stream with, or None (the person left, the queue expired or ended). A refusal in
+    ``carry_refusals`` tells the person they go back to the carry, not to the rooms."""
 
     sent: set[asyncio.Future[None]] = set()
 
@@ -157,7 +192,7 @@ async def _queue(
             raise Quit
         if follow not in done:
             return None  # the person left the queue: closing the stream cancels the ticket
-        return await _queue_end(ui, screen, follow)
+        return await _queue_end(ui, screen, follow, carry_refusals)
     finally:
         follow.cancel()
         with contextlib.suppress(BaseException):
@@ -166,17 +201,22 @@ async def _queue(
 
 
 async def _queue_end(
-    ui: PlayUi, screen: QueueScreen, follow: asyncio.Future[mm.TableReady | str]
-) -> mm.TableReady | None:
+    ui: PlayUi,
+    screen: QueueScreen,
+    follow: asyncio.Future[mm.TableReady | str],
+    carry_refusals: frozenset[grpc.StatusCode],
+) -> mm.TableReady | grpc.StatusCode | None:
+    refused = None
     try:
         result = follow.result()
     except grpc.aio.AioRpcError as err:
-        result = _refusal(err)
+        result, refused = _refusal(err), err.code()
     if isinstance(result, mm.TableReady):
         return result
-    if await ui.ask(MessageScreen(screen.title, [*screen.status[-4:], "", result])) == "quit":
+    back_to = "the carry" if refused in carry_refusals else "the rooms"
+    if await ui.ask(MessageScreen(screen.title, [*screen.status[-4:], "", result], back_to)) == "quit":
         raise Quit
-    return None
+    return refused
 
 
 def _refusal(err: grpc.aio.AioRpcError) -> str:

@@ -229,15 +229,15 @@ class QueueScreen(Screen):
 
 
 class MessageScreen(Screen):
-    """A few lines and the keys to go on: Enter answers "back", q answers "quit"."""
+    """A few lines and the keys to go on: Enter answers "back" (to ``back_to``), q answers "quit"."""
 
-    def __init__(self, title: str, body: list[str]) -> None:
+    def __init__(self, title: str, body: list[str], back_to: str = "the rooms") -> None:
         super().__init__()
-        self.title, self.body = title, body
+        self.title, self.body, self.back_to = title, body, back_to
 
     def lines(self, width: int) -> list[Line]:
         body: list[Line] = [[("", "")], *[[("", f" {line}")] for line in self.body]]
-        return self.frame(body, width, "Enter back to the rooms · q quit")
+        return self.frame(body, width, f"Enter back to {self.back_to} · q quit")
 
     def press(self, key: str) -> None:
         if key == "enter":
