@@ -1,7 +1,8 @@
 """``duel status``: the health of every service of a running stack, one line each.
 
 Addresses come from ``--wallet HOST:PORT``… flags, else ``WALLET_ADDRESS``… variables, else the state
-file ``make run`` writes (``.local/stack.json``). Exit code 0 only if all four services are SERVING.
+file ``make run`` writes (``.local/stack.json``), which also names every further process it runs
+(``table-2``…). Exit code 0 only if every one listed is SERVING.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # no py.typed marker
 
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, service_addresses
+from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState, service_addresses
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,11 +49,15 @@ def check_health(address: str, timeout: float) -> str:
 def run(args: argparse.Namespace) -> int:
     overrides = {name: getattr(args, name) for name in SERVICE_NAMES}
     addresses = service_addresses(args.state_file, overrides=overrides)
+    # Every further process the stack runs (table-2…, several table servers), from its state file.
+    state = StackState.read(args.state_file)
+    for name, endpoint in (state.services if state is not None else {}).items():
+        addresses.setdefault(name, endpoint.grpc)
     if not any(addresses.values()):
         print(f"no running stack found: start one with `make run` (it writes {args.state_file}),")
         print("or give addresses with --wallet/--matchmaking/--table/--scoring or WALLET_ADDRESS…")
     all_serving = True
-    for name in SERVICE_NAMES:
+    for name in addresses:
         address = addresses[name]
         health = check_health(address, args.timeout) if address else "NO ADDRESS"
         all_serving = all_serving and health == "SERVING"

@@ -210,15 +210,20 @@ class Stack:
                 log = logs_dir / f"{name}.log"
                 self.processes.append(self._spawn(service, name, env, grpc_port, metrics_port, log))
         await self._wait_until_serving()
+        state = self.write_state()
+        _say(f"all {len(self.processes)} services SERVING in {time.monotonic() - started:.1f}s")
+        return state
+
+    def write_state(self) -> StackState:
+        """The state file: every process this stack runs now (its pid changes when it is restarted)."""
         state = StackState(
             services={p.name: p.endpoint for p in self.processes},
             nats_url=self.nats_url,
             database_url=self.admin_url,
             stack_pid=os.getpid(),
-            logs_dir=str(logs_dir),
+            logs_dir=str(self.data_dir / "logs"),
         )
         state.write(self.state_file)
-        _say(f"all {len(self.processes)} services SERVING in {time.monotonic() - started:.1f}s")
         return state
 
     async def _migrate(self) -> dict[str, str]:
@@ -285,10 +290,6 @@ class Stack:
         _say(f"logs in {self.data_dir / 'logs'}; state in {self.state_file}")
         _say("check with `.venv/bin/duel status`; stop with Ctrl-C")
 
-    def exited(self) -> ServiceProcess | None:
-        """A service that stopped on its own, if any."""
-        return next((p for p in self.processes if p.process.poll() is not None), None)
-
     def down(self) -> None:
         """Stop everything this stack started; safe to call more than once and after a failed ``up``."""
         self.state_file.unlink(missing_ok=True)
@@ -310,6 +311,57 @@ class Stack:
         self._servers.close()
 
 
+class Supervisor:
+    """Restarts a service process that exits, as Kubernetes restarts a container: after a backoff that
+    doubles with each restart in a row (1 s up to 30 s), back to 1 s once the process has served for a
+    minute. One death never stops the stack; each restart is said on the console."""
+
+    FIRST_DELAY = 1.0
+    MAX_DELAY = 30.0
+    STEADY_SECONDS = 60.0  # a process up this long starts its backoff again from FIRST_DELAY
+
+    def __init__(self, stack: Stack) -> None:
+        self._stack = stack
+        self._restarts: dict[str, int] = {}
+        self._started: dict[str, float] = {p.name: time.monotonic() for p in stack.processes}
+        self._restarting: dict[str, asyncio.Task[None]] = {}
+
+    def check(self) -> None:
+        """Schedule the restart of every process that exited and is not being restarted already."""
+        for service in list(self._stack.processes):
+            name = service.name
+            if service.process.poll() is None or name in self._restarting:
+                continue
+            if time.monotonic() - self._started.get(name, 0.0) >= self.STEADY_SECONDS:
+                self._restarts[name] = 0
+            count = self._restarts.get(name, 0)
+            delay = min(self.MAX_DELAY, self.FIRST_DELAY * 2**count)
+            self._restarts[name] = count + 1
+            _say(
+                f"{name} exited with code {service.process.returncode}; "
+                f"restarting it in {delay:.0f}s (restart {count + 1})"
+            )
+            self._restarting[name] = asyncio.create_task(self._restart(name, delay), name=f"restart-{name}")
+
+    async def _restart(self, name: str, delay: float) -> None:
+        try:
+            await asyncio.sleep(delay)
+            restarted = await self._stack.respawn(name)
+            self._started[name] = time.monotonic()
+            self._stack.write_state()
+            _say(f"{name} restarted (pid {restarted.process.pid}) and SERVING")
+        except StackError as err:  # it died again while starting: the next check backs off further
+            _say(f"{name} did not come back: {err}")
+        finally:
+            del self._restarting[name]
+
+    async def stop(self) -> None:
+        tasks = list(self._restarting.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -321,24 +373,23 @@ async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
         return 1
     stack = Stack(data_dir, available_services(services), dict(os.environ))
     code = 0
+    supervisor: Supervisor | None = None
     try:
         await stack.up()
         stack.print_endpoints()
+        supervisor = Supervisor(stack)
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), timeout=0.5)
             except TimeoutError:
-                dead = stack.exited()
-                if dead is not None:
-                    _say(f"{dead.name} exited with code {dead.process.returncode}; stopping the stack")
-                    _say(f"its log ends:\n{dead.log_tail()}")
-                    code = 1
-                    break
+                supervisor.check()
         _say("stopping")
     except (StackError, EmbeddedServerError, MigrationError, OSError) as err:
         _say(f"ERROR: {err}")
         code = 1
     finally:
+        if supervisor is not None:
+            await supervisor.stop()
         stack.down()
         _say("stopped; nothing left running")
     return code
