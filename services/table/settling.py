@@ -1,9 +1,11 @@
-"""A hand's end at a live table: its result goes to scoring, the table is SETTLING while the wallet's
-answer is on its way, and that answer comes back as an ordinary message of the table's inbox.
+"""A hand's end at a live table: where it ends in the table's log goes to scoring, the table is
+SETTLING while the wallet's answer is on its way, and that answer comes back as an ordinary message of
+the table's inbox.
 
 The table's task never awaits another service. :meth:`Settling.begin` asks the server's settlement
 board (:class:`~services.table.ports.Settlements`) to post the hand's answer to the table's inbox,
-publishes the result and returns; the task goes on serving attaches, detaches, status and spectators.
+publishes the pointer (``HandEnded``: table, hand, log position) and returns; the task goes on serving
+attaches, detaches, status and spectators.
 :meth:`Settling.settled` runs when the answer is taken from the inbox — or, with none, once
 ``settlement_wait`` has passed (:meth:`Settling.gave_up`): both seats are shown ``hand_settled``
 (without a settlement if none came), and the table goes between hands or closes.
