@@ -10,6 +10,7 @@ settlements as messages. Contract seats ``SEAT_FIRST``/``SEAT_SECOND`` are engin
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ from services.scoring.core import (
     TaskClaim,
 )
 from services.scoring.replay import HandBegunFacts, HandPointer, LogRecord
-from services.scoring.tablelog import LoggedRecord, logged_records
+from services.scoring.tablelog import CACHED_RECORDS, LoggedRecord, logged_records
 
 SEAT_ENUMS: dict[int, rules_pb2.Seat.ValueType] = {0: rules_pb2.SEAT_FIRST, 1: rules_pb2.SEAT_SECOND}
 SEATS: dict[int, int] = {number: seat for seat, number in SEAT_ENUMS.items()}
@@ -219,6 +220,33 @@ def hand_pointer(event: events_pb2.HandEnded) -> HandPointer:
 def replay_records(logged: Sequence[LoggedRecord]) -> list[LogRecord]:
     """A table's records as read back (``tablelog``), as replay reads them."""
     return [_log_record(record) for record in logged]
+
+
+class ReplayRecords:
+    """Tables' records as replay reads them, each converted once: a table's next hand is read as the
+    same records and more (``TableLogReader`` keeps what it read and reads on), so only the new ones are
+    converted. At most ``limit`` records in all, the least recently read tables dropped first."""
+
+    def __init__(self, limit: int = CACHED_RECORDS) -> None:
+        self._tables: OrderedDict[str, list[LogRecord]] = OrderedDict()
+        self._kept = 0
+        self._limit = limit
+
+    def of(self, table_id: str, logged: Sequence[LoggedRecord]) -> list[LogRecord]:
+        known = self._tables.pop(table_id, [])
+        self._kept -= len(known)
+        # What was converted is reused while it is the same records: a prefix of what is read now.
+        reused = min(len(known), len(logged))
+        if reused and known[reused - 1].sequence != logged[reused - 1].sequence:
+            reused = 0
+        converted = known[:reused] + [_log_record(record) for record in logged[reused:]]
+        kept = converted if len(converted) >= len(known) else known
+        self._tables[table_id] = kept
+        self._kept += len(kept)
+        while self._kept > self._limit and len(self._tables) > 1:
+            _, dropped = self._tables.popitem(last=False)
+            self._kept -= len(dropped)
+        return converted
 
 
 def _log_record(logged: LoggedRecord) -> LogRecord:

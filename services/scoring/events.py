@@ -81,6 +81,7 @@ class HandEndedHandler:
         self._core = core
         self._archiver = archiver
         self._reader = reader or TableLogReader(bus)
+        self._records = codec.ReplayRecords()  # the log's records as replay reads them, converted once
         self._producer = producer
         self._log_wait_deliveries = log_wait_deliveries
         self.scored = metrics.counter(
@@ -109,7 +110,8 @@ class HandEndedHandler:
                 raise ReplayMismatch("the HandEnded names no table, hand or log position")
             log = await self._reader.read(table_id, pointer.last_sequence)
             # CPU-bound: in a thread, so gRPC calls and other hands' log reads go on.
-            replayed = await asyncio.to_thread(replay_hand, codec.replay_records(log), pointer)
+            records = self._records.of(table_id, log)
+            replayed = await asyncio.to_thread(replay_hand, records, pointer)
             scored = self._core.score_replayed(replayed)
         except LogIncomplete as short:
             if message.metadata.num_delivered < self._log_wait_deliveries:
