@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,24 +53,32 @@ def _started_pids(data_dir: Path, state: StackState) -> dict[str, int]:
     return pids
 
 
-@pytest.fixture
-def stack(scratch_dir: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
-    data_dir = scratch_dir / "local"
+@contextmanager
+def _make_run(data_dir: Path, **settings: str) -> Iterator[subprocess.Popen[str]]:
+    """``make run``'s process on ``data_dir`` with ``settings`` added to the environment (none of the
+    caller's servers or secret); SIGTERM at the end if it still runs."""
     env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
     process = subprocess.Popen(
         [sys.executable, "-m", "duelmahjong.platform.stack", "--data-dir", str(data_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=env,
+        env={**env, **settings},
     )
     with process:  # closes the output pipe
         try:
-            yield process, data_dir
+            yield process
         finally:
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(30)
+
+
+@pytest.fixture
+def stack(scratch_dir: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    data_dir = scratch_dir / "local"
+    with _make_run(data_dir) as process:
+        yield process, data_dir
 
 
 def _wait_for_state(process: subprocess.Popen[str], state_file: Path) -> StackState:
@@ -122,52 +131,39 @@ def test_make_run_restarts_a_service_that_dies_and_lists_every_process(scratch_d
     backoff (as Kubernetes restarts a container) and keeps everything else running; ``duel status``
     lists ``table-2`` too. Ctrl-C still stops everything."""
     data_dir = scratch_dir / "local"
-    env = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "duelmahjong.platform.stack", "--data-dir", str(data_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**env, "TABLE_SERVERS": "2"},
-    )
-    with process:
-        try:
-            state_file = data_dir / "stack.json"
-            state = _wait_for_state(process, state_file)
-            assert sorted(state.services) == sorted([*SERVICE_NAMES, "table-2"])
-            status = _duel_status(state_file)
-            assert [line.split()[0] for line in status.stdout.strip().splitlines()] == [
-                *SERVICE_NAMES,
-                "table-2",
-            ], status.stdout
-            assert status.returncode == 0, status.stdout
-            killed = state.services["table-2"].pid
-            others = {name: e.pid for name, e in state.services.items() if name != "table-2"}
-            os.kill(killed, signal.SIGKILL)
-            deadline = time.monotonic() + 60
-            restarted = state
-            while time.monotonic() < deadline:
-                restarted = StackState.read(state_file) or restarted
-                if restarted.services["table-2"].pid != killed:
-                    break
-                assert process.poll() is None, "the stack stopped for one death"
-                time.sleep(0.2)
-            assert restarted.services["table-2"].pid != killed, "table-2 was not restarted"
-            assert {name: e.pid for name, e in restarted.services.items() if name != "table-2"} == others
-            assert all(_alive(pid) for pid in others.values())
-            status = _duel_status(state_file)
-            assert status.returncode == 0 and "table-2" in status.stdout, status.stdout
-            process.send_signal(signal.SIGINT)
-            assert process.wait(60) == 0
-            output = process.stdout.read() if process.stdout else ""
-            assert "table-2 exited with code -9; restarting it in 1s (restart 1)" in output, output
-            assert "table-2 restarted (pid" in output and "stopped; nothing left running" in output, output
-            pids = [e.pid for e in restarted.services.values()]
-            deadline = time.monotonic() + 10
-            while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert [pid for pid in pids if _alive(pid)] == []
-        finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                process.wait(30)
+    with _make_run(data_dir, TABLE_SERVERS="2") as process:
+        state_file = data_dir / "stack.json"
+        state = _wait_for_state(process, state_file)
+        assert sorted(state.services) == sorted([*SERVICE_NAMES, "table-2"])
+        status = _duel_status(state_file)
+        assert [line.split()[0] for line in status.stdout.strip().splitlines()] == [
+            *SERVICE_NAMES,
+            "table-2",
+        ], status.stdout
+        assert status.returncode == 0, status.stdout
+        killed = state.services["table-2"].pid
+        others = {name: e.pid for name, e in state.services.items() if name != "table-2"}
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        restarted = state
+        while time.monotonic() < deadline:
+            restarted = StackState.read(state_file) or restarted
+            if restarted.services["table-2"].pid != killed:
+                break
+            assert process.poll() is None, "the stack stopped for one death"
+            time.sleep(0.2)
+        assert restarted.services["table-2"].pid != killed, "table-2 was not restarted"
+        assert {name: e.pid for name, e in restarted.services.items() if name != "table-2"} == others
+        assert all(_alive(pid) for pid in others.values())
+        status = _duel_status(state_file)
+        assert status.returncode == 0 and "table-2" in status.stdout, status.stdout
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        output = process.stdout.read() if process.stdout else ""
+        assert "table-2 exited with code -9; restarting it in 1s (restart 1)" in output, output
+        assert "table-2 restarted (pid" in output and "stopped; nothing left running" in output, output
+        pids = [e.pid for e in restarted.services.values()]
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in pids if _alive(pid)] == []
