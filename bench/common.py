@@ -9,6 +9,7 @@ the same machine load, each run long enough to dwarf timer noise, and reports th
 from __future__ import annotations
 
 import os
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -77,6 +78,18 @@ def timed(action: Callable[[], object]) -> float:
     start = time.perf_counter()
     action()
     return time.perf_counter() - start
+
+
+def arrivals(rate: float, seconds: float, rng: random.Random) -> list[float]:
+    """``rate`` x ``seconds`` arrival times (rounded) in [0, seconds), each uniform at random: a
+    Poisson process held to its expected count, so every run offers the same load with the same
+    bunching as independent arrivals (tables ending hands, players queueing).
+
+    >>> times = arrivals(200.0, 5.0, random.Random(1))
+    >>> len(times), times == sorted(times), 0 <= times[0] and times[-1] < 5
+    (1000, True, True)
+    """
+    return sorted(rng.uniform(0.0, seconds) for _ in range(round(rate * seconds)))
 
 
 def cpu_seconds(pid: int) -> float:

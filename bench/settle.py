@@ -66,7 +66,7 @@ import grpc.aio
 from nats.aio.msg import Msg
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import cpu_seconds, open_table_request, tree_cpu_seconds
+from bench.common import arrivals, cpu_seconds, open_table_request, tree_cpu_seconds
 from bench.stack_probes import BenchViolation, ledger_state, percentile, report_checks, settle
 from duelmahjong.cli.demo import ledger_balances
 from duelmahjong.client.policy import BaselineBot
@@ -387,18 +387,6 @@ async def _open_tables(
         for channel in channels:
             await channel.close()
     return seats
-
-
-def arrivals(rate: float, seconds: float, rng: random.Random) -> list[float]:
-    """``rate`` x ``seconds`` arrival times (rounded) in [0, seconds), each uniform at random: a
-    Poisson process held to its expected count, so every run offers the same load with the same
-    bunching as independent tables ending hands.
-
-    >>> times = arrivals(200.0, 5.0, random.Random(1))
-    >>> len(times), times == sorted(times), 0 <= times[0] and times[-1] < 5
-    (1000, True, True)
-    """
-    return sorted(rng.uniform(0.0, seconds) for _ in range(round(rate * seconds)))
 
 
 # --- the reference: three JetStream hops with no work between them ----------------------------------------

@@ -42,7 +42,7 @@ from bench.stack_probes import (
 )
 from duelmahjong.client.play import MatchPlan, PlayOutcome
 from duelmahjong.client.policy import BaselineBot
-from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.client.session import ENDED_EARLY, DuelClient, QueueEnded, QueueLost, QueueStats
 from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, StackState
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2, table_pb2
@@ -54,6 +54,18 @@ PLAY_SECONDS = 300.0  # one match of a few hands; a table that takes longer is s
 MATCHES_PER_PAIR = 10_000  # a count bound besides the time bound
 # Kinds of error that are defects, not the churn a soak causes on purpose (expired queues, stale acts).
 DEFECTS = ("grpc.INTERNAL", "grpc.UNKNOWN", "grpc.DATA_LOSS", "unexpected.")
+# How a bot's queue entry ended (``Tally.queues``): paired (its table_ready), left (the bot stopped
+# waiting: the run's deadline), ``expired.<rule>`` by a rule of the room, ``not_queued.<why>`` (no
+# ticket was made: Enqueue refused or unanswered), or ``lost.<how>`` — the entry ended for none of
+# these: ``duel bench chaos`` checks that none is.
+PAIRED, LEFT, EXPIRED, NOT_QUEUED, LOST = "paired", "left", "expired.", "not_queued.", "lost."
+# Expired reasons (matchmaking's, as players are shown them) that a room's rule gives, by rule.
+ROOM_RULES = (
+    ("the queue ticket expired", "ticket_time"),
+    ("the multiplier negotiation timed out", "t7_timeout"),
+    ("the multiplier was declined", "t7_declined"),
+    ("left the pairing before the table", "opponent_left"),
+)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -96,6 +108,8 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)  # the first message of each kind of error
     time_to_table: list[float] = field(default_factory=list)
+    queues: Counter[str] = field(default_factory=Counter)  # queue entries by how they ended
+    queued: int = 0  # bots whose queue entry is open now
     last_line: tuple[float, int] = (0.0, 0)  # seconds and hands at the previous interval line
 
     def count(self, error: BaseException) -> None:
@@ -106,6 +120,10 @@ class Tally:
 
     def defects(self) -> dict[str, int]:
         return {kind: n for kind, n in self.errors.items() if kind.startswith(DEFECTS)}
+
+    def lost(self) -> dict[str, int]:
+        """Queue entries that ended neither paired, nor left, nor by a room's rule."""
+        return {how: n for how, n in self.queues.items() if how.startswith(LOST)}
 
 
 class Pair:
@@ -120,6 +138,8 @@ class Pair:
         self.number, self.state, self.rooms, self.args = number, state, rooms, args
         self.random = random.Random(args.seed * 1_000_003 + number)
         self.clients: list[DuelClient] = []
+        self.queue_stats: list[QueueStats] = []  # of every client this pair made (replaced ones too)
+        self.sessions: dict[str, str] = {}  # player id → session token, of every client it logged in
         self.granted: list[int] = []
         self.logins = 0
 
@@ -133,10 +153,12 @@ class Pair:
             if available >= need and abs(available - self.granted[seat]) <= DRIFT:
                 return self.clients[seat]
         client = DuelClient(
-            wallet=self.state.services["wallet"].grpc, matchmaking=self.state.services["matchmaking"].grpc
+            wallet=self.state.services["wallet"].grpc, matchmaking=self.state.target("matchmaking")
         )
         self.logins += 1
+        self.queue_stats.append(client.queue_stats)
         await client.login(f"{self.label} bot {self.number}.{self.logins}")
+        self.sessions[client.player_id] = client.token
         granted = (await client.balance()).available
         if seat < len(self.clients):
             await self.clients[seat].close()
@@ -159,13 +181,22 @@ class Pair:
         multiplier = self.random.choice((1, 2, 5, 10))
         accept = self.random.random() >= self.args.decline_rate
         queued = time.monotonic()
+        updates = client.queue(room.room_id, carry)
+        tally.queued += 1
         try:  # at the deadline a bot still queued leaves the queue (its stream is cancelled)
             async with asyncio.timeout(min(FIND_TABLE_SECONDS, max(1.0, deadline - queued))):
-                ready = await client.find_table(room.room_id, carry, multiplier=multiplier, accept=accept)
-        except TimeoutError:
-            if time.monotonic() >= deadline:
+                ready = await client.follow(updates, multiplier, accept)
+        except Exception as err:
+            if isinstance(err, TimeoutError):  # the bot stops waiting: it leaves the queue
+                await cancel_queue(client, updates.ticket_id)
+            if isinstance(err, TimeoutError) and time.monotonic() >= deadline:
+                tally.queues[LEFT] += 1
                 return
+            tally.queues[queue_outcome(err, updates.ticket_id)] += 1
             raise
+        finally:
+            tally.queued -= 1
+        tally.queues[PAIRED] += 1
         tally.time_to_table.append(time.monotonic() - queued)
         async with asyncio.timeout(PLAY_SECONDS):
             outcome = await self.play(client, ready)
@@ -216,6 +247,51 @@ def chosen_rooms(listed: list[mm.Room], wanted: list[str]) -> list[mm.Room]:
     if unknown:
         raise BenchViolation(f"matchmaking lists no room {', '.join(unknown)} (it lists {', '.join(by_id)})")
     return [by_id[room_id] for room_id in wanted]
+
+
+async def cancel_queue(client: DuelClient, ticket_id: str) -> None:
+    """Leave the queue (``CancelQueue``): closing the stream alone leaves the ticket waiting out the
+    stream grace, open to a pairing its player never answers. Refusals (paired meanwhile, ended) and
+    an unreachable matchmaking are the ticket's business, not the bot's."""
+    if not ticket_id:
+        return
+    request = mm.CancelQueueRequest(queue_ticket_id=ticket_id)
+    try:
+        await client.matchmaking.CancelQueue(request, metadata=client.metadata, timeout=5.0)
+    except grpc.aio.AioRpcError:
+        pass
+
+
+def queue_outcome(error: BaseException, ticket_id: str) -> str:
+    """How a queue entry that raised ``error`` ended (``ticket_id``: its ticket, "" if none was made).
+
+    >>> queue_outcome(QueueEnded("the queue ticket expired before a match was found"), "q-1")
+    'expired.ticket_time'
+    >>> queue_outcome(QueueEnded("the queue stream closed and was not followed again"), "q-1")
+    'lost.stream_grace'
+    >>> queue_outcome(QueueLost("could not be followed again"), "q-1"), queue_outcome(TimeoutError(), "q-1")
+    ('lost.follow_gave_up', 'lost.no_table_in_time')
+    """
+    if isinstance(error, QueueLost):
+        return LOST + "follow_gave_up"
+    if isinstance(error, QueueEnded):
+        reason = str(error)
+        if reason == ENDED_EARLY and not ticket_id:
+            return NOT_QUEUED + "ended_early"
+        rule = next((rule for text, rule in ROOM_RULES if text in reason), "")
+        if rule:
+            return EXPIRED + rule
+        if reason.startswith("the wallet refused the hold"):  # too poor is a rule; any other refusal not
+            return EXPIRED + "prestige" if "prestige free" in reason else LOST + "hold_refused"
+        if "was not followed again" in reason:  # the stream grace: nobody followed the ticket
+            return LOST + "stream_grace"
+        return LOST + "ended_otherwise"
+    if not ticket_id:  # Enqueue refused (already queued, too poor) or unanswered: no entry was made
+        kind = error_kind(error)
+        return NOT_QUEUED + ("timeout" if kind == "timeout" else kind.removeprefix("grpc."))
+    if isinstance(error, TimeoutError):  # FIND_TABLE_SECONDS: bot fill comes well before
+        return LOST + "no_table_in_time"
+    return LOST + error_kind(error)
 
 
 def error_kind(error: BaseException) -> str:
@@ -293,9 +369,7 @@ async def soak(args: argparse.Namespace) -> int:
     async with stack_state(args.state_file) as (state, _stack):  # pid checks see a dead service
         if not state.database_url:
             raise BenchViolation("the stack's state names no Postgres URL: the ledger cannot be checked")
-        lobby = DuelClient(
-            wallet=state.services["wallet"].grpc, matchmaking=state.services["matchmaking"].grpc
-        )
+        lobby = DuelClient(wallet=state.services["wallet"].grpc, matchmaking=state.target("matchmaking"))
         async with lobby:
             await lobby.login("soak lobby")
             rooms = chosen_rooms(await lobby.rooms(), args.rooms)

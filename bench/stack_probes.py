@@ -196,7 +196,7 @@ async def ledger_state(admin_url: str) -> tuple[int, int, list[str]]:
 
 def table_servers(state: StackState) -> list[str]:
     """The stack's table server processes: ``table``, and ``table-2``… with ``TABLE_SERVERS``."""
-    return [name for name in state.services if name == "table" or name.startswith("table-")]
+    return state.instances("table")
 
 
 def live_tables(state: StackState) -> float | None:

@@ -339,10 +339,11 @@ OVERVIEW = Dashboard(
                 ),
                 Panel(
                     "Players in queues (unpaired)",
-                    (("sum(duel_matchmaking_queue_waiting_players)", "queued"),),
+                    (("sum(max by (room) (duel_matchmaking_queue_waiting_players))", "queued"),),
                     kind="stat",
                     width=8,
-                    description="Matchmaking's own count of queued players not yet paired, all rooms.",
+                    description="Matchmaking's own count of queued players not yet paired, all rooms"
+                    " (every replica mirrors the whole store: the max per room, not the sum).",
                 ),
                 Panel(
                     "Live tables per table pod",
@@ -394,8 +395,37 @@ OVERVIEW = Dashboard(
                 ),
                 Panel(
                     "Pairings waiting for a table server",
-                    (("sum(duel_matchmaking_awaiting_table_pairings)", "waiting"),),
-                    description="Agreed pairings no table server had room for yet: scale the table servers.",
+                    (("max(duel_matchmaking_awaiting_table_pairings)", "waiting"),),
+                    description="Agreed pairings no table server had room for yet: scale the table servers"
+                    " (every replica sees them all: the max, not the sum).",
+                ),
+                Panel(
+                    "Matchmaking replicas: rooms owned, store current",
+                    (
+                        ("sum by (pod) (duel_matchmaking_rooms_owned)", "rooms {{pod}}"),
+                        ("sum by (pod) (duel_matchmaking_store_current)", "current {{pod}}"),
+                    ),
+                    description="Each room has one owner (it pairs the queue and acts on its deadlines);"
+                    " a replica whose view of the store is not current acts on nothing"
+                    ' (docs/operations.md "When a matchmaking replica dies").',
+                ),
+                Panel(
+                    "Matchmaking deadlines overdue, stranded holds",
+                    (
+                        ("max(duel_matchmaking_deadlines_overdue)", "deadlines overdue"),
+                        ("max(duel_matchmaking_stranded_holds)", "stranded holds"),
+                    ),
+                    description="Both 0 in a healthy fleet: a deadline no replica acts on, a hold no"
+                    " replica releases (both alert).",
+                ),
+                Panel(
+                    "Holds released by matchmaking and compare-and-set conflicts /min",
+                    (
+                        (per_minute("how", "duel_matchmaking_holds_released_total"), "released {{how}}"),
+                        (per_minute("what", "duel_matchmaking_cas_conflicts_total"), "conflicts {{what}}"),
+                    ),
+                    description="Releases: ended before a table, refused, expired, lapsed (a replica died"
+                    " on the way). Conflicts: writes another replica won (normal at a low rate).",
                 ),
                 Panel(
                     "Guest logins/min",

@@ -2,8 +2,9 @@
 
 Handlers convert messages and call :class:`~services.matchmaking.core.Matchmaker`; the player is the
 session token's (the platform interceptor verified it). ``Enqueue`` streams the entry's updates until
-the table is ready, the ticket expires or the player cancels; a stream that goes away cancels an
-unpaired ticket.
+the table is ready, the ticket expires or the player cancels; ``FollowQueue`` streams them again, on
+any replica, after a stream broke. An unpaired ticket no stream follows for the stream grace is
+cancelled.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc, play_pb2, rules_pb2
 from services.matchmaking import updates
 from services.matchmaking.core import Matchmaker
-from services.matchmaking.pairing import Pairing, QueueEntry
+from services.matchmaking.records import Pairing, Ticket
 from services.matchmaking.remote import room_rules
 from services.matchmaking.rooms import Room
 
@@ -115,11 +116,11 @@ def queue_update(update: updates.Update, now: float) -> matchmaking_pb2.QueueUpd
     raise TypeError(f"not a queue update: {update!r}")
 
 
-def live_table(pairing: Pairing) -> matchmaking_pb2.LiveTableSummary:
+def live_table(pairing: Pairing, room: Room) -> matchmaking_pb2.LiveTableSummary:
     """A table spectators may watch, where it is served now (after an adoption, the adopter)."""
     return matchmaking_pb2.LiveTableSummary(
         table_id=pairing.table_id,
-        room_id=pairing.room.room_id,
+        room_id=pairing.room_id,
         address=pairing.address,
         players=[
             play_pb2.TablePlayer(
@@ -130,7 +131,7 @@ def live_table(pairing: Pairing) -> matchmaking_pb2.LiveTableSummary:
             for seat, entry in enumerate(pairing.seats)
         ],
         opened_at=_timestamp(pairing.first_opened_at),
-        spectate_delay_seconds=pairing.room.spectate_delay,
+        spectate_delay_seconds=room.spectate_delay,
     )
 
 
@@ -178,32 +179,35 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         ):
             yield matchmaking_pb2.JoinPrivateTableResponse(update=update)
 
+    async def FollowQueue(
+        self, request: matchmaking_pb2.FollowQueueRequest, context: Context
+    ) -> AsyncIterator[matchmaking_pb2.FollowQueueResponse]:
+        if not request.queue_ticket_id:
+            raise InvalidArgument("queue_ticket_id is required: the id of the Queued update")
+        player_id = require_role(Role.PLAYER).player_id
+        async for update in self._matchmaker.follow(player_id, request.queue_ticket_id):
+            yield matchmaking_pb2.FollowQueueResponse(update=queue_update(update, self._matchmaker.now()))
+
     async def _stream(
-        self, start: Callable[[str], Awaitable[QueueEntry]]
+        self, start: Callable[[str], Awaitable[Ticket]]
     ) -> AsyncIterator[matchmaking_pb2.QueueUpdate]:
-        """The updates of the entry ``start`` makes for the caller, until its END; a stream that goes
-        away cancels an unpaired entry."""
+        """The updates of the ticket ``start`` makes for the caller, until its end."""
         # A service or admin token has no prestige to queue or sit with.
-        entry = await start(require_role(Role.PLAYER).player_id)
-        try:
-            while True:
-                update = await entry.updates.get()
-                if update is updates.END:
-                    return
-                yield queue_update(update, self._matchmaker.now())
-        finally:
-            self._matchmaker.stream_closed(entry)
+        player_id = require_role(Role.PLAYER).player_id
+        ticket = await start(player_id)
+        async for update in self._matchmaker.follow(player_id, ticket.ticket_id):
+            yield queue_update(update, self._matchmaker.now())
 
     async def CancelQueue(
         self, request: matchmaking_pb2.CancelQueueRequest, context: Context
     ) -> matchmaking_pb2.CancelQueueResponse:
-        self._matchmaker.cancel(current_principal().player_id, request.queue_ticket_id)
+        await self._matchmaker.cancel(current_principal().player_id, request.queue_ticket_id)
         return matchmaking_pb2.CancelQueueResponse()
 
     async def ProposeMultiplier(
         self, request: matchmaking_pb2.ProposeMultiplierRequest, context: Context
     ) -> matchmaking_pb2.ProposeMultiplierResponse:
-        state = self._matchmaker.propose(
+        state = await self._matchmaker.propose(
             current_principal().player_id, request.pairing_id, request.multiplier
         )
         return matchmaking_pb2.ProposeMultiplierResponse(negotiation=negotiation_message(state))
@@ -211,7 +215,9 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def RespondMultiplier(
         self, request: matchmaking_pb2.RespondMultiplierRequest, context: Context
     ) -> matchmaking_pb2.RespondMultiplierResponse:
-        state = self._matchmaker.respond(current_principal().player_id, request.pairing_id, request.accept)
+        state = await self._matchmaker.respond(
+            current_principal().player_id, request.pairing_id, request.accept
+        )
         return matchmaking_pb2.RespondMultiplierResponse(negotiation=negotiation_message(state))
 
     async def ContinuePairing(
@@ -225,7 +231,7 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def LeavePairing(
         self, request: matchmaking_pb2.LeavePairingRequest, context: Context
     ) -> matchmaking_pb2.LeavePairingResponse:
-        self._matchmaker.leave_pairing(current_principal().player_id, request.pairing_id)
+        await self._matchmaker.leave_pairing(current_principal().player_id, request.pairing_id)
         return matchmaking_pb2.LeavePairingResponse()
 
     async def ListLiveTables(
@@ -234,13 +240,16 @@ class MatchmakingApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         if not request.room_id:
             raise InvalidArgument("room_id is required: ListRooms names the rooms")
         return matchmaking_pb2.ListLiveTablesResponse(
-            tables=[live_table(pairing) for pairing in self._matchmaker.live_tables(request.room_id)]
+            tables=[
+                live_table(pairing, self._matchmaker.room(pairing.room_id))
+                for pairing in self._matchmaker.live_tables(request.room_id)
+            ]
         )
 
     async def LocateTable(
         self, request: matchmaking_pb2.LocateTableRequest, context: Context
     ) -> matchmaking_pb2.LocateTableResponse:
-        location = self._matchmaker.locate(current_principal().player_id, request.table_id)
+        location = await self._matchmaker.locate(current_principal().player_id, request.table_id)
         return matchmaking_pb2.LocateTableResponse(
             table_id=location.table_id,
             address=location.address,

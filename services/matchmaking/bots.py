@@ -22,7 +22,7 @@ from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
 from duelmahjong.platform.logging import get_logger
 from services.matchmaking.core import Matchmaker
-from services.matchmaking.pairing import BotsBusy
+from services.matchmaking.ports import BotsBusy
 from services.matchmaking.remote import BotLogin
 from services.matchmaking.rooms import Room
 
@@ -119,7 +119,7 @@ class ClientBots:
             _log.exception("a fill bot stopped", extra={"fields": fields})
         finally:
             await client.close()
-            self._matchmaker.bot_stopped(bot_id, for_ticket)
+            await self._matchmaker.bot_stopped(bot_id, for_ticket)
             self.pool.give_back(bot_id)
 
     async def close(self) -> None:

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from typing import Generic, TypeVar
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
 LENGTH = 6
 _ALLOWED = frozenset(ALPHABET)
-
-Entry = TypeVar("Entry")
 
 
 def normalise(code: str) -> str:
@@ -37,47 +34,3 @@ def well_formed(code: str) -> bool:
 def draw(choose: Callable[[str], str] = secrets.choice) -> str:
     """One code, each symbol drawn on its own from ``choose`` (the OS's secure source)."""
     return "".join(choose(ALPHABET) for _ in range(LENGTH))
-
-
-class LiveCodes(Generic[Entry]):
-    """The codes of the private tables waiting for a friend, each unique among them while it lives.
-
-    ``alive`` says whether an entry still waits (not joined, not expired, not cancelled); a code whose
-    entry no longer waits is dead, found by nobody, and may be issued again.
-    """
-
-    def __init__(self, alive: Callable[[Entry], bool], choose: Callable[[str], str] = secrets.choice) -> None:
-        self._alive = alive
-        self._choose = choose
-        self._entries: dict[str, Entry] = {}
-
-    def issue(self, entry: Entry) -> str:
-        """A new code for ``entry``, different from every live one."""
-        self.sweep()
-        while True:
-            code = draw(self._choose)
-            if code not in self._entries:
-                self._entries[code] = entry
-                return code
-
-    def find(self, code: str) -> Entry | None:
-        """The waiting entry of ``code`` (already normalised), None if no live code is ``code``."""
-        entry = self._entries.get(code)
-        if entry is None:
-            return None
-        if not self._alive(entry):
-            del self._entries[code]
-            return None
-        return entry
-
-    def forget(self, code: str) -> None:
-        self._entries.pop(code, None)
-
-    def sweep(self) -> None:
-        """Forget the codes whose entries no longer wait."""
-        for code, entry in list(self._entries.items()):
-            if not self._alive(entry):
-                del self._entries[code]
-
-    def __len__(self) -> int:
-        return len(self._entries)

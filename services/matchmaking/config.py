@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from duelmahjong.platform.config import ServiceConfig, setting
 from duelmahjong.platform.ratelimit import RateLimiter
+from services.matchmaking.core import PRIVATE_JOIN_BURST, PRIVATE_JOINS_PER_MINUTE, STREAM_GRACE_SECONDS
+from services.matchmaking.leases import LEASE, LEASE_SECONDS, SHARING
 from services.matchmaking.rooms import Room, RoomConfigError, load_rooms
-from services.matchmaking.state import PRIVATE_JOIN_BURST, PRIVATE_JOINS_PER_MINUTE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,33 @@ class MatchmakingConfig(ServiceConfig):
     matchmaking_private_join_burst: int = setting(
         PRIVATE_JOIN_BURST, help="private table codes one player may try at once"
     )
+    matchmaking_bucket: str = setting(
+        "DUEL_MATCHMAKING",
+        help="the JetStream key-value bucket every replica shares (tickets, pairings, codes, leases)",
+    )
+    matchmaking_store: str = setting(
+        "jetstream",
+        help="'jetstream': the shared bucket (every deployment); 'memory': this process alone, no fleet, "
+        "nothing survives it (the reference `duel bench matchmaking` measures the fleet against)",
+    )
+    matchmaking_replica_id: str = setting(
+        "",
+        help="this replica's name in the shared store (letters, digits, '-', '_'); default: the host "
+        "name and a fresh suffix, so a restarted process is a new replica",
+    )
+    matchmaking_lease_seconds: float = setting(
+        LEASE_SECONDS,
+        help="a replica whose heartbeat is not seen this long is dead: its rooms are taken over",
+    )
+    matchmaking_room_sharing: str = setting(
+        LEASE,
+        help="how replicas share a room: 'lease' (one owner pairs it, another takes over when it dies) "
+        "or 'claims' (every replica pairs it, compare-and-set decides); docs/benchmarks.md compares them",
+    )
+    matchmaking_stream_grace_seconds: float = setting(
+        STREAM_GRACE_SECONDS,
+        help="an unpaired ticket that no stream follows (Enqueue, FollowQueue) this long is cancelled",
+    )
     matchmaking_bot_pool: int = setting(
         16, help="house bot players (bot-1 … bot-N) that bot fill takes turns with; all busy = the fill waits"
     )
@@ -57,6 +85,14 @@ class MatchmakingConfig(ServiceConfig):
                 "MATCHMAKING_PRIVATE_JOINS_PER_MINUTE must not be negative, "
                 "MATCHMAKING_PRIVATE_JOIN_BURST at least 1"
             )
+        if self.matchmaking_lease_seconds <= 0 or self.matchmaking_stream_grace_seconds < 0:
+            problems.append(
+                "MATCHMAKING_LEASE_SECONDS must be positive, MATCHMAKING_STREAM_GRACE_SECONDS not negative"
+            )
+        if self.matchmaking_store not in ("jetstream", "memory"):
+            problems.append("MATCHMAKING_STORE must be 'jetstream' or 'memory'")
+        if self.matchmaking_room_sharing not in SHARING:
+            problems.append(f"MATCHMAKING_ROOM_SHARING must be one of {', '.join(SHARING)}")
         if self.matchmaking_adoption_grace_seconds < 0:
             problems.append("MATCHMAKING_ADOPTION_GRACE_SECONDS must not be negative")
         try:

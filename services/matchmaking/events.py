@@ -9,7 +9,7 @@
   table now (``LocateTable`` sends its players there), and it is no longer lost.
 
 It publishes one event, and only on a table's behalf: the ``TableClosed`` of a table whose server was
-lost (restarted or silent; see :meth:`Matchmaker.tick`), with the id the table server would have used,
+lost (restarted or silent; see :mod:`.allocation`), with the id the table server would have used,
 so the wallet releases the holds once whoever closes the table first.
 """
 
@@ -27,7 +27,7 @@ from duelmahjong.platform.streams import ConsumerSpec
 from duelmahjong.v1 import events_pb2
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.directory import TableServer
-from services.matchmaking.pairing import Pairing
+from services.matchmaking.records import Pairing
 
 PRODUCER = "matchmaking"
 
@@ -71,15 +71,14 @@ def server_of(event: events_pb2.TableServerAnnounced) -> TableServer:
 async def follow_announcements(bus: Bus, matchmaker: Matchmaker) -> Subscription:
     async def on_announced(msg: Msg) -> None:
         event = events_pb2.TableServerAnnounced.FromString(msg.data)
-        if matchmaker.directory.observe(server_of(event)):
-            matchmaker.tick()  # a pairing waiting for room may now be allocated
+        matchmaker.directory.observe(server_of(event))
 
     return await bus.client.subscribe(subjects.TABLE_SERVER_ANNOUNCED, cb=on_announced)
 
 
 def table_closed_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[None]]:
     async def handle(msg: Msg) -> None:
-        matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
+        await matchmaker.table_closed(events_pb2.TableClosed.FromString(msg.data).table_id)
 
     return handle
 
@@ -87,7 +86,7 @@ def table_closed_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[No
 def table_adopted_handler(matchmaker: Matchmaker) -> Callable[[Msg], Awaitable[None]]:
     async def handle(msg: Msg) -> None:
         event = events_pb2.TableAdopted.FromString(msg.data)
-        matchmaker.table_adopted(
+        await matchmaker.table_adopted(
             event.table_id,
             server_id=event.server_id,
             address=event.address,

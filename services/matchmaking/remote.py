@@ -5,11 +5,13 @@
 - :class:`TableClient` — ``OpenTable`` on the chosen table server.
 
 Domain errors of the callee come back as status codes; the ones that say "not now" (full, draining,
-unreachable) become :class:`~services.matchmaking.pairing.TableUnavailable` so the pairing waits.
+unreachable) become :class:`~services.matchmaking.ports.TableUnavailable` so the pairing waits.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
@@ -22,7 +24,8 @@ from duelmahjong.platform import auth
 from duelmahjong.platform.errors import FailedPrecondition, NotFound, Unavailable
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from services.matchmaking.directory import TableServer
-from services.matchmaking.pairing import OpenedTable, Pairing, SkillEstimate, TableUnavailable
+from services.matchmaking.ports import OpenedTable, SkillEstimate, TableUnavailable
+from services.matchmaking.records import Pairing
 from services.matchmaking.rooms import Room
 
 SERVICE_PRINCIPAL = "service:matchmaking"
@@ -39,16 +42,27 @@ ReplyT = TypeVar("ReplyT")
 
 
 class ServiceToken:
-    """A service token, renewed well before it expires."""
+    """A service token, signed once and used until a minute before it expires (signing one per call
+    cost a few per cent of the process)."""
 
-    def __init__(self, secret: str) -> None:
+    LIFETIME = timedelta(minutes=5)
+    RENEW_BEFORE = 60.0  # seconds before expiry
+
+    def __init__(self, secret: str, clock: Callable[[], float] = time.monotonic) -> None:
         self._secret = secret
+        self._clock = clock
+        self._metadata: tuple[tuple[str, str]] | None = None
+        self._renew_at = 0.0
 
     def metadata(self) -> tuple[tuple[str, str]]:
-        token = auth.issue_token(
-            self._secret, player_id=SERVICE_PRINCIPAL, role=auth.Role.SERVICE, ttl=timedelta(minutes=5)
-        )
-        return auth.bearer_metadata(token)
+        now = self._clock()
+        if self._metadata is None or now >= self._renew_at:
+            token = auth.issue_token(
+                self._secret, player_id=SERVICE_PRINCIPAL, role=auth.Role.SERVICE, ttl=self.LIFETIME
+            )
+            self._metadata = auth.bearer_metadata(token)
+            self._renew_at = now + self.LIFETIME.total_seconds() - self.RENEW_BEFORE
+        return self._metadata
 
 
 def room_rules(room: Room) -> rules_pb2.RoomRules:
@@ -189,15 +203,15 @@ class TableClient:
         self._token = token
         self._channels: dict[str, grpc.aio.Channel] = {}
 
-    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable:
+    async def open(self, server: TableServer, room: Room, pairing: Pairing) -> OpenedTable:
         channel = self._channels.get(server.address)
         if channel is None:
             channel = self._channels[server.address] = grpc.aio.insecure_channel(server.address)
         request = table_pb2.OpenTableRequest(
             table_id=pairing.table_id,
             pairing_id=pairing.pairing_id,
-            room_id=pairing.room.room_id,
-            rules=room_rules(pairing.room),
+            room_id=room.room_id,
+            rules=room_rules(room),
             negotiated=pairing.multiplier or 1,
             private_table=pairing.private_table,
             players=[

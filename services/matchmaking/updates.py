@@ -1,7 +1,5 @@
-"""The updates of one queue entry, as domain values (``QueueUpdate`` of matchmaking.proto on the wire).
-
-``END`` closes the player's ``Enqueue`` stream; it is never sent to the client.
-"""
+"""The updates of one queue entry, as domain values (``QueueUpdate`` of matchmaking.proto on the wire),
+derived from the records by :mod:`.feed`."""
 
 from __future__ import annotations
 
@@ -64,11 +62,4 @@ class Expired:
     reason: str
 
 
-class _End:
-    def __repr__(self) -> str:
-        return "END"
-
-
-END = _End()
-
-Update = Queued | Position | Matched | Negotiation | TableReady | Expired | PrivateCode | _End
+Update = Queued | Position | Matched | Negotiation | TableReady | Expired | PrivateCode

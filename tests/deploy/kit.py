@@ -117,7 +117,7 @@ def selects(selector: Doc, labels: dict[str, str]) -> bool:
 # --- NetworkPolicy reachability (ports only: who may talk is checked by the policies' selectors) --
 
 
-def _port_number(template: Doc, port: int | str) -> int:
+def port_number(template: Doc, port: int | str) -> int:
     if isinstance(port, int):
         return port
     for container in template["spec"]["containers"]:
@@ -132,7 +132,7 @@ def _allowed(
 ) -> bool:
     """Whether some policy lets `port` through in `direction` ("Ingress"/"Egress") for the pod;
     with `peer` (a pod template of the same namespace), only rules whose peers select it count."""
-    number = _port_number(template, port)
+    number = port_number(template, port)
     labels = template["metadata"]["labels"]
     isolating = [
         p["spec"]
@@ -145,7 +145,7 @@ def _allowed(
     for spec in isolating:
         for rule in spec.get(direction.lower(), []):
             ports = rule.get("ports")
-            if ports and not any(_port_number(template, p["port"]) == number for p in ports):
+            if ports and not any(port_number(template, p["port"]) == number for p in ports):
                 continue
             if peer is None or peers_key not in rule:
                 return True
@@ -164,14 +164,38 @@ def egress_allowed(policies: list[Doc], template: Doc, port: int, peer: Doc | No
     return _allowed(policies, template, port, "Egress", peer)
 
 
+# The game client library's modules a DuelClient runs when it queues and plays (session.py: wallet
+# and matchmaking; play.py: the table it is sent to).
+CLIENT_MODULES = ("session.py", "play.py")
+
+
+def _stub_targets(code: str) -> set[str]:
+    return {t.lower() for t in re.findall(r"\b(\w+?)_pb2_grpc\.\w+ServiceStub\(", code)}
+
+
 def grpc_calls() -> dict[str, set[str]]:
-    """service -> the services its code opens gRPC stubs to (the calls the network must allow)."""
+    """service -> the services its code opens gRPC stubs to (the calls the network must allow).
+
+    A service that runs game clients of its own (matchmaking's house bots: a ``DuelClient``) also
+    calls whatever the client calls, its own service included: through its Service, any replica.
+    """
+    client_code = " ".join((REPO / "libs" / "duelmahjong" / "client" / m).read_text() for m in CLIENT_MODULES)
     calls: dict[str, set[str]] = {}
     for service in SERVICES:
         code = " ".join(p.read_text() for p in (REPO / "services" / service).glob("*.py"))
-        targets = {t.lower() for t in re.findall(r"\b(\w+?)_pb2_grpc\.\w+ServiceStub\(", code)}
-        calls[service] = targets - {service}
+        calls[service] = _stub_targets(code) - {service}
+        if re.search(r"\bDuelClient\(", code):
+            calls[service] |= _stub_targets(client_code)
     return calls
+
+
+def selected_workloads(docs: list[Doc], selector: Doc) -> set[str]:
+    """The names of the workloads (Deployments, StatefulSets) whose pods `selector` selects."""
+    return {
+        w["metadata"]["name"]
+        for w in workloads(docs)
+        if selects(selector, w["spec"]["template"]["metadata"]["labels"])
+    }
 
 
 # --- The image and the entry point ----------------------------------------------------------------

@@ -125,11 +125,24 @@ def dashboard_exprs(dashboard: Doc) -> list[str]:
     return exprs
 
 
+ANNOTATION_QUERY = re.compile(r'\bquery\s+"((?:[^"\\]|\\.)*)"')
+
+
+def rule_exprs(rule: Doc) -> list[str]:
+    """A rule's expression and the queries its annotations' templates run (``{{ with query "…" }}``).
+
+    >>> rule_exprs({"expr": "a > 0", "annotations": {"summary": '{{ with query "max(b)" }}{{ . }}{{ end }}'}})
+    ['a > 0', 'max(b)']
+    """
+    queries = [q for text in rule.get("annotations", {}).values() for q in ANNOTATION_QUERY.findall(text)]
+    return [rule["expr"], *(q.replace('\\"', '"') for q in queries)]
+
+
 def metrics_read_by_monitoring() -> dict[str, set[str]]:
     """metric name -> where it is read (alert names, dashboard files)."""
     used: dict[str, set[str]] = {}
     for rule in alert_rules():
-        for name in promql_metric_names(rule["expr"]):
+        for name in {n for expr in rule_exprs(rule) for n in promql_metric_names(expr)}:
             used.setdefault(name, set()).add(f"alert {rule.get('alert') or rule.get('record')}")
     for file, dashboard in dashboards().items():
         for expr in dashboard_exprs(dashboard):
@@ -192,8 +205,9 @@ def rpc_paths() -> set[str]:
 
 
 def monitoring_exprs() -> list[str]:
-    """Every PromQL expression of the alert rules, the adapter rules and the dashboards."""
-    exprs = [rule["expr"] for rule in alert_rules()]
+    """Every PromQL expression of the alert rules (their annotations' queries too), the adapter
+    rules and the dashboards."""
+    exprs = [expr for rule in alert_rules() for expr in rule_exprs(rule)]
     exprs.extend(rule[key] for rule in adapter_rules() for key in ("seriesQuery", "metricsQuery"))
     for dashboard in dashboards().values():
         exprs.extend(dashboard_exprs(dashboard))

@@ -40,7 +40,7 @@ def addresses(kit: ModuleType, request: pytest.FixtureRequest) -> dict[str, str]
     if os.environ.get("DUEL_DEPLOYED_STACK"):
         return {service: os.environ[variable] for service, variable in variables.items()}
     state: StackState = request.getfixturevalue("make_run_stack")[1]
-    return {service: endpoint.grpc for service, endpoint in state.services.items()}
+    return {service: state.target(service) for service in variables}
 
 
 def test_duel_status_sees_every_service_serving(kit: ModuleType, addresses: dict[str, str]) -> None:

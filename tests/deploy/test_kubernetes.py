@@ -1,6 +1,7 @@
 """deploy/k8s: every overlay builds with kustomize and validates against the Kubernetes schemas
 offline; the shape the issue asks for (per-pod table addresses, probes, drain, HPA, PDB, limits,
-secrets, network policies, NATS/Postgres in-cluster in dev and external in prod) holds."""
+secrets, network policies, NATS/Postgres in-cluster in dev and external in prod, matchmaking
+replicated over the DUEL_MATCHMAKING bucket) holds."""
 
 from __future__ import annotations
 
@@ -285,11 +286,10 @@ def test_services_reach_exactly_the_services_their_code_calls(
     policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
     pods = {w["metadata"]["name"]: w["spec"]["template"] for w in kit.duel_workloads(docs)}
     calls = kit.grpc_calls()
-    assert calls["matchmaking"] >= {"wallet", "table"}, "the call graph is read from the code"
+    # The house bots play through matchmaking's Service: matchmaking calls itself, on any replica.
+    assert calls["matchmaking"] >= {"wallet", "table", "matchmaking"}, "the call graph is read from the code"
     for source, template in pods.items():
         for target, peer in pods.items():
-            if target == source:
-                continue
             port = next(
                 p["containerPort"] for p in peer["spec"]["containers"][0]["ports"] if p["name"] == "grpc"
             )
@@ -297,16 +297,107 @@ def test_services_reach_exactly_the_services_their_code_calls(
             assert allowed == (target in calls[source]), f"{source} -> {target}"
 
 
+# Matchmaking keeps its state in the DUEL_MATCHMAKING bucket and any replica serves any RPC
+# (docs/operations.md "When a matchmaking replica dies"): prod runs three, dev one.
+MATCHMAKING_REPLICAS = {"dev": 1, "prod": 3}
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_matchmaking_runs_as_one_replica_never_two_at_once(
+def test_matchmaking_runs_replicated_and_rolls_one_pod_at_a_time(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
-    # docs/architecture.md: matchmaking keeps its queues in memory; two replicas would split them.
+    matchmaking = kit.find(rendered[overlay], "Deployment", "matchmaking")["spec"]
+    assert matchmaking["replicas"] == MATCHMAKING_REPLICAS[overlay]
+    # A new pod ready before an old one goes: never fewer replicas than asked for.
+    assert matchmaking["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1},
+    }
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_matchmaking_scales_on_cpu_from_its_replica_count(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
     docs = rendered[overlay]
-    matchmaking = kit.find(docs, "Deployment", "matchmaking")
-    assert matchmaking["spec"]["replicas"] == 1
-    assert matchmaking["spec"]["strategy"]["type"] == "Recreate"
-    scaled = [d["spec"]["scaleTargetRef"]["name"] for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
-    assert "matchmaking" not in scaled
-    # A budget that never lets the single pod go would block every node drain.
-    assert "minAvailable" not in kit.find(docs, "PodDisruptionBudget", "matchmaking")["spec"]
+    (hpa,) = [
+        d
+        for d in docs
+        if d["kind"] == "HorizontalPodAutoscaler" and d["spec"]["scaleTargetRef"]["name"] == "matchmaking"
+    ]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "matchmaking",
+    }
+    assert [m["resource"]["name"] for m in hpa["spec"]["metrics"]] == ["cpu"]
+    # The HPA never takes the Deployment below the replicas it is deployed with.
+    replicas = kit.find(docs, "Deployment", "matchmaking")["spec"]["replicas"]
+    assert hpa["spec"]["minReplicas"] == replicas < hpa["spec"]["maxReplicas"]
+    # Every pod removed moves its rooms: down one at a time.
+    policies = hpa["spec"]["behavior"]["scaleDown"]["policies"]
+    assert [(p["type"], p["value"]) for p in policies] == [("Pods", 1)]
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_matchmaking_budget_selects_exactly_its_pods_and_lets_one_go_at_a_time(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    budget = kit.find(docs, "PodDisruptionBudget", "matchmaking")["spec"]
+    assert kit.selected_workloads(docs, budget["selector"]) == {"matchmaking"}
+    # maxUnavailable, not minAvailable: one pod at a time however far the HPA scaled, and a single
+    # replica (dev) never blocks a node drain.
+    assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
+    # A replica cut off from the store is unready and serves nothing: it may always be evicted.
+    assert budget["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_matchmaking_replicas_spread_over_nodes(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    spec = kit.find(docs, "Deployment", "matchmaking")["spec"]["template"]["spec"]
+    by_topology = {c["topologyKey"]: c for c in spec["topologySpreadConstraints"]}
+    nodes = by_topology["kubernetes.io/hostname"]
+    assert nodes["maxSkew"] == 1 and nodes["whenUnsatisfiable"] == "DoNotSchedule"
+    # A cordoned (tainted) node counts as no domain, or a drain would leave a replica Pending.
+    assert nodes["nodeTaintsPolicy"] == "Honor"
+    for constraint in by_topology.values():
+        assert kit.selected_workloads(docs, constraint["labelSelector"]) == {"matchmaking"}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_store_outage_makes_matchmaking_unready_and_never_restarts_it(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    template = kit.find(rendered[overlay], "Deployment", "matchmaking")["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    # Ready = gRPC health SERVING on the overall server (""), which the service turns NOT_SERVING
+    # while its view of the DUEL_MATCHMAKING bucket is not current.
+    assert container["readinessProbe"]["grpc"] == {"port": ports["grpc"]}
+    # Whatever restarts a container (liveness; startup, until it first passes) asks the process
+    # over HTTP, never the gRPC health, which a store outage turns NOT_SERVING on every replica.
+    for probe in ("livenessProbe", "startupProbe"):
+        assert set(container[probe]) & {"grpc", "exec", "tcpSocket"} == set(), probe
+        assert kit.port_number(template, container[probe]["httpGet"]["port"]) == ports["metrics"], probe
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_matchmaking_reaches_nats_the_wallet_the_tables_and_its_own_replicas(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    pods = {w["metadata"]["name"]: w["spec"]["template"] for w in kit.duel_workloads(docs)}
+    matchmaking = pods["matchmaking"]
+    assert kit.egress_allowed(policies, matchmaking, 4222)
+    for target in ("wallet", "table", "matchmaking"):
+        assert kit.egress_allowed(policies, matchmaking, 50051, pods[target]), target
+    # The bots' calls arrive at another replica's gRPC port like any client's.
+    assert kit.ingress_allowed(policies, matchmaking, "grpc")
+    # Only the gRPC port: nothing else of a replica is open to the others.
+    assert not kit.egress_allowed(policies, matchmaking, 9100, matchmaking)

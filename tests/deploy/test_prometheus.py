@@ -1,8 +1,10 @@
 """deploy/prometheus: promtool accepts both scrape configs and the rules, the rules' own unit tests
-pass, and every alert is labelled, annotated, tested and explained in deploy/README.md."""
+pass, and every alert is labelled, annotated, tested and explained in deploy/README.md, its runbook a
+section of a doc in the repo."""
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
 import pytest
@@ -53,6 +55,38 @@ def test_every_alert_is_labelled_annotated_tested_and_documented(
         assert {"summary", "description"} <= set(rule["annotations"]), rule["alert"]
         assert rule["alert"] in tested, f"{rule['alert']} has no promtool test where it fires"
         assert f"`{rule['alert']}`" in readme, f"{rule['alert']} is not explained in deploy/README.md"
+
+
+def heading_anchors(markdown: str) -> set[str]:
+    """The anchors a Markdown renderer gives a document's headings (lower case, punctuation dropped,
+    spaces as dashes).
+
+    >>> sorted(heading_anchors("# Ops\\n## When a table server dies\\n### Containers: `make x`\\n"))
+    ['containers-make-x', 'ops', 'when-a-table-server-dies']
+    """
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*$", markdown, re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_runbook_is_a_section_of_a_doc_in_the_repo(kit: ModuleType, monitoring: ModuleType) -> None:
+    runbooks = {rule["alert"]: rule["annotations"].get("runbook") for rule in monitoring.alert_rules()}
+    for alert, runbook in runbooks.items():
+        if runbook is None:
+            continue
+        path, _, anchor = runbook.partition("#")
+        doc = kit.REPO / path
+        assert doc.is_file() and doc.resolve().is_relative_to(kit.REPO), f"{alert}: {runbook}"
+        assert anchor in heading_anchors(doc.read_text()), f"{alert}: no section #{anchor} in {path}"
+
+
+def test_every_matchmaking_alert_points_at_what_to_do_when_a_replica_dies(kit: ModuleType) -> None:
+    rules = kit.DEPLOY / "prometheus" / "rules" / "duel-matchmaking.yml"
+    alerts = [rule for group in yaml.safe_load(rules.read_text())["groups"] for rule in group["rules"]]
+    assert alerts
+    for rule in alerts:
+        assert rule["annotations"]["runbook"] == "docs/operations.md#when-a-matchmaking-replica-dies", rule[
+            "alert"
+        ]
 
 
 def test_adapter_rules_map_series_to_table_pods(monitoring: ModuleType) -> None:

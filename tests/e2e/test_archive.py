@@ -74,7 +74,7 @@ async def pairing_over(clients: list[DuelClient]) -> None:
 async def signed_in(stack: StackState, names: tuple[str, str]) -> AsyncIterator[list[DuelClient]]:
     """Two players logged in to the stack's wallet, closed afterwards."""
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
+        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
         for _ in names
     ]
     try:
@@ -199,7 +199,7 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
 
         # Another signed-in player may see the public hands and their replays.
         async with DuelClient(
-            wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc
+            wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking")
         ) as third:
             await third.login("cid")
             async with MatchHistory(scoring=scoring, token=third.token) as history:

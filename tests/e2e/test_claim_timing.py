@@ -188,7 +188,7 @@ async def _play_a_table(
 ) -> Table:
     table = Table()
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
+        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
         for _ in table.seats
     ]
     try:

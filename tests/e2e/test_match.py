@@ -71,7 +71,7 @@ class Player:
 
     def __init__(self, stack: StackState, name: str) -> None:
         self.client = DuelClient(
-            wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc
+            wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking")
         )
         self.name = name
         self.received: list[table_pb2.PlayResponse] = []

@@ -70,7 +70,7 @@ def test_a_node_client_plays_both_profiles_and_its_settlements_equal_its_ledger(
         "--wallet",
         stack.services["wallet"].grpc,
         "--matchmaking",
-        stack.services["matchmaking"].grpc,
+        stack.target("matchmaking"),
         *("--scoring", stack.services["scoring"].grpc),
         *(argument for room in PLAYED for argument in ("--room", room)),
         *("--hands", "2", "--multiplier", "2"),

@@ -110,7 +110,7 @@ def _environment(stack: StackState, config: Path) -> dict[str, str]:
         LC_ALL="C.UTF-8",
         DUEL_PLAY_CONFIG=str(config),
         WALLET_ADDRESS=stack.services["wallet"].grpc,
-        MATCHMAKING_ADDRESS=stack.services["matchmaking"].grpc,
+        MATCHMAKING_ADDRESS=stack.target("matchmaking"),
     )
     return env
 
@@ -261,7 +261,7 @@ class _Friend:
     def __init__(self, stack: StackState, room_id: str, carry: int) -> None:
         self.codes: queue.Queue[str] = queue.Queue()
         self._stop = threading.Event()
-        self._args = (stack.services["wallet"].grpc, stack.services["matchmaking"].grpc, room_id, carry)
+        self._args = (stack.services["wallet"].grpc, stack.target("matchmaking"), room_id, carry)
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
         self._thread.start()
 

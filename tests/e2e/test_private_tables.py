@@ -53,7 +53,7 @@ def stack(stack_with: Any) -> Iterator[StackState]:
 def _clients(stack: StackState, *names: str) -> list[DuelClient]:
     services = stack.services
     return [
-        DuelClient(wallet=services["wallet"].grpc, matchmaking=services["matchmaking"].grpc) for _ in names
+        DuelClient(wallet=services["wallet"].grpc, matchmaking=stack.target("matchmaking")) for _ in names
     ]
 
 

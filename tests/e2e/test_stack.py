@@ -1,19 +1,24 @@
 """What ``make run`` runs, end to end: the whole stack comes up, ``duel status`` sees all four services
-SERVING, and Ctrl-C (SIGINT) or SIGTERM stops every process it started — services, NATS, Postgres."""
+SERVING, and Ctrl-C (SIGINT) or SIGTERM stops every process it started — services, NATS, Postgres.
+With ``TABLE_SERVERS=2 MATCHMAKING_REPLICAS=2`` it lists and supervises every process."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
+from duelmahjong.cli.status import check_health
 from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
 
 pytestmark = pytest.mark.e2e
@@ -28,6 +33,11 @@ def _alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace").split("\0")
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
 def _duel_status(state_file: Path) -> subprocess.CompletedProcess[str]:
@@ -74,6 +84,35 @@ def _make_run(data_dir: Path, **settings: str) -> Iterator[subprocess.Popen[str]
                 process.wait(30)
 
 
+class _Printed:
+    """What ``make run`` prints from now on, read by a thread as it comes, so a test can wait for a line."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        try:
+            for line in stream:
+                self._lines.append(line)
+        except (OSError, ValueError):  # the pipe closed under it: the test ended early
+            pass
+
+    def text(self) -> str:
+        """All it printed, once it has exited (else what it printed so far, after a while)."""
+        self._reader.join(10)
+        return "".join(self._lines)
+
+    def wait_for(self, pattern: str, within: float) -> re.Match[str]:
+        deadline = time.monotonic() + within
+        while (found := re.search(pattern, "".join(self._lines))) is None:
+            if time.monotonic() > deadline:
+                pytest.fail(f"make run did not print {pattern!r} within {within}s:\n{''.join(self._lines)}")
+            time.sleep(0.1)
+        return found
+
+
 @pytest.fixture
 def stack(scratch_dir: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     data_dir = scratch_dir / "local"
@@ -102,6 +141,7 @@ def test_make_run_brings_all_four_services_up_and_stops_leaving_nothing(
     state_file = data_dir / "stack.json"
     state = _wait_for_state(process, state_file)
     assert sorted(state.services) == sorted(SERVICE_NAMES)
+    assert state.target("matchmaking") == state.services["matchmaking"].grpc  # one replica: its address
 
     status = _duel_status(state_file)
     assert status.returncode == 0, status.stdout + status.stderr
@@ -127,43 +167,67 @@ def test_make_run_brings_all_four_services_up_and_stops_leaving_nothing(
 
 
 def test_make_run_restarts_a_service_that_dies_and_lists_every_process(scratch_dir: Path) -> None:
-    """``TABLE_SERVERS=2 make run``, then SIGKILL of ``table-2``: the stack says so, restarts it after a
-    backoff (as Kubernetes restarts a container) and keeps everything else running; ``duel status``
-    lists ``table-2`` too. Ctrl-C still stops everything."""
+    """``TABLE_SERVERS=2 MATCHMAKING_REPLICAS=2 make run``: ``duel status`` lists every process; each
+    matchmaking replica has its own ports and ``MATCHMAKING_REPLICA_ID``, and clients (the state file)
+    and the other services get one target for both. SIGKILL of ``matchmaking`` and ``table-2``: the
+    stack says so and restarts each after a backoff (as Kubernetes restarts a container), the target
+    answers through ``matchmaking-2`` meanwhile, and everything else keeps running. Ctrl-C still stops
+    everything."""
     data_dir = scratch_dir / "local"
-    with _make_run(data_dir, TABLE_SERVERS="2") as process:
+    further = ["matchmaking-2", "table-2"]
+    replicas = ["matchmaking", "matchmaking-2"]
+    killed = ["matchmaking", "table-2"]
+    with _make_run(data_dir, TABLE_SERVERS="2", MATCHMAKING_REPLICAS="2") as process:
         state_file = data_dir / "stack.json"
         state = _wait_for_state(process, state_file)
-        assert sorted(state.services) == sorted([*SERVICE_NAMES, "table-2"])
+        assert sorted(state.services) == sorted([*SERVICE_NAMES, *further])
         status = _duel_status(state_file)
-        assert [line.split()[0] for line in status.stdout.strip().splitlines()] == [
-            *SERVICE_NAMES,
-            "table-2",
+        lines = status.stdout.strip().splitlines()
+        assert [line.split()[:2] for line in lines] == [
+            [name, state.services[name].grpc] for name in [*SERVICE_NAMES, *further]
         ], status.stdout
         assert status.returncode == 0, status.stdout
-        killed = state.services["table-2"].pid
-        others = {name: e.pid for name, e in state.services.items() if name != "table-2"}
-        os.kill(killed, signal.SIGKILL)
-        deadline = time.monotonic() + 60
-        restarted = state
-        while time.monotonic() < deadline:
-            restarted = StackState.read(state_file) or restarted
-            if restarted.services["table-2"].pid != killed:
-                break
-            assert process.poll() is None, "the stack stopped for one death"
-            time.sleep(0.2)
-        assert restarted.services["table-2"].pid != killed, "table-2 was not restarted"
-        assert {name: e.pid for name, e in restarted.services.items() if name != "table-2"} == others
+        target = "ipv4:" + ",".join(state.services[name].grpc for name in replicas)
+        assert state.target("matchmaking") == target
+        assert len({state.services[name].metrics for name in replicas}) == 2
+        for name in replicas:
+            environ = _environ(state.services[name].pid)
+            assert environ["MATCHMAKING_REPLICA_ID"] == name and environ["MATCHMAKING_ADDRESS"] == target
+
+        printed = _Printed(process)
+        others = {name: e.pid for name, e in state.services.items() if name not in killed}
+        for name in killed:
+            os.kill(state.services[name].pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while any(_alive(state.services[name].pid) for name in killed) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert check_health(target, 5.0) == "SERVING"  # matchmaking-2, while matchmaking waits its backoff
+        for name in killed:
+            printed.wait_for(rf"{name} exited with code -9; restarting it in 1s \(restart 1\)", within=10)
+        said = {
+            name: printed.wait_for(rf"{name} restarted \(pid (\d+)\) and SERVING", within=60)
+            for name in killed
+        }
+        assert process.poll() is None, "the stack stopped for one death"
+        restarted = StackState.read(state_file)
+        assert restarted is not None
+        assert {name: restarted.services[name].pid for name in killed} == {
+            name: int(found[1]) for name, found in said.items()
+        }
+        assert all(restarted.services[name].pid != state.services[name].pid for name in killed)
+        assert {name: e.pid for name, e in restarted.services.items() if name not in killed} == others
         assert all(_alive(pid) for pid in others.values())
+        assert restarted.target("matchmaking") == target  # the same ports
         status = _duel_status(state_file)
         assert status.returncode == 0 and "table-2" in status.stdout, status.stdout
+
+        pids = _started_pids(data_dir, restarted)
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 0
-        output = process.stdout.read() if process.stdout else ""
-        assert "table-2 exited with code -9; restarting it in 1s (restart 1)" in output, output
-        assert "table-2 restarted (pid" in output and "stopped; nothing left running" in output, output
-        pids = [e.pid for e in restarted.services.values()]
+        output = printed.text()
+        assert f"clients reach every matchmaking replica at {target}" in output, output
+        assert "stopped; nothing left running" in output, output
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert [pid for pid in pids if _alive(pid)] == []
+        assert [name for name, pid in pids.items() if _alive(pid)] == []

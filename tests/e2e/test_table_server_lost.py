@@ -100,19 +100,22 @@ async def _archived_void(
 
 
 def _table_lost_total(stack: StackState) -> float:
-    with urllib.request.urlopen(stack.services["matchmaking"].metrics, timeout=5) as response:
-        text = response.read().decode()
-    for line in text.splitlines():
-        if line.startswith("duel_matchmaking_table_lost_total{") and f'room="{ROOM["room_id"]}"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
+    """The room's tables matchmaking closed as lost, summed over its replicas (whichever noticed)."""
+    total = 0.0
+    for name in stack.instances("matchmaking"):
+        with urllib.request.urlopen(stack.services[name].metrics, timeout=5) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if line.startswith("duel_matchmaking_table_lost_total{") and f'room="{ROOM["room_id"]}"' in line:
+                total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
     stack: StackState, stored_messages: Callable[[str, str], Awaitable[list[bytes]]]
 ) -> None:
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.services["matchmaking"].grpc)
+        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
         for _ in range(2)
     ]
     seats: list[asyncio.Task[None]] = []

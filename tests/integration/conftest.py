@@ -86,6 +86,8 @@ def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
         "GC_FREEZE_SECONDS": "0",
         # Tests share one NATS: each test's table servers adopt each other's tables, no one else's.
         "TABLE_OWNERS_BUCKET": f"OWNERS_{uuid.uuid4().hex[:12]}",
+        # ... and each test's matchmaking replicas share their own store.
+        "MATCHMAKING_BUCKET": f"MM_{uuid.uuid4().hex[:12]}",
     }
 
 

@@ -12,7 +12,7 @@
 //
 //   node tests/node/client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM[:CARRY] [--room …]
 //        [--scoring HOST:PORT] [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75]
-//        [--watch ROOM]
+//        [--watch ROOM] [--follow-seconds 30]
 //
 // Each --room is played in turn, with its own carry (携带威望) when it names one, else --carry.
 // --watch ROOM: while it plays in ROOM (a watchable room), the client also finds its own table in
@@ -24,6 +24,15 @@
 // otherwise the decision's default_action (T11: discard the drawn tile, pass, keep the hand). LEAVE is
 // legal in every decision, but during a hand it is escape (H3): this client never sends it there.
 //
+// A queue stream (Enqueue) that breaks before table_ready or expired — the matchmaking replica serving
+// it went away, the connection dropped, the stream ended early — is followed again with FollowQueue and
+// the ticket of its first `queued` update (docs/protocol.md "When the queue stream breaks"), 0.1 s
+// doubling to 2 s, for up to --follow-seconds (30); NOT_FOUND, PERMISSION_DENIED and the other answers
+// of matchmaking are not retried. The followed stream starts with the entry's state now, so updates may
+// repeat: each T7 step is answered once. --matchmaking may name several replicas
+// (ipv4:HOST:PORT,HOST:PORT): the channel balances over them (round_robin) and skips one that is down.
+// Required as a module, it runs nothing and exports loadContract and Session.
+//
 // Exit status: 0 when every check held; 1 with the list of mismatches; 2 on an error (a refused call,
 // a rejected action, the timeout), with its reason.
 'use strict';
@@ -34,6 +43,18 @@ const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
 const CALL_SECONDS = 10; // deadline of each unary call
+// Following a queue entry whose stream broke: the backoff between tries (doubling up to the cap), and
+// the status codes of a break (any other is matchmaking's answer, not retried).
+const FOLLOW_FIRST_MILLIS = 100;
+const FOLLOW_MAX_MILLIS = 2000;
+const QUEUE_BROKEN = new Set([grpc.status.UNAVAILABLE, grpc.status.CANCELLED, grpc.status.INTERNAL, grpc.status.UNKNOWN]);
+const ANSWER_RETRIED = new Set([...QUEUE_BROKEN, grpc.status.DEADLINE_EXCEEDED]);
+// Every channel: over all the addresses of its target, skipping one that is down; reconnect quickly.
+const CHANNEL_OPTIONS = {
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+};
 const LEDGER_WAIT_SECONDS = 15; // how long the wallet may take to apply what a table sent it
 const ARCHIVE_WAIT_SECONDS = 15; // how long scoring may take to archive a hand and its settlement
 
@@ -61,7 +82,12 @@ function loadContract(protoDir) {
 
 // --- small helpers ----------------------------------------------------------------------------
 
-class ClientError extends Error {}
+class ClientError extends Error {
+  constructor(message, code) {
+    super(message);
+    this.code = code; // the gRPC status of a refused call, if one was
+  }
+}
 
 function big(value) {
   return BigInt(value ?? 0);
@@ -69,7 +95,7 @@ function big(value) {
 
 function callError(method, err) {
   const code = grpc.status[err.code] ?? String(err.code);
-  return new ClientError(`${method} failed: ${code}: ${err.details || err.message}`);
+  return new ClientError(`${method} failed: ${code}: ${err.details || err.message}`, err.code);
 }
 
 function unary(client, method, request, metadata) {
@@ -109,11 +135,14 @@ class Session {
     this.contract = contract;
     this.args = args;
     const insecure = grpc.credentials.createInsecure();
-    this.wallet = new contract.WalletService(args.wallet, insecure);
-    this.matchmaking = new contract.MatchmakingService(args.matchmaking, insecure);
+    this.wallet = new contract.WalletService(args.wallet, insecure, CHANNEL_OPTIONS);
+    this.matchmaking = new contract.MatchmakingService(args.matchmaking, insecure, CHANNEL_OPTIONS);
     this.archive = args.scoring ? new contract.ArchiveService(args.scoring, insecure) : null;
     this.playerId = '';
     this.metadata = new grpc.Metadata();
+    this.followSeconds = args.followSeconds ?? 30;
+    // Each time a broken queue stream was followed again: milliseconds from the break to the state shown.
+    this.queueResumes = [];
   }
 
   get account() {
@@ -168,44 +197,113 @@ class Session {
 
   // Enqueue and follow the QueueUpdates until table_ready; negotiate when it is this seat's turn.
   async findTable(room, carry, log) {
-    const call = this.matchmaking.Enqueue({ room_id: room.room_id, carry: String(carry) }, this.metadata);
-    try {
-      for await (const response of call) {
-        const update = response.update;
-        switch (update.kind) {
-          case 'matched':
-            log(
-              `matched: seat ${seatName(update.matched.seat)} against ${update.matched.opponent_player_id}` +
-                (update.matched.opponent_is_bot ? ' (house bot)' : ''),
-            );
-            break;
-          case 'negotiation':
-            await this.negotiate(update.negotiation, log);
-            break;
-          case 'table_ready':
-            return update.table_ready; // the server ends the stream after it
-          case 'expired':
-            throw new ClientError(`the queue entry expired: ${update.expired.reason}`);
-          default:
-            break; // queued, position
-        }
-      }
-    } catch (err) {
-      if (err instanceof ClientError) throw err;
-      throw callError('Enqueue', err);
-    }
-    throw new ClientError('the Enqueue stream ended without table_ready or expired');
+    return this.followEntry(() => this.matchmaking.Enqueue({ room_id: room.room_id, carry: String(carry) }, this.metadata), log);
   }
 
-  async negotiate(negotiation, log) {
+  // Follows one queue entry from the stream `open()` makes to its table_ready, across breaks: a stream
+  // that fails with a status of QUEUE_BROKEN, or ends without table_ready or expired, is followed again
+  // with FollowQueue and the entry's ticket until one brings updates, for up to followSeconds.
+  async followEntry(open, log) {
+    let call = open();
+    let method = 'Enqueue';
+    let ticket = '';
+    let brokeAt = 0; // when the break being followed happened (0: none)
+    let giveUpAt = 0;
+    let wait = FOLLOW_FIRST_MILLIS;
+    let breaks = 0; // updates after the first break may repeat what was shown
+    const answered = new Set(); // the T7 steps answered: a step shown again is not answered twice
+    const matched = new Set();
+    try {
+      for (;;) {
+        let broke = null;
+        try {
+          for await (const response of call) {
+            const update = response.update;
+            if (brokeAt) {
+              this.queueResumes.push(Date.now() - brokeAt);
+              log(`the queue entry is followed again: its state came ${Date.now() - brokeAt} ms after the break`);
+              brokeAt = 0;
+              wait = FOLLOW_FIRST_MILLIS;
+            }
+            switch (update.kind) {
+              case 'queued':
+                ticket = update.queued.queue_ticket_id;
+                break;
+              case 'matched':
+                if (matched.has(update.matched.pairing_id)) break; // shown again after a break
+                matched.add(update.matched.pairing_id);
+                log(
+                  `matched: seat ${seatName(update.matched.seat)} against ${update.matched.opponent_player_id}` +
+                    (update.matched.opponent_is_bot ? ' (house bot)' : ''),
+                );
+                break;
+              case 'negotiation':
+                await this.negotiate(update.negotiation, log, answered, breaks > 0);
+                break;
+              case 'table_ready':
+                return update.table_ready; // the server ends the stream after it
+              case 'expired':
+                throw new ClientError(`the queue entry expired: ${update.expired.reason}`);
+              default:
+                break; // position
+            }
+          }
+        } catch (err) {
+          if (err instanceof ClientError) throw err;
+          if (!QUEUE_BROKEN.has(err.code)) throw callError(method, err);
+          broke = err;
+        }
+        call.cancel();
+        const why = broke ? `${grpc.status[broke.code]}: ${broke.details}` : 'the stream ended without table_ready or expired';
+        if (!ticket) throw new ClientError(`${method}: ${why}`);
+        if (!brokeAt) {
+          brokeAt = Date.now();
+          giveUpAt = brokeAt + this.followSeconds * 1000;
+          breaks += 1;
+        }
+        if (Date.now() >= giveUpAt)
+          throw new ClientError(`queue ticket ${ticket} could not be followed again within ${this.followSeconds} s: ${why}`);
+        log(`the queue stream broke (${why}): FollowQueue in ${wait} ms`);
+        await sleep(Math.min(wait, giveUpAt - Date.now()));
+        wait = Math.min(FOLLOW_MAX_MILLIS, wait * 2);
+        method = 'FollowQueue';
+        call = this.matchmaking.FollowQueue({ queue_ticket_id: ticket }, this.metadata);
+      }
+    } finally {
+      call.cancel();
+    }
+  }
+
+  async negotiate(negotiation, log, answered, afterBreak) {
     if (!negotiation.your_turn) return;
     const pairing_id = negotiation.pairing_id;
+    const step = `${pairing_id}|${negotiation.state}`;
+    if (answered.has(step)) return; // shown again after a break: answered already
     if (negotiation.state === 'NEGOTIATION_STATE_AWAITING_PROPOSAL') {
-      await unary(this.matchmaking, 'ProposeMultiplier', { pairing_id, multiplier: this.args.multiplier }, this.metadata);
+      await this.answer('ProposeMultiplier', { pairing_id, multiplier: this.args.multiplier }, afterBreak);
       log(`negotiation: proposed ${this.args.multiplier}x`);
     } else if (negotiation.state === 'NEGOTIATION_STATE_PROPOSED') {
-      await unary(this.matchmaking, 'RespondMultiplier', { pairing_id, accept: true }, this.metadata);
+      await this.answer('RespondMultiplier', { pairing_id, accept: true }, afterBreak);
       log(`negotiation: accepted ${negotiation.multiplier}x`);
+    }
+    answered.add(step);
+  }
+
+  // One T7 answer. One that failed on its way may have been applied: it is sent again (the queue's
+  // backoff, for up to followSeconds), and FAILED_PRECONDITION then — or for a step shown again after
+  // the queue stream broke — means it was: the queue stream tells what follows.
+  async answer(method, request, afterBreak) {
+    const giveUpAt = Date.now() + this.followSeconds * 1000;
+    let wait = FOLLOW_FIRST_MILLIS;
+    for (let retried = false; ; retried = true) {
+      try {
+        return await unary(this.matchmaking, method, request, this.metadata);
+      } catch (err) {
+        if (err.code === grpc.status.FAILED_PRECONDITION && (retried || afterBreak)) return null;
+        if (!ANSWER_RETRIED.has(err.code) || Date.now() >= giveUpAt) throw err;
+      }
+      await sleep(wait);
+      wait = Math.min(FOLLOW_MAX_MILLIS, wait * 2);
     }
   }
 
@@ -758,6 +856,7 @@ function parseArgs(argv) {
     name: 'node-client',
     timeoutSeconds: 75,
     watch: '',
+    followSeconds: 30,
     proto: path.resolve(__dirname, '..', '..', 'proto'),
     dump: '',
   };
@@ -779,6 +878,7 @@ function parseArgs(argv) {
       case '--proto': args.proto = path.resolve(value); break;
       case '--dump': args.dump = path.resolve(value); break;
       case '--watch': args.watch = value; break;
+      case '--follow-seconds': args.followSeconds = Number(value); break;
       default: throw new ClientError(`unknown option ${flag}`);
     }
   }
@@ -876,7 +976,11 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`node client: ERROR: ${err instanceof ClientError ? err.message : err.stack || err}`);
-  process.exit(2);
-});
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(`node client: ERROR: ${err instanceof ClientError ? err.message : err.stack || err}`);
+    process.exit(2);
+  });
+}
+
+module.exports = { loadContract, Session, ClientError };

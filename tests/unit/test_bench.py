@@ -50,8 +50,8 @@ def test_duel_bench_finds_the_areas_and_rejects_unknown_ones(capsys: pytest.Capt
     assert (bench_dir() / "common.py").is_file()
     assert "rules" in areas(bench_dir()) and not {"common", "rules_corpus"} & set(areas(bench_dir()))
     assert "capacity" in areas(bench_dir())
-    parts = {"capacity_gc", "capacity_seats", "capacity_wire"}
-    assert not parts & set(areas(bench_dir()))  # its parts, not areas
+    parts = {"capacity_gc", "capacity_seats", "capacity_wire", "matchmaking_fakes", "matchmaking_load"}
+    assert "matchmaking" in areas(bench_dir()) and not parts & set(areas(bench_dir()))  # parts, not areas
     assert main(["bench", "no_such_area"]) == 2
     assert "unknown area 'no_such_area'" in capsys.readouterr().err
 
@@ -64,3 +64,46 @@ def test_capacity_seat_errors_count_since_the_run_began() -> None:
     assert (taken.sent, taken.rejected, taken.errors, taken.attached) == (5, 1, 2, 7)
     assert (samples.latencies, samples.sent, samples.rejected, samples.errors) == ([], 0, 0, 2)
     assert samples.attached == 7  # the parent releases a step's seats once all it added are attached
+
+
+def test_matchmaking_lines_say_where_a_configuration_was_overloaded_and_the_goal() -> None:
+    bench, StepResult = load("matchmaking"), load("matchmaking_load").StepResult
+
+    def step(config: str, rate: float, seated: int, unseated: int = 0, reference: float = 0.0) -> object:
+        result = StepResult(
+            sent=seated + unseated,
+            seated=seated,
+            matched=[0.010] * seated + [30.0] * unseated,
+            ready=[0.020] * seated + [30.0] * unseated,
+            late=[0.001],
+            updates={"queued": seated + unseated},
+            unseated=unseated,
+        )
+        cpu = {"mm-a": 2.0, "nats": 1.0, "load": 0.5}
+        return bench.Step(config, rate, 10.0, result, 10.0, cpu, [0.1], busy=4.0, reference_p99=reference)
+
+    settings = bench.Settings(rates=(50.0, 200.0), runs=1, configs=("memory", "replicas3_lease"))
+    outcome = bench.Outcome(
+        [
+            (0, step("memory", 50.0, 1000)),
+            (0, step("memory", 200.0, 4000)),
+            (0, step("replicas3_lease", 50.0, 600, unseated=400, reference=10.0)),
+        ]
+    )
+    lines = outcome.lines(settings)
+    assert lines[0] == (
+        "bench matchmaking.memory rate=50/s matched_p50=10.0ms matched_p99=10.0ms ready_p50=20.0ms "
+        "ready_p99=20.0ms pairings=50.0/s cpu_per_pairing mm-a=4.00 nats=2.00 load=1.00 ms "
+        "updates=1.0/player others_cpu=5%"
+    )
+    assert lines[2].startswith("bench matchmaking.replicas3_lease rate=50/s matched_p50=10.0ms ")
+    assert lines[2].endswith(" unseated=400 ratio_p99_to_memory=3000.00 others_cpu=5%")
+    assert (
+        lines[3]
+        == "bench matchmaking.replicas3_lease rate=200/s not run: overloaded at 50/s (30.0 pairings/s)"
+    )
+    assert lines[4].startswith("bench matchmaking.load rate=50/s workers=2 busiest_worker=10% of a core")
+    assert lines[6] == (
+        "bench matchmaking.goal replicas3_lease rate=200/s: NOT met, overloaded at 50/s (30.0 pairings/s)"
+    )
+    assert len(lines) == 7 and not outcome.failures()

@@ -2,7 +2,7 @@
 code sent first; a friend joins with it (case and spaces ignored) and the pair negotiates and is allocated
 as any other, as a private pairing; no bot ever fills; an unused code expires with its hold released;
 wrong, used, expired and own codes, busy players and too many guesses are refused with readable errors.
-The wallet and table servers are the in-memory ports of test_matchmaking_core."""
+The store, the wallet and the table servers are the in-memory ones of tests/unit/matchmaking_fakes.py."""
 
 from __future__ import annotations
 
@@ -19,156 +19,186 @@ from duelmahjong.v1 import rules_pb2
 from services.matchmaking import codes, updates
 from services.matchmaking.api import queue_update
 from services.matchmaking.bots import BotPool
-from services.matchmaking.core import Matchmaker
+from services.matchmaking.core import STREAM_GRACE_SECONDS, Matchmaker
 from services.matchmaking.directory import TableServer, TableServerDirectory
-from services.matchmaking.pairing import ALLOCATING, NEGOTIATING, PLAYING, OpenedTable, Pairing, QueueEntry
+from services.matchmaking.pairings import CLOSED_TABLE_KEPT_SECONDS
+from services.matchmaking.records import ALLOCATING, DONE, NEGOTIATING, PLAYING, WAITING, Ticket, code_key
 from services.matchmaking.rooms import Room
-from tests.unit.test_matchmaking_core import Clock, PooledBots, Tables, Wallet, _drain, _room, _settle
+from tests.unit.matchmaking_fakes import (
+    Clock,
+    Harness,
+    PooledBots,
+    Stream,
+    Tables,
+    Wallet,
+    latest,
+    paired,
+    pairing_of,
+    room,
+    run,
+    turns,
+)
 
 pytestmark = pytest.mark.asyncio
 
 PLAYERS = {"ana": 1000, "bo": 1000, "cy": 1000}
 
 
-class RecordingTables(Tables):
-    def __init__(self) -> None:
-        super().__init__()
-        self.pairings: list[Pairing] = []
-
-    async def open(self, server: TableServer, pairing: Pairing) -> OpenedTable:
-        self.pairings.append(pairing)
-        return await super().open(server, pairing)
-
-
-def _matchmaker(
-    *rooms: Room, wallet: Wallet | None = None, joins: RateLimiter | None = None
-) -> tuple[Matchmaker, Wallet, RecordingTables, Clock, PooledBots]:
-    clock = Clock()
+async def _matchmaker(
+    harness: Harness, *rooms: Room, wallet: Wallet | None = None, joins: RateLimiter | None = None
+) -> tuple[Matchmaker, Wallet, Tables, Clock, PooledBots]:
     wallet = wallet or Wallet(dict(PLAYERS))
-    tables = RecordingTables()
-    directory = TableServerDirectory(clock=clock, ttl_seconds=1e9)
+    tables = Tables()
+    directory = TableServerDirectory(clock=harness.clock, ttl_seconds=1e9)
     directory.observe(TableServer("s", "h:1", 10, 1))
     bots = PooledBots(BotPool(2))
-    mm = Matchmaker(
-        {room.room_id: room for room in rooms or (_room(),)},
+    mm = await harness.matchmaker(
+        {r.room_id: r for r in rooms or (room(),)},
         wallet,
         tables,
         directory,
         bots=bots,
         private_joins=joins,
-        clock=clock,
     )
-    bots.mm = mm
-    return mm, wallet, tables, clock, bots
+    return mm, wallet, tables, harness.clock, bots
 
 
-def _code(entry: QueueEntry) -> str:
-    first = _drain(entry)[0]
+async def _code(harness: Harness, mm: Matchmaker, opener: Ticket) -> tuple[str, Stream]:
+    """The code the opener's stream shows first, and the stream."""
+    stream = harness.follow(mm, opener)
+    await turns()
+    first = stream.seen[0]
     assert isinstance(first, updates.PrivateCode)
-    return first.code
+    return first.code, stream
 
 
-async def test_an_opened_private_table_is_held_at_once_sends_its_code_first_and_waits_outside_the_queue() -> (
-    None
-):
-    mm, wallet, _tables, clock, bots = _matchmaker(_room(bot_fill_seconds=1, ticket_seconds=60))
+async def test_an_opened_private_table_is_held_at_once_sends_its_code_first_and_waits_outside_the_queue(
+    harness: Harness,
+) -> None:
+    mm, wallet, _tables, clock, bots = await _matchmaker(harness, room(bot_fill_seconds=1, ticket_seconds=60))
     opener = await mm.open_private("ana", "r", 200)
     assert wallet.holds == {("ana", opener.held_for): 205}  # carry + fee, before anyone joins
-    sent = _drain(opener)
+    _code_shown, stream = await _code(harness, mm, opener)
+    sent = stream.new()
     assert isinstance(sent[0], updates.PrivateCode) and sent[0].room_id == "r"
     assert sent[0].expires_in_seconds == 60 and codes.well_formed(sent[0].code)
+    assert sent[0].code == opener.private_code
     assert [type(u) for u in sent[1:]] == [updates.Queued]  # its ticket: CancelQueue takes it
     assert mm.waiting("r") == 0
     queued = await mm.enqueue("bo", "r", 200)  # a stranger in the room's queue is not paired with it
     clock.now += 30
-    mm.tick()
-    await _settle()
-    assert opener.pairing is None and not opener.done
+    await run(mm)
+    assert pairing_of(mm, opener) is None and latest(mm, opener).state == WAITING
     assert [for_ticket for _bot, for_ticket in bots.started] == [queued.ticket_id]  # never the private one
-    assert not any(isinstance(u, updates.Position) for u in _drain(opener))
+    assert stream.new() == []  # no place in a queue, no match
 
 
-async def test_a_friend_joins_with_the_code_in_any_case_and_spacing_as_the_private_pairing_s_second() -> None:
-    mm, wallet, tables, _clock, _bots = _matchmaker()
+async def test_a_friend_joins_with_the_code_in_any_case_and_spacing_as_the_private_pairing_s_second(
+    harness: Harness,
+) -> None:
+    mm, wallet, tables, clock, _bots = await _matchmaker(harness)
     opener = await mm.open_private("ana", "r", 200)
-    code = _code(opener)
+    code, opener_sees = await _code(harness, mm, opener)
     typed = f" {code[:3].lower()} {code[3:]} "
     friend = await mm.join_private("bo", typed, 300)
-    await _settle()
-    pairing = opener.pairing
-    assert pairing is not None and pairing is friend.pairing and pairing.private_table
-    assert pairing.seats == (opener, friend)  # the opener sits first (proposes in duel, T7)
+    friend_sees = harness.follow(mm, friend)
+    await run(mm)
+    pairing = paired(mm, opener)
+    assert pairing == pairing_of(mm, friend) and pairing.private_table
+    # The opener sits first (proposes in duel, T7).
+    assert [s.ticket_id for s in pairing.seats] == [opener.ticket_id, friend.ticket_id]
     assert pairing.pairing_id == opener.held_for  # the hold it opened with is the pairing's
     assert wallet.holds == {("ana", pairing.pairing_id): 205, ("bo", pairing.pairing_id): 305}
-    matched = [u for e in (opener, friend) for u in _drain(e) if isinstance(u, updates.Matched)]
+    matched = [m for stream in (opener_sees, friend_sees) for m in stream.of(updates.Matched)]
     assert [(m.seat, m.opponent_player_id, m.private_table) for m in matched] == [
         (0, "bo", True),
         (1, "ana", True),
     ]
-    assert pairing.state == PLAYING and tables.pairings == [pairing]  # erren: 1×, allocated at once
+    # erren: 1×, allocated at once
+    assert pairing.state == PLAYING and [p.pairing_id for p in tables.pairings] == [pairing.pairing_id]
     assert mm.live_tables("r") == []
     with pytest.raises(NotFound, match="expired or was used"):  # a code opens one table
         await mm.join_private("cy", code, 200)
+    # Its key is gone from the store (a later table may draw the code again), and nothing else of the
+    # table outlives it once it closed and was kept its while.
+    assert mm.records.entry(code_key(code)) is None
+    await mm.table_closed(pairing.table_id)
+    clock.now += CLOSED_TABLE_KEPT_SECONDS
+    await run(mm)
+    assert mm.records.mirror.under("codes") == mm.records.mirror.under("players") == []
+    assert mm.records.tickets == {} and mm.records.pairings == {}
 
 
-async def test_a_private_duel_table_negotiates_the_multiplier_as_usual() -> None:
-    duel = _room(room_id="d", profile="duel", fan_rate=10, negotiation_seconds=30, watchable=True)
-    mm, _wallet, tables, _clock, _bots = _matchmaker(duel)
+async def test_a_private_duel_table_negotiates_the_multiplier_as_usual(harness: Harness) -> None:
+    duel = room(room_id="d", profile="duel", fan_rate=10, negotiation_seconds=30, watchable=True)
+    mm, _wallet, tables, _clock, _bots = await _matchmaker(harness, duel)
     opener = await mm.open_private("ana", "d", 200)
-    friend = await mm.join_private("bo", _code(opener), 200)
-    await _settle()
-    assert opener.pairing is not None and opener.pairing.state == NEGOTIATING
-    asked = [u for u in _drain(opener) if isinstance(u, updates.Negotiation)]
+    code, opener_sees = await _code(harness, mm, opener)
+    friend = await mm.join_private("bo", code, 200)
+    await run(mm)
+    pairing = paired(mm, opener)
+    assert pairing.state == NEGOTIATING
+    asked = opener_sees.of(updates.Negotiation)
     assert asked[-1].state == updates.AWAITING_PROPOSAL and asked[-1].your_turn
-    mm.propose("ana", opener.pairing.pairing_id, 5)
-    mm.respond("bo", opener.pairing.pairing_id, True)
-    await _settle()
-    assert opener.pairing.multiplier == 5 and opener.pairing.state == PLAYING
+    await mm.propose("ana", pairing.pairing_id, 5)
+    await mm.respond("bo", pairing.pairing_id, True)
+    await run(mm)
+    pairing = latest(mm, pairing)
+    assert pairing.multiplier == 5 and pairing.state == PLAYING
     assert tables.pairings[0].private_table
     assert mm.live_tables("d") == []  # a watchable room, but the table is private
-    mm.table_closed(opener.pairing.table_id)
+    await mm.table_closed(pairing.table_id)
     assert mm.live_tables("d") == []
-    assert friend.done
+    assert latest(mm, friend).state == DONE
 
 
-async def test_an_unused_code_expires_with_the_room_s_ticket_its_hold_released() -> None:
-    mm, wallet, _tables, clock, _bots = _matchmaker(_room(ticket_seconds=10))
+async def test_an_unused_code_expires_with_the_room_s_ticket_its_hold_released(harness: Harness) -> None:
+    mm, wallet, _tables, clock, _bots = await _matchmaker(harness, room(ticket_seconds=10))
     opener = await mm.open_private("ana", "r", 200)
-    code = _code(opener)
+    code, stream = await _code(harness, mm, opener)
     clock.now += 9.9
-    mm.tick()
-    assert not opener.done
+    await run(mm)
+    assert latest(mm, opener).state == WAITING and not stream.ended
     clock.now += 0.2
-    mm.tick()
-    await _settle()
-    last = _drain(opener)
-    assert isinstance(last[-2], updates.Expired) and code in last[-2].reason and last[-1] is updates.END
+    await run(mm)
+    last = stream.seen[-1]
+    assert isinstance(last, updates.Expired) and code in last.reason and stream.ended
     assert wallet.holds == {}
     with pytest.raises(NotFound, match=f"no private table has the code '{code}'"):
         await mm.join_private("bo", code, 200)
     again = await mm.open_private("ana", "r", 200)  # free to open another
-    assert _code(again) != "" and ("ana", again.held_for) in wallet.holds
+    assert (await _code(harness, mm, again))[0] != "" and ("ana", again.held_for) in wallet.holds
 
 
-async def test_a_cancelled_or_abandoned_private_table_releases_its_hold() -> None:
-    mm, wallet, _tables, _clock, _bots = _matchmaker()
+async def test_a_cancelled_private_table_releases_its_hold(harness: Harness) -> None:
+    mm, wallet, _tables, _clock, _bots = await _matchmaker(harness)
     opener = await mm.open_private("ana", "r", 200)
-    code = _code(opener)
-    mm.cancel("ana", opener.ticket_id)
-    await _settle()
+    code, _stream = await _code(harness, mm, opener)
+    await mm.cancel("ana", opener.ticket_id)
+    await mm.settle()
     assert wallet.holds == {}
     with pytest.raises(NotFound):
         await mm.join_private("bo", code, 200)
-    other = await mm.open_private("ana", "r", 200)
-    mm.stream_closed(other)  # the opener's stream went away
-    await _settle()
-    assert wallet.holds == {} and other.done
 
 
-async def test_wrong_own_and_busy_joins_are_refused_with_what_to_do() -> None:
-    mm, _wallet, _tables, _clock, _bots = _matchmaker(_room(carry_max=500))
+async def test_an_abandoned_private_table_releases_its_hold_after_the_stream_grace(harness: Harness) -> None:
+    # The opener's stream went away. A stream that breaks may be followed again (FollowQueue), so the
+    # ticket ends after the stream grace, not at once.
+    mm, wallet, _tables, clock, _bots = await _matchmaker(harness)
     opener = await mm.open_private("ana", "r", 200)
-    code = _code(opener)
+    _code_shown, stream = await _code(harness, mm, opener)
+    await stream.close()
+    await run(mm)
+    assert ("ana", opener.held_for) in wallet.holds and latest(mm, opener).state == WAITING
+    clock.now += STREAM_GRACE_SECONDS
+    await run(mm)
+    assert wallet.holds == {} and latest(mm, opener).state == DONE
+
+
+async def test_wrong_own_and_busy_joins_are_refused_with_what_to_do(harness: Harness) -> None:
+    mm, _wallet, _tables, _clock, _bots = await _matchmaker(harness, room(carry_max=500))
+    opener = await mm.open_private("ana", "r", 200)
+    code, _stream = await _code(harness, mm, opener)
     wrong = "".join(next(c for c in codes.ALPHABET if c != s) for s in code)
     with pytest.raises(NotFound, match="mistyped, or it expired or was used already") as refused:
         await mm.join_private("bo", wrong, 200)
@@ -188,28 +218,32 @@ async def test_wrong_own_and_busy_joins_are_refused_with_what_to_do() -> None:
         await mm.join_private("bo", code, 900)
     with pytest.raises(NotFound, match="no room"):
         await mm.open_private("bo", "nowhere", 200)
-    assert opener.pairing is None and not opener.done  # all that left the table waiting
+    # All that left the table waiting.
+    assert pairing_of(mm, opener) is None and latest(mm, opener).state == WAITING
     friend = await mm.join_private("bo", code, 200)
-    assert friend.pairing is opener.pairing is not None
+    assert paired(mm, friend) == pairing_of(mm, opener)
 
 
-async def test_a_friend_the_wallet_refuses_leaves_the_table_open_for_another() -> None:
+async def test_a_friend_the_wallet_refuses_leaves_the_table_open_for_another(harness: Harness) -> None:
     wallet = Wallet(dict(PLAYERS), refuse=frozenset({"bo"}))
-    mm, _wallet, _tables, _clock, _bots = _matchmaker(wallet=wallet)
+    mm, _wallet, _tables, _clock, _bots = await _matchmaker(harness, wallet=wallet)
     opener = await mm.open_private("ana", "r", 200)
-    code = _code(opener)
+    code, _stream = await _code(harness, mm, opener)
     refused = await mm.join_private("bo", code, 200)
-    await _settle()
-    assert refused.done and opener.pairing is None and ("ana", opener.held_for) in wallet.holds
+    await run(mm)
+    assert latest(mm, refused).state == DONE and pairing_of(mm, opener) is None
+    assert ("ana", opener.held_for) in wallet.holds
     friend = await mm.join_private("cy", code, 200)
-    await _settle()
-    assert friend.pairing is opener.pairing is not None and opener.pairing.state in (ALLOCATING, PLAYING)
+    await run(mm)
+    assert paired(mm, friend) == pairing_of(mm, opener)
+    assert paired(mm, opener).state in (ALLOCATING, PLAYING)
 
 
-async def test_code_guesses_are_rate_limited_per_player() -> None:
-    clock = Clock()
-    joins = RateLimiter(per_minute=6, burst=3, clock=clock)
-    mm, _wallet, _tables, _clock, _bots = _matchmaker(joins=joins)
+async def test_code_guesses_are_rate_limited_per_player(harness: Harness) -> None:
+    # The buckets are records of the store, on the matchmaker's clock (one rate for the whole fleet:
+    # tests/unit/test_matchmaking_fleet.py).
+    joins = RateLimiter(per_minute=6, burst=3)
+    mm, _wallet, _tables, clock, _bots = await _matchmaker(harness, joins=joins)
     for _ in range(3):
         with pytest.raises(NotFound):
             await mm.join_private("bo", "ZZZZZZ", 200)
@@ -220,10 +254,12 @@ async def test_code_guesses_are_rate_limited_per_player() -> None:
     with pytest.raises(NotFound):  # another player has a bucket of their own
         await mm.join_private("cy", "ZZZZZZ", 200)
     opener = await mm.open_private("ana", "r", 200)
+    code, _stream = await _code(harness, mm, opener)
     with pytest.raises(RateLimited):  # even the right code waits for the bucket
-        await mm.join_private("bo", _code(opener), 200)
+        await mm.join_private("bo", code, 200)
     clock.now += 10
-    assert (await mm.join_private("bo", opener.private_code, 200)).pairing is opener.pairing
+    friend = await mm.join_private("bo", opener.private_code, 200)
+    assert paired(mm, friend) == pairing_of(mm, opener)
 
 
 async def test_the_code_and_the_private_match_go_on_the_wire_as_the_contract_says() -> None:

@@ -23,7 +23,8 @@ from duelmahjong.platform import auth, errors, subjects, validation
 from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.service import storage_policy
-from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, service_addresses
+from duelmahjong.platform.stack import DEFAULT_MATCHMAKING_REPLICAS, Stack, StackError
+from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, grpc_target, service_addresses
 from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy
 from duelmahjong.platform.tasks import cancel_and_wait
 from duelmahjong.v1 import events_pb2
@@ -244,6 +245,48 @@ def test_service_addresses_prefer_flags_then_environment_then_the_state_file(tmp
     )
     assert addresses == {"wallet": "w:9", "matchmaking": None, "table": "t:9", "scoring": None}
     assert service_addresses(tmp_path / "none.json", environ={})["wallet"] is None
+
+
+def test_clients_are_given_one_target_that_lists_every_matchmaking_replica(
+    tmp_path: Path,
+) -> None:
+    replicas = ["127.0.0.1:2", "127.0.0.1:4"]
+    state = StackState(
+        services={
+            "matchmaking": ServiceEndpoint(replicas[0], "m"),
+            "matchmaking-2": ServiceEndpoint(replicas[1], "m"),
+            "matchmaking-bots": ServiceEndpoint("127.0.0.1:6", "m"),  # not a replica: no number
+            "table": ServiceEndpoint("127.0.0.1:3", "m"),
+        },
+        targets={"matchmaking": grpc_target(replicas)},
+    )
+    state.write(tmp_path / "stack.json")
+    assert (
+        service_addresses(tmp_path / "stack.json", environ={})["matchmaking"]
+        == "ipv4:127.0.0.1:2,127.0.0.1:4"
+    )
+    assert StackState.read(tmp_path / "stack.json") == state
+    assert state.target("table") == "127.0.0.1:3"
+    assert state.instances("matchmaking") == ["matchmaking", "matchmaking-2"]
+    with pytest.raises(ValueError, match="IPv4:PORT"):
+        grpc_target(["matchmaking:50051", "127.0.0.1:4"])
+
+
+def test_make_run_names_each_process_of_a_service_it_runs_several_of(tmp_path: Path) -> None:
+    def names(environ: dict[str, str], service: str) -> list[str]:
+        return Stack(tmp_path, [service], environ)._instances(service)
+
+    assert len(names({}, "matchmaking")) == DEFAULT_MATCHMAKING_REPLICAS
+    assert names({"MATCHMAKING_REPLICAS": "3"}, "matchmaking") == [
+        "matchmaking",
+        "matchmaking-2",
+        "matchmaking-3",
+    ]
+    assert names({"TABLE_SERVERS": "2", "MATCHMAKING_REPLICAS": "2"}, "table") == ["table", "table-2"]
+    assert names({"MATCHMAKING_REPLICAS": "2"}, "wallet") == ["wallet"]
+    for wrong in ("0", "17", "two"):
+        with pytest.raises(StackError, match=f"^MATCHMAKING_REPLICAS='?{wrong}'? "):
+            Stack(tmp_path, ["matchmaking"], {"MATCHMAKING_REPLICAS": wrong})
 
 
 def test_operations_doc_lists_every_setting_of_the_platform_and_the_skeleton_services() -> None:

@@ -1,9 +1,9 @@
 """Private table codes: the alphabet has no look-alikes, codes are drawn from the secure source, unique
-among the live ones, read back whatever the case and spacing, and dead once their entry stops waiting."""
+among the live ones, read back whatever the case and spacing, and free again once their table stops
+waiting."""
 
 from __future__ import annotations
 
-import itertools
 import secrets
 from collections.abc import Iterator
 
@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from duelmahjong.platform.ratelimit import RateLimiter
 from services.matchmaking import codes
+from services.matchmaking.core import Matchmaker
+from services.matchmaking.directory import TableServerDirectory
+from services.matchmaking.private import PrivateTables
+from tests.unit.matchmaking_fakes import Tables, Wallet, room
 
 CONFUSABLE = "0O1IL" + "U"
 
@@ -53,30 +58,25 @@ def test_what_no_code_can_be_is_not_well_formed(typed: str) -> None:
     assert not codes.well_formed(codes.normalise(typed))
 
 
-class _Entry:
-    def __init__(self) -> None:
-        self.waiting = True
-
-
 def _scripted(*issued: str) -> Iterator[str]:
-    return itertools.chain.from_iterable(issued)
+    return iter(issued)
 
 
-def test_a_code_is_unique_among_the_live_ones_and_dead_once_its_entry_stops_waiting() -> None:
-    # The source draws AAAAAA twice, then BBBBBB: the second entry must not get the first's code.
-    symbols = _scripted("AAAAAA", "AAAAAA", "BBBBBB", "AAAAAA")
-    live = codes.LiveCodes[_Entry](lambda e: e.waiting, choose=lambda _alphabet: next(symbols))
-    first, second, third = _Entry(), _Entry(), _Entry()
-    assert live.issue(first) == "AAAAAA"
-    assert live.issue(second) == "BBBBBB"
-    assert live.find("AAAAAA") is first and live.find("BBBBBB") is second
-    assert live.find("CCCCCC") is None
-    first.waiting = False  # joined, expired or cancelled
-    assert live.find("AAAAAA") is None
-    assert live.issue(third) == "AAAAAA"  # a dead code may be issued again
-    assert live.find("AAAAAA") is third
-    live.forget("AAAAAA")
-    assert live.find("AAAAAA") is None and len(live) == 1
-    second.waiting = False
-    live.sweep()
-    assert len(live) == 0
+@pytest.mark.asyncio
+async def test_a_code_is_unique_among_the_live_ones_and_free_again_once_its_table_stops_waiting() -> None:
+    """Codes are keys created only if absent: a draw that hits a live code is drawn again, a code
+    whose table no longer waits (its key deleted) may be issued again."""
+    drawn = _scripted("AAAAAA", "AAAAAA", "BBBBBB", "AAAAAA")
+    mm = await Matchmaker.in_memory(
+        {"r": room()}, Wallet(dict.fromkeys("abc", 1000)), Tables(), TableServerDirectory()
+    )
+    mm.private = PrivateTables(
+        mm._fleet, mm.queue, mm.pairings, RateLimiter(per_minute=0, burst=1), lambda: next(drawn)
+    )
+    first = await mm.open_private("a", "r", 100)
+    second = await mm.open_private("b", "r", 100)
+    assert (first.private_code, second.private_code) == ("AAAAAA", "BBBBBB")  # AAAAAA drawn twice
+    await mm.cancel("a", first.ticket_id)  # its table no longer waits: the code dies with it
+    third = await mm.open_private("c", "r", 100)
+    assert third.private_code == "AAAAAA"
+    await mm.close()

@@ -23,6 +23,8 @@ _NOT_AREAS = {
     "capacity_seats",
     "capacity_wire",
     "common",
+    "matchmaking_fakes",
+    "matchmaking_load",
     "rules_corpus",
     "stack_probes",
     "table_logs",

@@ -3,8 +3,10 @@
 Logs in as a guest at the wallet, queues in the room at matchmaking (negotiating T7 with
 ``--multiplier``), plays the table with the baseline bot policy for ``--hands`` hands and leaves.
 Addresses: ``--wallet`` / ``--matchmaking``, else ``WALLET_ADDRESS`` / ``MATCHMAKING_ADDRESS``, else
-the state file of ``make run``. ``--verbose`` prints the play as it happens. A table that moves to
-another table server is followed by the client library (``DuelClient.play``).
+the state file of ``make run``. ``--verbose`` prints the play as it happens. A queue stream that breaks
+(a matchmaking replica lost) is followed again on another (``DuelClient.find_table``: ``--matchmaking``
+may name several, ``ipv4:HOST:PORT,HOST:PORT``), and a table that moves to another table server is
+followed too (``DuelClient.play``), both by the client library.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from duelmahjong.cli.client_args import add_client_arguments, run_client
 from duelmahjong.client.narrate import Narrator
 from duelmahjong.client.play import MatchPlan, TableLost
 from duelmahjong.client.policy import BaselineBot
-from duelmahjong.client.session import DuelClient, QueueEnded
+from duelmahjong.client.session import DuelClient, QueueEnded, QueueLost
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_client(args, _play, {QueueEnded: "no table", TableLost: "the table was lost"})
+    failures = {QueueLost: "matchmaking was lost", QueueEnded: "no table", TableLost: "the table was lost"}
+    return run_client(args, _play, failures)
 
 
 async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
@@ -48,8 +51,10 @@ async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
         available = (await client.balance()).available
         carry = args.carry or max(rules.carry_min, min(rules.carry_max, available - rules.fee))
         print(f"{args.name} ({player}) queues in {args.room} with carry {carry}", flush=True)
-        ready = await client.find_table(args.room, carry, multiplier=args.multiplier)
-        print(f"table {ready.table_id} at {ready.address}", flush=True)
+        ready = await client.find_table(args.room, carry, multiplier=args.multiplier, on_break=_queue_broke)
+        followed = client.queue_stats.resumes
+        again = f" (the queue followed again {followed} time(s))" if followed else ""
+        print(f"table {ready.table_id} at {ready.address}{again}", flush=True)
         watch = Narrator({0: "first", 1: "second"}) if args.verbose else None
         outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=args.hands), watch=watch)
         balance = (await client.balance()).balance
@@ -59,3 +64,7 @@ async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
             f"balance {balance}"
         )
         return 0
+
+
+def _queue_broke(why: str) -> None:
+    print(f"the queue stream broke ({why}): following it again", flush=True)

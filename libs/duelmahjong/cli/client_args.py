@@ -22,7 +22,11 @@ ClientMain = Callable[[argparse.Namespace, str, str], Coroutine[Any, Any, int]]
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
-    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
+    parser.add_argument(
+        "--matchmaking",
+        metavar="TARGET",
+        help="matchmaking address (HOST:PORT; replicas: ipv4:HOST:PORT,HOST:PORT)",
+    )
     parser.add_argument(
         "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
     )
@@ -41,7 +45,8 @@ def client_addresses(args: argparse.Namespace) -> tuple[str, str] | None:
 
 def run_client(args: argparse.Namespace, main: ClientMain, failures: dict[type[Exception], str]) -> int:
     """``main(args, wallet, matchmaking)`` on the event loop: 2 without addresses; 1, saying why, when
-    it raises one of ``failures`` (exception type → what to say first) or the backend refuses."""
+        it raises one of ``failures`` (exception type → what to say first; the first type the exception is an
+    instance of) or the backend refuses."""
     addresses = client_addresses(args)
     if addresses is None:
         return 2
@@ -51,5 +56,6 @@ def run_client(args: argparse.Namespace, main: ClientMain, failures: dict[type[E
         print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
         return 1
     except tuple(failures) as err:
-        print(f"{failures[type(err)]}: {err}", file=sys.stderr)
+        what = next(said for kind, said in failures.items() if isinstance(err, kind))
+        print(f"{what}: {err}", file=sys.stderr)
         return 1

@@ -91,7 +91,7 @@ async def _stack(state_file: Path, quiet: bool) -> AsyncIterator[tuple[dict[str,
         with contextlib.redirect_stdout(out):
             print("[demo] no running stack: starting one for this demo", flush=True)
             state = await stack.up()
-        yield {name: endpoint.grpc for name, endpoint in state.services.items()}, state.database_url
+        yield {name: state.target(name) for name in state.services}, state.database_url
     finally:
         with contextlib.redirect_stdout(out):
             stack.down()

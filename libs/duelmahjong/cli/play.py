@@ -32,7 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ascii", action="store_true", help="draw tiles as letters (5m, Ea, Rd…)")
     parser.add_argument("--config", type=Path, help="the remembered guest's file")
     parser.add_argument("--wallet", metavar="HOST:PORT", help="wallet address")
-    parser.add_argument("--matchmaking", metavar="HOST:PORT", help="matchmaking address")
+    parser.add_argument(
+        "--matchmaking",
+        metavar="TARGET",
+        help="matchmaking address (HOST:PORT; replicas: ipv4:HOST:PORT,HOST:PORT)",
+    )
     parser.add_argument(
         "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
     )

@@ -2,7 +2,9 @@
 
 Addresses come from ``--wallet HOST:PORT``… flags, else ``WALLET_ADDRESS``… variables, else the state
 file ``make run`` writes (``.local/stack.json``), which also names every further process it runs
-(``table-2``…). Exit code 0 only if every one listed is SERVING.
+(``matchmaking-2``, ``table-2``…): each process is listed on its own line at its own address, not
+at the target that reaches all of a service's replicas. Exit code 0 only if every one listed is
+SERVING.
 """
 
 from __future__ import annotations
@@ -49,17 +51,21 @@ def check_health(address: str, timeout: float) -> str:
 def run(args: argparse.Namespace) -> int:
     overrides = {name: getattr(args, name) for name in SERVICE_NAMES}
     addresses = service_addresses(args.state_file, overrides=overrides)
-    # Every further process the stack runs (table-2…, several table servers), from its state file.
+    # Every process the stack runs (matchmaking-2, table-2…), from its state file, each at its own
+    # address where the state file gave the service's: its target would answer for one replica.
     state = StackState.read(args.state_file)
-    for name, endpoint in (state.services if state is not None else {}).items():
-        addresses.setdefault(name, endpoint.grpc)
+    if state is not None:
+        for name, endpoint in state.services.items():
+            if addresses.get(name) in (None, state.target(name)):
+                addresses[name] = endpoint.grpc
     if not any(addresses.values()):
         print(f"no running stack found: start one with `make run` (it writes {args.state_file}),")
         print("or give addresses with --wallet/--matchmaking/--table/--scoring or WALLET_ADDRESS…")
     all_serving = True
+    width = max(12, *(len(name) + 1 for name in addresses))
     for name in addresses:
         address = addresses[name]
         health = check_health(address, args.timeout) if address else "NO ADDRESS"
         all_serving = all_serving and health == "SERVING"
-        print(f"{name:<12} {address or '-':<22} {health}")
+        print(f"{name:<{width}} {address or '-':<22} {health}")
     return 0 if all_serving else 1

@@ -78,6 +78,8 @@ class ServiceServer:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         self._service_names: list[str] = []
         self._port: int | None = None
+        self._serving = False
+        self._stopping = False
 
     def add_service(
         self, full_name: str, register: Callable[[Any, grpc.aio.Server], None], servicer: Any
@@ -108,8 +110,7 @@ class ServiceServer:
             raise OSError(f"cannot bind gRPC on {self.config.grpc_host}:{self.config.grpc_port}")
         await self._server.start()
         self._port = port
-        for name in ("", *self._service_names):
-            await self.health.set(name, SERVING)
+        await self.mark(serving=True)
         _log.info(
             "grpc serving", extra={"fields": {"address": self.address, "services": self._service_names}}
         )
@@ -118,10 +119,21 @@ class ServiceServer:
     async def stop(self, grace: float | None = None) -> None:
         """Graceful stop: NOT_SERVING first (load balancers stop routing), then let in-flight RPCs end."""
         grace = self.config.shutdown_grace_seconds if grace is None else grace
-        for name in ("", *self._service_names):
-            await self.health.set(name, NOT_SERVING)
+        await self.mark(serving=False)
+        self._stopping = True
         _log.info("grpc stopping", extra={"fields": {"grace_seconds": grace}})
         await self._server.stop(grace)
+
+    async def mark(self, *, serving: bool) -> None:
+        """Health SERVING or NOT_SERVING for every service: a service whose dependency it cannot do
+        without is unreachable says so (readiness), without stopping. Never SERVING once stopping."""
+        if serving and (self._port is None or self._stopping):
+            return
+        if serving == self._serving:
+            return
+        self._serving = serving
+        for name in ("", *self._service_names):
+            await self.health.set(name, SERVING if serving else NOT_SERVING)
 
     async def wait_for_termination(self) -> None:
         await self._server.wait_for_termination()

@@ -63,12 +63,24 @@ class RateLimiter:
             return 0.0
         now = self._clock()
         tokens, since = self._buckets.pop(key, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - since) * self._rate)
+        left, wait = self.spend(tokens, since, now)
+        self._remember(key, left, now)
+        return wait
+
+    def spend(self, tokens: float, since: float, now: float) -> tuple[float, float]:
+        """One token from a bucket that held ``tokens`` at ``since``, refilled until ``now``: the
+        tokens left, and 0.0 (taken) or the seconds until one is back (refused). For buckets kept
+        elsewhere (a store several processes share)."""
+        if self.unlimited:
+            return float(self.burst), 0.0
+        tokens = min(float(self.burst), tokens + max(0.0, now - since) * self._rate)
         if tokens >= 1.0:
-            self._remember(key, tokens - 1.0, now)
-            return 0.0
-        self._remember(key, tokens, now)
-        return (1.0 - tokens) / self._rate
+            return tokens - 1.0, 0.0
+        return tokens, (1.0 - tokens) / self._rate
+
+    def idle_after(self) -> float:
+        """Seconds after which a bucket is full again whatever it held: then it need not be kept."""
+        return 0.0 if self.unlimited else self.burst / self._rate
 
     def _remember(self, key: str, tokens: float, now: float) -> None:
         self._buckets[key] = (tokens, now)

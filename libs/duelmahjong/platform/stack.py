@@ -7,6 +7,12 @@ processes (``python -m services.<name>``) on free ports, waits until each is SER
 endpoints and writes them to ``.local/stack.json`` for ``duel status``. Service logs (JSON lines) go
 to ``.local/logs/<service>.log``.
 
+``TABLE_SERVERS=N`` starts N table servers (``table``, ``table-2``…, each its own ``SERVER_ID``);
+``MATCHMAKING_REPLICAS=N`` N matchmaking processes (``matchmaking``, ``matchmaking-2``…, each its own
+``MATCHMAKING_REPLICA_ID``), which clients and the other services reach as one gRPC target listing
+them all (``ipv4:127.0.0.1:P1,127.0.0.1:P2``, ``targets`` in the state file). Each process has its
+own gRPC and metrics ports and log.
+
 Stopping (Ctrl-C, SIGTERM, or a service dying on its own): SIGTERM to every service (each drains:
 health NOT_SERVING, grace period), SIGKILL to any still alive after the grace, then Postgres and
 NATS stop and the state file is removed. Services also get SIGTERM if this process dies abruptly
@@ -42,6 +48,7 @@ from duelmahjong.platform.stackfile import (
     StackState,
     address_variable,
     database_variable,
+    grpc_target,
 )
 
 HOST = "127.0.0.1"
@@ -50,6 +57,13 @@ HOST = "127.0.0.1"
 # 127.0.0.1 (a soak of 200 pairs logs in 400 at once, and more as bots drift), far beyond what a
 # public wallet allows one address (WALLET_GUEST_LOGINS_PER_MINUTE, docs/operations.md).
 LOCAL_DEFAULTS = {"WALLET_GUEST_LOGINS_PER_MINUTE": "6000", "WALLET_GUEST_LOGIN_BURST": "1000"}
+# How many matchmaking processes the stack runs unless MATCHMAKING_REPLICAS says: two, so a laptop runs
+# matchmaking as a fleet, as Kubernetes does (docs/architecture.md "Matchmaking as a fleet").
+DEFAULT_MATCHMAKING_REPLICAS = 2
+MAX_PROCESSES_PER_SERVICE = 16
+# Services any of whose processes serves any client: one gRPC target lists them all. Not table
+# servers: each hosts its own tables, which matchmaking points clients at.
+INTERCHANGEABLE = frozenset({"matchmaking"})
 READY_WITHIN_SECONDS = 60.0
 STOP_GRACE_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -125,14 +139,15 @@ def migrations_dir(service: str) -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
-def _table_servers(text: str) -> int:
-    """``TABLE_SERVERS``: how many table server processes the stack runs (1..16)."""
+def _process_count(environ: dict[str, str], variable: str, default: int) -> int:
+    """How many processes of one service ``variable`` (``TABLE_SERVERS``…) asks for: 1..16."""
+    text = environ.get(variable, str(default))
     try:
         count = int(text)
     except ValueError:
-        raise StackError(f"TABLE_SERVERS={text!r} is not a whole number") from None
-    if not 1 <= count <= 16:
-        raise StackError(f"TABLE_SERVERS={count} must be 1..16")
+        raise StackError(f"{variable}={text!r} is not a whole number") from None
+    if not 1 <= count <= MAX_PROCESSES_PER_SERVICE:
+        raise StackError(f"{variable}={count} must be 1..{MAX_PROCESSES_PER_SERVICE}")
     return count
 
 
@@ -165,9 +180,13 @@ class Stack:
         self._servers = ExitStack()
         self._logs: list[IO[bytes]] = []
         self.state_file = data_dir / "stack.json"
-        self.table_servers = _table_servers(environ.get("TABLE_SERVERS", "1"))
+        self.counts = {
+            "table": _process_count(environ, "TABLE_SERVERS", 1),
+            "matchmaking": _process_count(environ, "MATCHMAKING_REPLICAS", DEFAULT_MATCHMAKING_REPLICAS),
+        }
         self.nats_url = ""
         self.admin_url = ""
+        self.targets: dict[str, str] = {}
 
     async def up(self) -> StackState:
         started = time.monotonic()
@@ -187,13 +206,18 @@ class Stack:
             for name in self._instances(service)
         }
         secret = self.environ.get("TOKEN_SECRET") or secrets.token_urlsafe(48)
+        self.targets = {
+            service: grpc_target([f"{HOST}:{ports[name][0]}" for name in self._instances(service)])
+            for service in self.services
+            if service in INTERCHANGEABLE
+        }
         common = {
             **LOCAL_DEFAULTS,
             **self.environ,
             "NATS_URL": self.nats_url,
             "TOKEN_SECRET": secret,
             "GRPC_HOST": HOST,
-            **{address_variable(name): f"{HOST}:{ports[name][0]}" for name in self.services},
+            **{address_variable(name): self._target(name, ports) for name in self.services},
         }
         for variable in {"DATABASE_URL", *DATABASE_VARIABLES.values()}:
             common.pop(variable, None)  # each service gets its own database, or none
@@ -207,6 +231,8 @@ class Stack:
                     env[database_variable(service)] = database_urls[service]
                 if service == "table" and name != "table":  # several servers: each its own id
                     env["SERVER_ID"] = name
+                if service == "matchmaking":
+                    env["MATCHMAKING_REPLICA_ID"] = name
                 log = logs_dir / f"{name}.log"
                 self.processes.append(self._spawn(service, name, env, grpc_port, metrics_port, log))
         await self._wait_until_serving()
@@ -222,6 +248,7 @@ class Stack:
             database_url=self.admin_url,
             stack_pid=os.getpid(),
             logs_dir=str(self.data_dir / "logs"),
+            targets=dict(self.targets),
         )
         state.write(self.state_file)
         return state
@@ -243,9 +270,14 @@ class Stack:
         return urls
 
     def _instances(self, service: str) -> list[str]:
-        """The process names of ``service``: ``table``, ``table-2``… for ``TABLE_SERVERS`` table servers."""
-        count = self.table_servers if service == "table" else 1
+        """The process names of ``service``: ``table``, ``table-2``… for ``TABLE_SERVERS`` table servers,
+        ``matchmaking``, ``matchmaking-2``… for ``MATCHMAKING_REPLICAS``."""
+        count = self.counts.get(service, 1)
         return [service] + [f"{service}-{number}" for number in range(2, count + 1)]
+
+    def _target(self, service: str, ports: dict[str, tuple[int, int]]) -> str:
+        """The address the other services are given for ``service`` (the first table server's, say)."""
+        return self.targets.get(service) or f"{HOST}:{ports[service][0]}"
 
     def _spawn(
         self, service: str, name: str, env: dict[str, str], grpc: int, metrics: int, log: Path
@@ -287,6 +319,9 @@ class Stack:
         width = max(len(p.name) for p in self.processes) if self.processes else 0
         for service in self.processes:
             _say(f"{service.name:<{width}}  grpc {service.address:<16} metrics {service.endpoint.metrics}")
+        for name, target in self.targets.items():
+            if len(self._instances(name)) > 1:
+                _say(f"clients reach every {name} replica at {target}")
         _say(f"logs in {self.data_dir / 'logs'}; state in {self.state_file}")
         _say("check with `.venv/bin/duel status`; stop with Ctrl-C")
 

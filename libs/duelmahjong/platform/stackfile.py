@@ -4,16 +4,23 @@
 healthy and removes it when it stops; ``duel status`` and ``duel demo`` read it to find the services.
 Each service's address can also be given by an environment variable (``WALLET_ADDRESS``…), which wins.
 
+``services`` names every process (``matchmaking``, ``matchmaking-2``, ``table-2``…) with its own
+address; ``targets`` the one gRPC target a client dials for a service whose replicas are
+interchangeable (matchmaking): every replica's address in one (:func:`grpc_target`).
+
 >>> state = StackState(services={"table": ServiceEndpoint("127.0.0.1:7002", "http://127.0.0.1:9002/metrics")})
 >>> StackState.from_json(state.to_json()) == state
 True
+>>> state.target("table")
+'127.0.0.1:7002'
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -37,6 +44,31 @@ def address_variable(service: str) -> str:
     return f"{service.upper()}_ADDRESS"
 
 
+def grpc_target(addresses: Sequence[str]) -> str:
+    """One gRPC target that reaches every one of ``addresses`` (``IPv4:PORT`` each): the address itself
+    for one, else gRPC's ``ipv4:`` list, which grpc.aio, grpc-js and grpc-go dial as one channel (with
+    the default pick_first policy: the first address that answers, the next should it go away).
+
+    >>> grpc_target(["127.0.0.1:7001"])
+    '127.0.0.1:7001'
+    >>> grpc_target(["127.0.0.1:7001", "127.0.0.1:7002"])
+    'ipv4:127.0.0.1:7001,127.0.0.1:7002'
+    """
+    if not addresses:
+        raise ValueError("a gRPC target needs at least one address")
+    if len(addresses) == 1:
+        return addresses[0]
+    for address in addresses:
+        host, _, port = address.rpartition(":")
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError(f"{address!r}: an ipv4: target lists IPv4:PORT addresses only") from None
+        if not port.isdigit():
+            raise ValueError(f"{address!r} has no port")
+    return "ipv4:" + ",".join(addresses)
+
+
 @dataclass(frozen=True)
 class ServiceEndpoint:
     grpc: str  # host:port
@@ -52,6 +84,19 @@ class StackState:
     stack_pid: int = 0
     logs_dir: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    targets: dict[str, str] = field(default_factory=dict)  # service -> one target for all its replicas
+
+    def target(self, service: str) -> str:
+        """What a client dials for ``service``: the target of all its replicas, else its one process."""
+        return self.targets.get(service) or self.services[service].grpc
+
+    def instances(self, service: str) -> list[str]:
+        """The processes of ``service`` this state names: ``matchmaking``, ``matchmaking-2``…"""
+        return [
+            name
+            for name in self.services
+            if name == service or (name.startswith(f"{service}-") and name[len(service) + 1 :].isdigit())
+        ]
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -84,13 +129,14 @@ def service_addresses(
     overrides: Mapping[str, str | None] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, str | None]:
-    """Each service's gRPC address: an explicit override, else the environment, else the state file."""
+    """Each service's gRPC address: an explicit override, else the environment, else the state file
+    (the target of all the service's replicas, :meth:`StackState.target`)."""
     env = os.environ if environ is None else environ
     state = StackState.read(state_file)
     addresses: dict[str, str | None] = {}
     for name in SERVICE_NAMES:
         chosen = (overrides or {}).get(name) or env.get(address_variable(name))
         if not chosen and state is not None and name in state.services:
-            chosen = state.services[name].grpc
+            chosen = state.target(name)
         addresses[name] = chosen or None
     return addresses

@@ -4,13 +4,17 @@ room (or a private code), the carry, queue and negotiate (T7), play the table, s
 Private tables (``OpenPrivateTable`` / ``JoinPrivateTable``): a server that does not offer them
 answers ``UNIMPLEMENTED``, and the person is told so and goes back to the rooms; a wrong or expired
 code (``NOT_FOUND``) and one's own code (``FAILED_PRECONDITION``) show the server's message.
+
+The queue's updates come from the client library (``DuelClient.queue`` and the private-table ones),
+which follows the entry again should its stream break (a matchmaking replica lost): the queue screen
+says "reconnecting to matchmaking…" meanwhile, and the T7 answers go through the library too
+(``propose_multiplier`` / ``respond_multiplier``: an answer whose reply was lost is sent again).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +22,7 @@ import grpc
 import grpc.aio
 
 from duelmahjong.client.play import MatchPlan, PlayOutcome, TableLost
-from duelmahjong.client.session import DuelClient
+from duelmahjong.client.session import DuelClient, QueueEnded, QueueLost, QueueUpdates
 from duelmahjong.tui.app import PlayUi, Quit, TableScreen
 from duelmahjong.tui.guest import GuestStore, log_in, renew
 from duelmahjong.tui.screens import PROFILE_NAMES, MessageScreen, QueueScreen, RoomsScreen, TextPrompt
@@ -31,8 +35,6 @@ STREAM_SECONDS = 24 * 3600.0
 HOLD_WAIT_SECONDS = 15.0
 # Renew the session this long after the last renewal (the wallet's tokens live an hour by default).
 RENEW_AFTER_SECONDS = 30 * 60.0
-# Enqueue, OpenPrivateTable and JoinPrivateTable: a stream of replies that each hold a QueueUpdate.
-QueueStream = grpc.aio.UnaryStreamCall[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -82,14 +84,12 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
             if carry is None:
                 continue
             if what == "open":
-                opened = mm.OpenPrivateTableRequest(room_id=room.room_id, carry=carry)
-                stream: QueueStream = client.matchmaking.OpenPrivateTable(opened, metadata=client.metadata)
+                updates = client.open_private(room.room_id, carry)
             else:
-                queued = mm.EnqueueRequest(room_id=room.room_id, carry=carry)
-                stream = client.matchmaking.Enqueue(queued, metadata=client.metadata)
+                updates = client.queue(room.room_id, carry)
             title = room.name or room.room_id
             bot_fill = room.times.bot_fill_millis if what == "queue" else 0
-            ready = await _queue(ui, client, stream, title, carry, bot_fill)
+            ready = await _queue(ui, client, updates, title, carry, bot_fill)
         if not isinstance(ready, mm.TableReady):
             continue
         if await _table(ui, client, ready, title, options) == "quit":
@@ -111,9 +111,8 @@ async def _join(
         carry = await _ask_carry(ui, None, rooms, available, code=code.upper(), note=note)
         if carry is None:
             return None
-        request = mm.JoinPrivateTableRequest(code=code, carry=carry)
-        stream: QueueStream = client.matchmaking.JoinPrivateTable(request, metadata=client.metadata)
-        ready = await _queue(ui, client, stream, title, carry, 0, CARRY_REFUSALS)
+        updates = client.join_private(code, carry)
+        ready = await _queue(ui, client, updates, title, carry, 0, CARRY_REFUSALS)
         if not isinstance(ready, grpc.StatusCode) or ready not in CARRY_REFUSALS:
             return ready
         note = f"carry {carry} refused · "
@@ -155,16 +154,10 @@ async def _ask_carry(
         default = max(room.rules.carry_min, min(room.rules.carry_max, carry))
 
 
-async def _updates(stream: QueueStream) -> AsyncIterator[mm.QueueUpdate]:
-    async for reply in stream:
-        update: mm.QueueUpdate = reply.update
-        yield update
-
-
 async def _queue(
     ui: PlayUi,
     client: DuelClient,
-    stream: QueueStream,
+    updates: QueueUpdates,
     title: str,
     carry: int,
     bot_fill: int,
@@ -177,13 +170,19 @@ async def _queue(
     sent: set[asyncio.Future[None]] = set()
 
     def negotiate(pairing_id: str, multiplier: int, accept: bool) -> None:
-        call = asyncio.ensure_future(_negotiate(client, screen, pairing_id, multiplier, accept))
+        after_break = updates.breaks > 0  # the step may be one shown again: answered already
+        call = asyncio.ensure_future(_negotiate(client, screen, pairing_id, multiplier, accept, after_break))
         sent.add(call)
         call.add_done_callback(sent.discard)
 
+    def broke(why: str) -> None:
+        screen.broke(why)
+        ui.invalidate()
+
     screen = QueueScreen(title, carry, bot_fill, negotiate)
+    updates.on_break = broke
     ui.show(screen)
-    follow = asyncio.ensure_future(_follow(screen, stream, ui))
+    follow = asyncio.ensure_future(_follow(screen, updates, ui))
     try:
         done, _ = await asyncio.wait(
             {follow, screen.cancelled, ui.quitting}, return_when=asyncio.FIRST_COMPLETED
@@ -197,7 +196,7 @@ async def _queue(
         follow.cancel()
         with contextlib.suppress(BaseException):
             await follow
-        stream.cancel()
+        await updates.aclose()
 
 
 async def _queue_end(
@@ -211,6 +210,10 @@ async def _queue_end(
         result = follow.result()
     except grpc.aio.AioRpcError as err:
         result, refused = _refusal(err), err.code()
+    except QueueLost as err:
+        result = f"matchmaking could not be reached again: {err}"
+    except QueueEnded as err:
+        result = f"no table: {err}"
     if isinstance(result, mm.TableReady):
         return result
     back_to = "the carry" if refused in carry_refusals else "the rooms"
@@ -225,8 +228,8 @@ def _refusal(err: grpc.aio.AioRpcError) -> str:
     return f"matchmaking refused: {err.details()} ({err.code().name})"
 
 
-async def _follow(screen: QueueScreen, stream: QueueStream, ui: PlayUi) -> mm.TableReady | str:
-    async for update in _updates(stream):
+async def _follow(screen: QueueScreen, updates: QueueUpdates, ui: PlayUi) -> mm.TableReady | str:
+    async for update in updates:
         screen.update(update)
         ui.invalidate()
         kind = update.WhichOneof("kind")
@@ -238,17 +241,15 @@ async def _follow(screen: QueueScreen, stream: QueueStream, ui: PlayUi) -> mm.Ta
 
 
 async def _negotiate(
-    client: DuelClient, screen: QueueScreen, pairing_id: str, multiplier: int, accept: bool
+    client: DuelClient, screen: QueueScreen, pairing_id: str, multiplier: int, accept: bool, after_break: bool
 ) -> None:
     try:
         if multiplier:
-            request = mm.ProposeMultiplierRequest(pairing_id=pairing_id, multiplier=multiplier)
-            await client.matchmaking.ProposeMultiplier(request, metadata=client.metadata)
+            await client.propose_multiplier(pairing_id, multiplier, after_break=after_break)
         else:
-            answer = mm.RespondMultiplierRequest(pairing_id=pairing_id, accept=accept)
-            await client.matchmaking.RespondMultiplier(answer, metadata=client.metadata)
+            await client.respond_multiplier(pairing_id, accept, after_break=after_break)
     except grpc.aio.AioRpcError as err:
-        screen.note = f"refused: {err.details()}"
+        screen.refused(pairing_id, multiplier, f"refused: {err.details()}")
 
 
 async def _still_open(client: DuelClient, ready: mm.TableReady) -> bool:

@@ -141,7 +141,10 @@ class RoomsScreen(Screen):
 
 class QueueScreen(Screen):
     """The way from the queue to a table: updates as they come, the T7 negotiation's keys. Answers
-    nothing itself (the queue stream ends it); ``cancel`` is set when the person gives up (Esc)."""
+    nothing itself (the queue stream ends it); ``cancel`` is set when the person gives up (Esc).
+    While the client follows a broken queue stream again (``reconnecting``) it says so; the updates
+    that come after show the entry's state again, so what was shown already is not shown twice and a
+    T7 step the person answered does not ask again."""
 
     title = "finding a table"
 
@@ -155,30 +158,53 @@ class QueueScreen(Screen):
         self.negotiation: mm.Negotiation | None = None
         self.opponent = ""
         self.cancelled = asyncio.get_running_loop().create_future()
+        # The T7 steps (pairing, state) the person answered: shown again after a break, not asked again.
+        self.answered: set[tuple[str, int]] = set()
+        self.reconnecting = ""  # why the queue stream broke, while the client follows it again
+        self.followed_again = False
+
+    def broke(self, why: str) -> None:
+        """The queue stream broke; the client follows the entry again (until the next update)."""
+        self.reconnecting, self.followed_again = why, True
+
+    def refused(self, pairing_id: str, multiplier: int, note: str) -> None:
+        """An answer the person gave did not go through: the step may be asked again."""
+        state = mm.NEGOTIATION_STATE_AWAITING_PROPOSAL if multiplier else mm.NEGOTIATION_STATE_PROPOSED
+        self.answered.discard((pairing_id, state))
+        self.note = note
 
     def update(self, update: mm.QueueUpdate) -> None:
+        self.reconnecting = ""
+        line = self._line(update)
+        if line and not (self.followed_again and line in self.status):  # state already shown
+            self.status = [*self.status, line][-8:]
+
+    def _line(self, update: mm.QueueUpdate) -> str:
         kind = update.WhichOneof("kind")
         if kind == "queued":
-            self.status.append("in the queue")
-        elif kind == "position":
-            self.status.append(f"position {update.position.position} of {update.position.waiting}")
-        elif kind == "private_code":
+            return "in the queue"
+        if kind == "position":
+            return f"position {update.position.position} of {update.position.waiting}"
+        if kind == "private_code":
             self.code = update.private_code.code
-            self.status.append("private table open: give your friend the code")
-        elif kind == "matched":
+            return "private table open: give your friend the code"
+        if kind == "matched":
             m = update.matched
             bot = " (house bot)" if m.opponent_is_bot else ""
             self.opponent = m.opponent_display_name or m.opponent_player_id
             seat = "first" if m.seat == rules_pb2.SEAT_FIRST else "second"
-            self.status.append(f"matched with {self.opponent}{bot}; you sit {seat}")
-        elif kind == "negotiation":
-            self.negotiation = update.negotiation
-            self.status.append(self._negotiation_text(update.negotiation))
-        elif kind == "table_ready":
-            self.status.append(f"table ready at {update.table_ready.address}")
-        elif kind == "expired":
-            self.status.append(f"the queue ended: {update.expired.reason}")
-        self.status = self.status[-8:]
+            return f"matched with {self.opponent}{bot}; you sit {seat}"
+        if kind == "negotiation":
+            n = update.negotiation
+            if n.your_turn and (n.pairing_id, n.state) in self.answered:
+                return ""  # answered already: the stream that broke had not shown the answer yet
+            self.negotiation = n
+            return self._negotiation_text(n)
+        if kind == "table_ready":
+            return f"table ready at {update.table_ready.address}"
+        if kind == "expired":
+            return f"the queue ended: {update.expired.reason}"
+        return ""
 
     @staticmethod
     def _negotiation_text(n: mm.Negotiation) -> str:
@@ -205,6 +231,8 @@ class QueueScreen(Screen):
             body.append([("class:dim", f" a house bot sits down if nobody comes within {left:.0f} s")])
         body.append([("", "")])
         body += [[("", f" {line}")] for line in self.status]
+        if self.reconnecting:
+            body.append([("class:alert", f" reconnecting to matchmaking… ({self.reconnecting})")])
         keys = "Esc leave the queue"
         n = self.negotiation
         if n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
@@ -220,12 +248,16 @@ class QueueScreen(Screen):
                 self.cancelled.set_result(None)
         elif n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_AWAITING_PROPOSAL:
             if key in MULTIPLIER_KEYS:
-                self.negotiation = None
+                self._answer(n)
                 self.negotiate(n.pairing_id, MULTIPLIER_KEYS[key], True)
         elif n is not None and n.your_turn and n.state == mm.NEGOTIATION_STATE_PROPOSED:
             if key in ("y", "n"):
-                self.negotiation = None
+                self._answer(n)
                 self.negotiate(n.pairing_id, 0, key == "y")
+
+    def _answer(self, n: mm.Negotiation) -> None:
+        self.negotiation = None
+        self.answered.add((n.pairing_id, n.state))
 
 
 class MessageScreen(Screen):
