@@ -65,9 +65,9 @@ class Allocation:
             if pairing.state == ALLOCATING and (not pairing.table_id or now >= pairing.deadline):
                 await self._allocate(pairing, now)
 
-    async def housekeep(self, room_id: str, now: float) -> None:
-        """The room's tables whose server was lost: checked at the housekeeping's pace, which is far
-        finer than the seconds a server is given (``server_lost_seconds``, the adoption grace)."""
+    async def check_lost(self, room_id: str, now: float) -> None:
+        """The room's tables whose server was lost: checked once a second, not at every change of the
+        room (a room may have thousands of tables in play)."""
         for pairing in self._records.playing_pairings(room_id):
             await self._check_lost(pairing, now)
 

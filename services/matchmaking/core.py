@@ -62,6 +62,7 @@ PRIVATE_JOIN_BURST = 5
 STREAM_GRACE_SECONDS = 10.0
 OVERDUE_SECONDS = 5.0  # a deadline passed this long ago and not acted on is overdue (a metric)
 HOUSEKEEPING_SECONDS = 5.0
+LOST_CHECK_SECONDS = 1.0  # how often a room's owner asks whether its tables' servers are lost
 _log = get_logger("matchmaking")
 
 Clock = Callable[[], float]
@@ -264,15 +265,16 @@ class Matchmaker:
         return self.leases is None or self.leases.owns(room_id)
 
     async def tick(self) -> None:
-        """One step and the housekeeping of every room this replica owns (tests drive it)."""
+        """One step, the lost tables' check and the housekeeping of every room this replica owns (tests
+        drive it)."""
         for room_id in self.rooms:
             if self.owns(room_id):
                 await self.step(room_id)
+                await self.allocation.check_lost(room_id, self._clock())
         await self.housekeeping()
 
     async def housekeeping(self) -> None:
-        """The slower work of the rooms this replica owns: releases to retry, records to forget, tables
-        whose server was lost; and,
+        """The slower work of the rooms this replica owns: releases to retry, records to forget; and,
         by the owner of the first room, the private-join buckets that filled up again and the
         heartbeats of replicas long dead."""
         now = self._clock()
@@ -280,7 +282,6 @@ class Matchmaker:
             if self.owns(room_id):
                 await self.queue.housekeep(room, now)
                 await self.pairings.housekeep(room, now)
-                await self.allocation.housekeep(room_id, now)
         first = min(self.rooms, default="")
         if first and self.owns(first):
             await self.private.forget_idle_joins()
@@ -337,11 +338,17 @@ class Matchmaker:
     async def _room_worker(self, room_id: str, interval: float) -> None:
         mirror = self.records.mirror
         topics = (room_topic(room_id), pairings_topic(room_id))
+        loop = asyncio.get_running_loop()
+        lost_checked = 0.0
         while True:
             changed = mirror.changed(*topics)
             try:
                 if self.owns(room_id):
                     await self.step(room_id)
+                    # The tables in play, whose server may be lost: once a second, not at every change.
+                    if loop.time() - lost_checked >= LOST_CHECK_SECONDS:
+                        lost_checked = loop.time()
+                        await self.allocation.check_lost(room_id, self._clock())
                 await asyncio.wait_for(changed.wait(), timeout=interval)
             except TimeoutError:
                 pass

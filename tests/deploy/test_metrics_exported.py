@@ -48,7 +48,7 @@ def test_every_metric_monitoring_reads_is_exported_by_a_service(
     kit: ModuleType, monitoring: ModuleType, make_run_stack: tuple[Stack, StackState]
 ) -> None:
     _stack, state = make_run_stack
-    assert set(state.services) == set(kit.SERVICES)
+    assert set(state.services) == {*kit.SERVICES, "matchmaking-2"}  # two matchmaking replicas
     exported: set[str] = set()
     for endpoint in state.services.values():
         exported |= exported_names(_scrape(endpoint.metrics))
@@ -72,5 +72,5 @@ def test_every_service_stops_cleanly_on_sigterm(make_run_stack: tuple[Stack, Sta
     for service in stack.processes:
         service.process.send_signal(signal.SIGTERM)
     codes = {service.name: service.process.wait(30) for service in stack.processes}
-    assert len(codes) == 4
+    assert len(codes) == 5  # two matchmaking replicas
     assert codes == dict.fromkeys(codes, 0)

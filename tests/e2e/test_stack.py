@@ -140,13 +140,15 @@ def test_make_run_brings_all_four_services_up_and_stops_leaving_nothing(
     process, data_dir = stack
     state_file = data_dir / "stack.json"
     state = _wait_for_state(process, state_file)
-    assert sorted(state.services) == sorted(SERVICE_NAMES)
-    assert state.target("matchmaking") == state.services["matchmaking"].grpc  # one replica: its address
+    processes = sorted([*SERVICE_NAMES, "matchmaking-2"])  # two matchmaking replicas by default
+    assert sorted(state.services) == processes
+    replicas = (state.services["matchmaking"].grpc, state.services["matchmaking-2"].grpc)
+    assert state.target("matchmaking") == "ipv4:" + ",".join(replicas)  # one target for both
 
     status = _duel_status(state_file)
     assert status.returncode == 0, status.stdout + status.stderr
     lines = status.stdout.strip().splitlines()
-    assert [line.split()[0] for line in lines] == list(SERVICE_NAMES)
+    assert sorted(line.split()[0] for line in lines) == processes
     assert all(line.endswith("SERVING") for line in lines), status.stdout
 
     pids = _started_pids(data_dir, state)

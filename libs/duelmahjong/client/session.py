@@ -71,6 +71,9 @@ CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 15_000),
     ("grpc.keepalive_timeout_ms", 5_000),
     ("grpc.keepalive_permit_without_calls", 1),
+    # A queue stream sends nothing after its request: without this the client stops pinging after two
+    # pings, and a replica that vanished an hour into a quiet stream would never be noticed.
+    ("grpc.http2.max_pings_without_data", 0),
 )
 # Backoff between attempts to follow a queue entry whose stream broke: doubling up to the cap.
 QUEUE_FIRST_WAIT, QUEUE_MAX_WAIT = 0.1, 2.0
