@@ -60,20 +60,11 @@ QueueCall = grpc.aio.UnaryStreamCall[Any, Any]
 # Both channels (wallet, matchmaking): balance over every address of the target and leave one that is
 # down out at once (round_robin sends a call only to a connected replica; pick_first would send the
 # next call to the first address again), and reconnect quickly (0.1 s doubling to 1 s, not 1 s to
-# 120 s), so a replica killed mid-stream costs the follow a fraction of a second. A replica whose node
-# vanished closes no socket: a keepalive ping every 15 s (the services permit one every 10 s:
-# libs/duelmahjong/platform/grpc_server.py) unanswered for 5 s breaks the stream, so a waiting queue
-# stream learns of it within 20 s rather than after the kernel's TCP timeouts.
+# 120 s), so a replica killed mid-stream costs the follow a fraction of a second.
 CHANNEL_OPTIONS = (
     ("grpc.lb_policy_name", "round_robin"),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
-    ("grpc.keepalive_time_ms", 15_000),
-    ("grpc.keepalive_timeout_ms", 5_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    # A queue stream sends nothing after its request: without this the client stops pinging after two
-    # pings, and a replica that vanished an hour into a quiet stream would never be noticed.
-    ("grpc.http2.max_pings_without_data", 0),
 )
 # Backoff between attempts to follow a queue entry whose stream broke: doubling up to the cap.
 QUEUE_FIRST_WAIT, QUEUE_MAX_WAIT = 0.1, 2.0
