@@ -35,6 +35,7 @@ from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.tasks import cancel_and_wait
 
 BUCKET = "DUEL_MATCHMAKING"
+OPEN_SECONDS = 30.0  # a replica starting gives the bucket this long to be found or created
 CATCH_UP_SECONDS = 5.0  # a write that beat ours reaches this replica's mirror within this
 _DELETED_KEPT = 100_000
 _KEY_TOKEN = re.compile(r"^[A-Za-z0-9_=-]+$")
@@ -321,19 +322,34 @@ class JetStreamBackend:
         self._kv: KeyValue | None = None
 
     async def open(self) -> None:
-        js = self._bus.js
-        try:
-            self._kv = await js.key_value(self._bucket)
-        except nats.js.errors.BucketNotFoundError:
-            config = api.KeyValueConfig(
-                bucket=self._bucket,
-                history=1,
-                replicas=self._bus.storage.replicas,
-                storage=api.StorageType.FILE,
-            )
-            self._kv = await self._bus.until_stored(
-                lambda: self._bus.js.create_key_value(config=config), what={"bucket": self._bucket}
-            )
+        """The bucket, created if it does not exist. Replicas start together: another may create it
+        between our lookup and our create (which then fails), and a replicated bucket just created may
+        still be electing its leader; so look, create, and look again, for up to OPEN_SECONDS."""
+        config = api.KeyValueConfig(
+            bucket=self._bucket,
+            history=1,
+            replicas=self._bus.storage.replicas,
+            storage=api.StorageType.FILE,
+        )
+        deadline = asyncio.get_running_loop().time() + OPEN_SECONDS
+        while True:
+            try:
+                self._kv = await self._bus.js.key_value(self._bucket)
+                return
+            except nats.js.errors.BucketNotFoundError:
+                pass
+            except (*_TRANSIENT, nats.errors.Error) as err:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                _log.warning("bucket not reachable yet", extra={"fields": {"error": repr(err)}})
+            try:
+                self._kv = await self._bus.js.create_key_value(config=config)
+                return
+            except (*_TRANSIENT, nats.errors.Error) as err:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                _log.info("bucket not created here; looking again", extra={"fields": {"error": repr(err)}})
+            await asyncio.sleep(0.5)
 
     @property
     def kv(self) -> KeyValue:
