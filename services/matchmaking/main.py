@@ -66,6 +66,9 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         )
     )
     if leases is not None:
+        # The bucket's stream may still be electing its leader (a replicated bucket just created, a
+        # cluster node lost): the first heartbeat is put again until it is stored, as a publish would be.
+        await bus.until_stored(leases.renew, what={"heartbeat": replica_id})
         await leases.start()
 
     token = ServiceToken(config.token_secret)
