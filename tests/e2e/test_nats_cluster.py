@@ -17,8 +17,10 @@ from typing import Any
 import nats
 import pytest
 
+from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.nats_cluster import EmbeddedNatsCluster
 from duelmahjong.platform.stackfile import StackState
+from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy, StreamSpec
 
 # tests/e2e/conftest.py's fixture (conftest modules are not imported by name here).
 DemoThrough = Callable[
@@ -94,3 +96,33 @@ async def test_play_goes_on_when_the_node_leading_the_table_log_is_killed(
     summary, _ = await demo_through(stack, HANDS, kill_the_leader)
     assert len(summary["hands"]) == HANDS
     assert summary["ledger_total_before"] == summary["ledger_total_after"]
+
+
+async def test_declarations_wait_out_a_cluster_that_has_no_leader_yet(tmp_path: Path) -> None:
+    """A service that starts while its cluster is still forming (one node up, no quorum, no meta
+    leader) declares its streams and consumers once the peers arrive, instead of exiting on the first
+    unanswered request."""
+    forming = EmbeddedNatsCluster(tmp_path, size=3, name="forming")
+    try:
+        forming.start_node(0, wait=False)
+        bus = await Bus.connect(forming.url, name="declares-early", storage=StoragePolicy(replicas=3))
+        try:
+            stream = StreamSpec("FORMING", ("forming.>",))
+            consumer = ConsumerSpec("FORMING", "forming-reader", "forming.>")
+
+            async def declare() -> None:
+                await bus.declare_stream(stream)
+                await bus.declare_consumer(consumer)
+
+            declaring = asyncio.create_task(declare())
+            await asyncio.sleep(2.0)  # longer than one JetStream API request waits for its answer
+            assert not declaring.done(), "declared with no meta leader: the test would prove nothing"
+            for index in (1, 2):
+                forming.start_node(index, wait=False)
+            await asyncio.wait_for(declaring, 15.0)
+            info = await bus.js.consumer_info("FORMING", "forming-reader")
+            assert info.config.num_replicas in (0, 3)
+        finally:
+            await bus.close()
+    finally:
+        forming.stop()

@@ -361,11 +361,14 @@ def test_a_claim_or_a_win_ends_the_window_at_once() -> None:
     taken = [o for o in openers if o.answer == "claim" and o.followed_by in ("meld_made", "won")]
     print(describe("claimed or won", [o.after * 1000 for o in taken]))
     assert taken
-    # a window that waited on would put every one at the window or later; a loaded machine may hold
-    # up a few (the claim goes through the seat's driver on the loop), not the middle one
+    # a window that waited on would put every one at the window or later. A loaded machine may hold
+    # up a few (the claim goes through the seat's driver on the loop), not the middle one of them all;
+    # a kind seen once or twice (a win is rare in 20 discards) is judged against the window itself
+    waits = sorted(o.after * 1000 for o in taken)
+    assert statistics.median(waits) < WINDOW_MS / 4, waits
     for kind in ("meld_made", "won"):
-        waits = [o.after * 1000 for o in taken if o.followed_by == kind]
-        assert not waits or statistics.median(waits) < WINDOW_MS / 4, (kind, sorted(waits))
+        kind_waits = [o.after * 1000 for o in taken if o.followed_by == kind]
+        assert not kind_waits or statistics.median(kind_waits) < WINDOW_MS, (kind, sorted(kind_waits))
 
 
 def test_windows_held_by_a_window_released_late_each_run_whole_from_when_they_are_shown() -> None:

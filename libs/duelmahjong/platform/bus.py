@@ -161,21 +161,31 @@ class Bus:
         return cls(client, metrics, storage)
 
     async def declare_stream(self, spec: StreamSpec) -> None:
-        """Create the stream, or bring an existing one to ``spec`` (idempotent)."""
-        try:
-            await self.js.add_stream(config=spec.config(self.storage))
-        except nats.js.errors.BadRequestError as err:
-            if err.err_code != _STREAM_IN_USE:
-                raise
-            await self.js.update_stream(config=spec.config(self.storage))
+        """Create the stream, or bring an existing one to ``spec`` (idempotent). Made again while a
+        cluster just formed is still electing its meta leader, like a write (:meth:`until_stored`)."""
+
+        async def declare() -> None:
+            try:
+                await self.js.add_stream(config=spec.config(self.storage))
+            except nats.js.errors.BadRequestError as err:
+                if err.err_code != _STREAM_IN_USE:
+                    raise
+                await self.js.update_stream(config=spec.config(self.storage))
+
+        await self.until_stored(declare, what={"stream": spec.name})
 
     async def declare_consumer(self, spec: ConsumerSpec) -> None:
-        """Create the durable consumer if it does not exist (idempotent)."""
+        """Create the durable consumer if it does not exist (idempotent); made again while the
+        stream or the cluster elects a leader, like a write."""
         self._declared[spec.stream, spec.durable] = spec
-        try:
-            await self.js.consumer_info(spec.stream, spec.durable)
-        except nats.js.errors.NotFoundError:
-            await self.js.add_consumer(spec.stream, config=spec.config(self.storage))
+
+        async def declare() -> None:
+            try:
+                await self.js.consumer_info(spec.stream, spec.durable)
+            except nats.js.errors.NotFoundError:
+                await self.js.add_consumer(spec.stream, config=spec.config(self.storage))
+
+        await self.until_stored(declare, what={"stream": spec.stream, "durable": spec.durable})
 
     async def poll_consumer_lag(self) -> None:
         """Set the backlog gauges of every durable consumer this process declared, from JetStream's
