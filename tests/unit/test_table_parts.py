@@ -14,6 +14,7 @@ from duelmahjong.engine.events import Exchanged
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
+from duelmahjong.platform.auth import TokenKeys
 from duelmahjong.rules.tiles import parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2, wallet_pb2
 from duelmahjong.views import codec, seat_events, seat_views
@@ -42,6 +43,21 @@ def test_a_ticket_names_its_table_seat_and_player_and_cannot_be_altered() -> Non
             book.verify(forged)
     with pytest.raises(InvalidTicket):
         TicketBook("other" * 8).verify(ticket)
+
+
+def test_a_ticket_outlives_a_key_switch_until_its_key_is_dropped() -> None:
+    old, new = "k" * 32, "n" * 32
+    ticket = TicketBook(old).issue("t-1", 0, "p-7")
+    staged, switched = TicketBook(TokenKeys(old, accepted=new)), TicketBook(TokenKeys(new, accepted=old))
+    assert staged.issue("t-1", 0, "p-7") == ticket  # staging changes nothing issued
+    fresh = switched.issue("t-1", 0, "p-7")
+    assert fresh != ticket
+    for book in (staged, switched):
+        assert book.verify(ticket).player_id == book.verify(fresh).player_id == "p-7"
+    with pytest.raises(InvalidTicket, match="does not verify"):
+        TicketBook(new).verify(ticket)
+    with pytest.raises(InvalidTicket, match="does not verify"):
+        switched.verify(ticket.replace("p-7", "p-8"))
 
 
 def test_t11_the_bank_pays_for_time_over_the_decision_allowance() -> None:

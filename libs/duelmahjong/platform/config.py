@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from duelmahjong.platform.auth import TokenKeys
+
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -73,6 +75,13 @@ class ServiceConfig:
         help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
         secret=True,
     )
+    token_secret_accepted: str = setting(
+        "",
+        help="a second token key, accepted but never signed with: the next key before a rotation's "
+        "switch, the previous one after it; '' outside a rotation (docs/operations.md, \"Rotating the "
+        'token key")',
+        secret=True,
+    )
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
     jetstream_replicas: int = setting(
@@ -101,6 +110,14 @@ class ServiceConfig:
                 problems.append(f"{name}={port} is outside 0..65535")
         if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:
             problems.append(f"TOKEN_SECRET must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        accepted = self.token_secret_accepted
+        if accepted and len(accepted.encode()) < MIN_TOKEN_SECRET_BYTES:
+            problems.append(f"TOKEN_SECRET_ACCEPTED must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        if accepted and accepted == self.token_secret:
+            problems.append(
+                "TOKEN_SECRET_ACCEPTED equals TOKEN_SECRET: it is the other key of a rotation (the next "
+                "or the previous one), or empty"
+            )
         if self.log_level not in _LOG_LEVELS:
             problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
         if self.shutdown_grace_seconds < 0:
@@ -122,6 +139,10 @@ class ServiceConfig:
                 "in Postgres"
             )
         return problems
+
+    def token_keys(self) -> TokenKeys:
+        """The key this service signs tokens and table tickets with, and the keys it accepts."""
+        return TokenKeys(self.token_secret, accepted=self.token_secret_accepted)
 
     def at_least_one(self, *names: str) -> list[str]:
         """A problem for each of the named settings (field names) below 1: ``NAME=0 must be at least 1``."""
