@@ -2,7 +2,7 @@
 
 ``OpenTable`` is server to server (matchmaking's service token); ``Play`` is one bidirectional stream
 per seat, authenticated twice: the session token (the interceptor) and the table ticket of the first
-message, whose player must be the token's player.
+message, whose player must be the token's player and hold the ticket's seat in the table's own record.
 """
 
 from __future__ import annotations
@@ -94,6 +94,11 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
+        # The table's own record decides as well: the only check a ticket of a retired key gets.
+        if table.state.request.players[ticket.seat].player_id != principal.player_id:
+            raise PermissionDenied("this table ticket names a seat another player holds at this table")
+        if self._host.metrics is not None:
+            self._host.metrics.tickets_verified.labels(key=ticket.key).inc()
         session = SeatSession(
             ticket.seat,
             batched=first.accept_batches,
