@@ -218,6 +218,7 @@ def test_the_accepted_key_is_checked_like_the_signing_key() -> None:
     with pytest.raises(ConfigError, match="TOKEN_SECRET_ACCEPTED equals TOKEN_SECRET"):
         ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": SECRET})
     assert SECRET not in repr(ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": NEXT}))
+    assert SECRET not in repr(auth.TokenKeys(SECRET, NEXT)) and NEXT not in repr(auth.TokenKeys(SECRET, NEXT))
     assert NEXT not in repr(ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": NEXT}))
 
 

@@ -37,11 +37,12 @@ duelmahjong.platform.auth.InvalidToken: the session token is signed with a key t
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -94,8 +95,8 @@ class TokenKeys:
     their lifetime). See docs/operations.md, "Rotating the token key".
     """
 
-    signing: str
-    accepted: str = ""
+    signing: str = field(repr=False)  # keys never show in a log line or a traceback
+    accepted: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
         if not self.signing:
@@ -116,9 +117,13 @@ class TokenKeys:
         """Every key a token (or a table ticket) is accepted with, the signing key first."""
         return (self.signing, self.accepted) if self.accepted else (self.signing,)
 
+    @functools.cached_property
+    def _by_id(self) -> dict[str, str]:
+        return {key_id(secret): secret for secret in self.secrets()}
+
     def secret_for(self, kid: str) -> str | None:
         """The key whose id is ``kid``, if this service accepts it."""
-        return next((secret for secret in self.secrets() if key_id(secret) == kid), None)
+        return self._by_id.get(kid)
 
 
 @dataclass(frozen=True)
