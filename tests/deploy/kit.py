@@ -87,6 +87,37 @@ def duel_workloads(docs: list[Doc]) -> list[Doc]:
     return [d for d in workloads(docs) if d["metadata"]["name"] in SERVICES]
 
 
+# The API groups of the custom resources the overlays use: cert-manager's and Gateway API's. The
+# Kubernetes schemas of kubernetes-validate do not have them.
+CUSTOM_RESOURCE_GROUPS = ("cert-manager.io", "gateway.networking.k8s.io")
+
+
+def is_custom_resource(doc: Doc) -> bool:
+    return str(doc["apiVersion"]).split("/")[0] in CUSTOM_RESOURCE_GROUPS
+
+
+def custom_resource_problems(docs: list[Doc]) -> list[str]:
+    """What is wrong with each custom resource by its CRD's schema (tests/deploy/crd_validate.mjs,
+    with the schemas deploy/install-tools.sh installs)."""
+    import json
+
+    modules = REPO / ".tools" / "crd-schemas" / "node_modules"
+    if not (modules / ".installed").exists():
+        raise MissingToolError("the CRD schemas are not installed: run `make deploy-tools`")
+    script = Path(__file__).with_name("crd_validate.mjs")
+    done = subprocess.run(
+        [find_tool("node"), str(script), str(modules)],
+        input=json.dumps(docs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{script.name} exited {done.returncode}:\n{done.stderr}")
+    return [f"{p['name']}: {p['problem']}" for p in json.loads(done.stdout)]
+
+
 def find(docs: list[Doc], kind: str, name: str) -> Doc:
     for doc in docs:
         if doc["kind"] == kind and doc["metadata"]["name"] == name:
@@ -156,8 +187,8 @@ def _allowed(
     return False
 
 
-def ingress_allowed(policies: list[Doc], template: Doc, port: int | str) -> bool:
-    return _allowed(policies, template, port, "Ingress")
+def ingress_allowed(policies: list[Doc], template: Doc, port: int | str, peer: Doc | None = None) -> bool:
+    return _allowed(policies, template, port, "Ingress", peer)
 
 
 def egress_allowed(policies: list[Doc], template: Doc, port: int, peer: Doc | None = None) -> bool:
