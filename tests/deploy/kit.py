@@ -256,6 +256,18 @@ def dockerfile_arg_defaults() -> dict[str, str]:
     return dict(found)
 
 
+def image_health_probe(stage: str = "runtime") -> str:
+    """The command name the image installs deploy/docker/grpc_health_probe.py as (on its PATH)."""
+    for keyword, rest in dockerfile_stages()[stage]:
+        parts = rest.split()
+        if keyword == "COPY" and "deploy/docker/grpc_health_probe.py" in parts:
+            destination = parts[-1]
+            if destination.startswith("/usr/local/bin/"):
+                return destination.removeprefix("/usr/local/bin/")
+            return destination
+    raise LookupError(f"the Dockerfile's {stage} stage does not install deploy/docker/grpc_health_probe.py")
+
+
 def image_entrypoint(stage: str = "runtime") -> list[str]:
     import json
 

@@ -78,16 +78,29 @@ def test_table_pods_advertise_their_own_public_name(
     assert names.index("POD_NAME") < names.index("ADVERTISE_ADDRESS")
 
 
+def _asks_grpc_health(kit: ModuleType, docs: list[Doc], container: Doc) -> bool:
+    """Whether a probe runs the image's gRPC health probe against this container's gRPC port: the
+    probe dials GRPC_PORT over TLS (the kubelet's own gRPC probe speaks plaintext only)."""
+    probe = container["readinessProbe"]
+    if probe.get("exec", {}).get("command") != [kit.image_health_probe()]:
+        return False
+    config = next(
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("duel-config")
+    )
+    grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
+    # The exec takes a Python start: more than the default second on a busy node.
+    return int(config["data"]["GRPC_PORT"]) == grpc_port and probe["timeoutSeconds"] >= 3
+
+
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_readiness_is_grpc_health_and_liveness_is_a_separate_check(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     for workload in kit.duel_workloads(rendered[overlay]):
         (container,) = workload["spec"]["template"]["spec"]["containers"]
-        grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
-        assert container["readinessProbe"]["grpc"]["port"] == grpc_port
+        assert _asks_grpc_health(kit, rendered[overlay], container), workload["metadata"]["name"]
         # A draining table server is not ready but must stay alive until its hands finish.
-        assert "grpc" not in container["livenessProbe"], workload["metadata"]["name"]
+        assert {"grpc", "exec"} & set(container["livenessProbe"]) == set(), workload["metadata"]["name"]
 
 
 # SIGTERM hands a table server's tables to pods with room (a step's ack and a compare-and-set each:
@@ -414,7 +427,7 @@ def test_a_store_outage_makes_matchmaking_unready_and_never_restarts_it(
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     # Ready = gRPC health SERVING on the overall server (""), which the service turns NOT_SERVING
     # while its view of the DUEL_MATCHMAKING bucket is not current.
-    assert container["readinessProbe"]["grpc"] == {"port": ports["grpc"]}
+    assert _asks_grpc_health(kit, rendered[overlay], container)
     # Whatever restarts a container (liveness; startup, until it first passes) asks the process
     # over HTTP, never the gRPC health, which a store outage turns NOT_SERVING on every replica.
     for probe in ("livenessProbe", "startupProbe"):
