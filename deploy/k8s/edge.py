@@ -269,6 +269,9 @@ def table_pod_objects(pod: str, parameters: EdgeParameters) -> list[Doc]:
         "spec": {
             # This pod alone: the StatefulSet controller labels each pod with its own name.
             "selector": {"app.kubernetes.io/name": TABLE, POD_NAME_LABEL: pod},
+            # Reachable while not ready too: a draining pod takes no new tables (matchmaking learns
+            # that on NATS) but still serves those it finishes, whose seats may reconnect to it.
+            "publishNotReadyAddresses": True,
             "ports": [{"name": "grpc", "port": GRPC_PORT, "targetPort": "grpc", "protocol": "TCP"}],
         },
     }

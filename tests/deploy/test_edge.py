@@ -131,6 +131,8 @@ def test_every_table_pod_the_hpa_may_create_has_its_service_and_route(
             assert kit.selects(service["spec"]["selector"], _pod_labels(table, other)) == (other == pod)
         for name, template in every_template.items():
             assert not kit.selects(service["spec"]["selector"], template["metadata"]["labels"]), name
+        # A draining pod (unready: no new tables) still serves the seats of the tables it finishes.
+        assert service["spec"]["publishNotReadyAddresses"] is True
         route = routes[pod]["spec"]
         (rule,) = route["rules"]
         (backend,) = rule["backendRefs"]
