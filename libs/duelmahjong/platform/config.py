@@ -82,6 +82,18 @@ class ServiceConfig:
         'token key")',
         secret=True,
     )
+    tls_cert_file: str = setting(
+        "", help="this service's certificate chain (PEM) its gRPC server serves; reloaded when it changes"
+    )
+    tls_key_file: str = setting("", help="the private key (PEM) of TLS_CERT_FILE; reloaded with it")
+    tls_ca_file: str = setting(
+        "",
+        help="CA bundle (PEM) this process verifies the servers it dials with (gRPC peers, NATS, "
+        "Postgres); '' = the system trust store",
+    )
+    nats_nkey_seed_file: str = setting(
+        "", help="file holding this service's NATS user nkey seed: its identity on the bus"
+    )
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
     jetstream_replicas: int = setting(
