@@ -149,7 +149,7 @@ async def ensure_database(admin_url: str, database: str) -> str:
 
 
 _SCHEMA_MIGRATIONS = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
+CREATE TABLE IF NOT EXISTS public.schema_migrations (
     service    text        NOT NULL,
     version    integer     NOT NULL,
     name       text        NOT NULL,
@@ -171,29 +171,53 @@ async def apply_migrations(
     return await _apply(conn, migrations, service)
 
 
+async def _pending(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
+    """The migrations not recorded in ``schema_migrations`` (all of them when it does not exist)."""
+    if await conn.fetchval("SELECT to_regclass('public.schema_migrations')") is None:
+        return list(migrations)
+    rows = await conn.fetch(
+        "SELECT version, name, checksum FROM public.schema_migrations WHERE service = $1", service
+    )
+    recorded = {row["version"]: row for row in rows}
+    pending = []
+    for migration in migrations:
+        row = recorded.get(migration.version)
+        if row is None:
+            pending.append(migration)
+        elif row["checksum"] != migration.checksum:
+            raise MigrationError(
+                f"{service} migration {migration.version:03d}_{row['name']} was edited after it was "
+                "applied; add a new migration instead"
+            )
+    return pending
+
+
 async def _apply(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
+    # Read first, without the lock or any DDL: a service whose role may not change the schema
+    # (docs/architecture.md "A Postgres role per service") starts on a database already migrated.
+    if not await _pending(conn, migrations, service):
+        return []
+    try:
+        return await _apply_locked(conn, migrations, service)
+    except asyncpg.InsufficientPrivilegeError as err:
+        role = await conn.fetchval("SELECT current_user")
+        raise MigrationError(
+            f"{service} has pending migrations and role {role!r} may not apply them ({err}); run "
+            f"`python -m duelmahjong.platform.pgroles migrate {service}` as the migration role first"
+        ) from err
+
+
+async def _apply_locked(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
     async with conn.transaction():
         # Taken before touching schema_migrations, so even its creation is never raced.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
         await conn.execute(_SCHEMA_MIGRATIONS)
-        rows = await conn.fetch(
-            "SELECT version, name, checksum FROM schema_migrations WHERE service = $1", service
-        )
-        recorded = {row["version"]: row for row in rows}
-        pending = []
-        for migration in migrations:
-            row = recorded.get(migration.version)
-            if row is None:
-                pending.append(migration)
-            elif row["checksum"] != migration.checksum:
-                raise MigrationError(
-                    f"{service} migration {migration.version:03d}_{row['name']} was edited after it was "
-                    "applied; add a new migration instead"
-                )
+        pending = await _pending(conn, migrations, service)
         for migration in pending:
             await conn.execute(migration.sql)
             await conn.execute(
-                "INSERT INTO schema_migrations (service, version, name, checksum) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO public.schema_migrations (service, version, name, checksum)"
+                " VALUES ($1, $2, $3, $4)",
                 service,
                 migration.version,
                 migration.name,
