@@ -8,6 +8,7 @@ local CA, ``hostssl`` + SCRAM only. :func:`~duelmahjong.platform.pgroles.provisi
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -234,3 +235,26 @@ async def test_a_client_trusting_another_ca_refuses_the_server(cluster: Cluster,
     assert str(other.ca_cert) in url
     err = await _refused(url)
     assert "certificate verify failed" in str(err)
+
+
+@pytest.mark.asyncio
+async def test_the_command_line_sets_up_a_server_as_compose_does(
+    server: EmbeddedPostgres, capsys: pytest.CaptureFixture[str]
+) -> None:
+    environ = {
+        "DATABASE_ADMIN_URL": server.url,
+        "MIGRATOR_PASSWORD": secrets.token_urlsafe(16),
+        "WALLET_DATABASE_PASSWORD": secrets.token_urlsafe(16),
+        "SCORING_DATABASE_PASSWORD": secrets.token_urlsafe(16),
+    }
+    assert await asyncio.to_thread(pgroles.main, ["setup"], environ) == 0
+    assert "wallet: " in capsys.readouterr().out
+    url = pgroles.role_url(server.url, "scoring", environ["SCORING_DATABASE_PASSWORD"], "scoring")
+    conn = await asyncpg.connect(url)
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM public.schema_migrations") > 0
+    finally:
+        await conn.close()
+    missing = {k: v for k, v in environ.items() if k != "MIGRATOR_PASSWORD"}
+    assert await asyncio.to_thread(pgroles.main, ["setup"], missing) == 1
+    assert "MIGRATOR_PASSWORD is required" in capsys.readouterr().err

@@ -131,6 +131,18 @@ def with_database(url: str, database: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
 
 
+def without_password(url: str) -> str:
+    """``url`` fit for a log line or a console: the password left out.
+
+    >>> without_password("postgresql://wallet:s3cret@db:5432/wallet?sslmode=verify-full")
+    'postgresql://wallet@db:5432/wallet?sslmode=verify-full'
+    """
+    parts = urlsplit(url)
+    credentials, at, host = parts.netloc.rpartition("@")
+    netloc = f"{credentials.split(':', 1)[0]}@{host}" if at else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 async def ensure_database(admin_url: str, database: str) -> str:
     """Create ``database`` on the server of ``admin_url`` unless it exists; returns its URL."""
     if not _IDENTIFIER.match(database):

@@ -15,8 +15,9 @@ tests and compose run them on every start. The SQL an operator runs on a managed
 in docs/operations.md "Postgres roles".
 
 ``python -m duelmahjong.platform.pgroles provision`` reads ``DATABASE_ADMIN_URL``,
-``MIGRATOR_PASSWORD`` and ``<SERVICE>_DATABASE_PASSWORD``; ``python -m duelmahjong.platform.pgroles
-migrate <service>`` reads ``MIGRATION_DATABASE_URL`` (the migration role's URL of that database).
+``MIGRATOR_PASSWORD`` and ``<SERVICE>_DATABASE_PASSWORD``; ``... migrate <service>`` reads
+``MIGRATION_DATABASE_URL`` (the migration role's URL of that database: what a Kubernetes init container
+runs before the service starts); ``... setup`` does both, for every service (compose).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from duelmahjong.platform import db
 from duelmahjong.platform.logging import get_logger
 
 MIGRATOR = "migrator"
+# The services that keep data, each in its own database under a role of its own name.
+SERVICES = ("wallet", "scoring")
 PRIVILEGES_FILE = "privileges.toml"
 # What privileges.toml may grant: the DML of a service's queries. Never TRUNCATE, REFERENCES or
 # TRIGGER, which no service query needs.
@@ -261,15 +264,32 @@ def password_variable(service: str) -> str:
     return f"{service.upper()}_DATABASE_PASSWORD"
 
 
+async def setup(environ: Mapping[str, str], services: Sequence[str]) -> None:
+    """:func:`provision`, then :func:`migrate` each service: everything a fresh server needs (compose,
+    the dev overlay); the administrator's URL serves both, as the migration role's is derived."""
+    admin_url = _required(environ, "DATABASE_ADMIN_URL")
+    migrator_password = _required(environ, "MIGRATOR_PASSWORD")
+    passwords = {service: _required(environ, password_variable(service)) for service in services}
+    await provision(admin_url, passwords, migrator_password=migrator_password)
+    for service in services:
+        migrator_url = role_url(admin_url, MIGRATOR, migrator_password, service)
+        applied = await migrate(migrator_url, service, _migrations_of(service))
+        print(f"{service}: {len(applied)} new migration(s); privileges of role {service} set")
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m duelmahjong.platform.pgroles", description=__doc__.split("\n")[0]
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    provision_command = commands.add_parser("provision", help="create or update the roles and databases")
-    provision_command.add_argument("services", nargs="*", default=["wallet", "scoring"])
+    for name, what in (
+        ("provision", "create or update the roles and databases"),
+        ("setup", "provision, then migrate every service"),
+    ):
+        command = commands.add_parser(name, help=what)
+        command.add_argument("services", nargs="*", default=list(SERVICES))
     migrate_command = commands.add_parser("migrate", help="apply a service's migrations and grants")
-    migrate_command.add_argument("service")
+    migrate_command.add_argument("service", choices=SERVICES)
     args = parser.parse_args(argv)
     source = os.environ if environ is None else environ
     try:
@@ -282,12 +302,11 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
                     migrator_password=_required(source, "MIGRATOR_PASSWORD"),
                 )
             )
+        elif args.command == "setup":
+            asyncio.run(setup(source, args.services))
         else:
-            applied = asyncio.run(
-                migrate(
-                    _required(source, "MIGRATION_DATABASE_URL"), args.service, _migrations_of(args.service)
-                )
-            )
+            migrator_url = _required(source, "MIGRATION_DATABASE_URL")
+            applied = asyncio.run(migrate(migrator_url, args.service, _migrations_of(args.service)))
             print(f"{args.service}: {len(applied)} new migration(s); privileges of role {args.service} set")
     except (ProvisioningError, db.MigrationError, OSError, asyncpg.PostgresError) as err:
         print(f"error: {err}", file=sys.stderr)
