@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest_asyncio
 
 from duelmahjong.platform import pgroles
 from duelmahjong.platform.db import MigrationError
-from duelmahjong.platform.embedded import EmbeddedPostgres
+from duelmahjong.platform.embedded import EmbeddedPostgres, postgres_binaries
 from duelmahjong.platform.pki import LocalAuthority
 from services.scoring.main import MIGRATIONS as SCORING_MIGRATIONS
 from services.wallet.config import WalletConfig
@@ -258,3 +259,45 @@ async def test_the_command_line_sets_up_a_server_as_compose_does(
     missing = {k: v for k, v in environ.items() if k != "MIGRATOR_PASSWORD"}
     assert await asyncio.to_thread(pgroles.main, ["setup"], missing) == 1
     assert "MIGRATOR_PASSWORD is required" in capsys.readouterr().err
+
+
+def _documented_prod_sql() -> str:
+    doc = (Path(__file__).parents[2] / "docs" / "operations.md").read_text()
+    section = doc.split("### Provisioning the roles on a managed Postgres (prod)", 1)[1]
+    return section.split("```sql\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.asyncio
+async def test_the_documented_prod_sql_provisions_what_the_migrations_and_services_need() -> None:
+    passwords = {name: secrets.token_urlsafe(16) for name in ("migrator", "wallet", "scoring")}
+    sql = _documented_prod_sql()
+    for name, password in passwords.items():
+        sql = sql.replace(f"<{name} password>", password)
+    assert "<" not in sql, "a placeholder the test does not fill"
+    with scratch_directory("duel-test-pgroles-doc-") as data_dir:
+        with EmbeddedPostgres(data_dir, durable=False) as pg:
+            completed = await asyncio.to_thread(
+                subprocess.run,
+                [str(postgres_binaries() / "psql"), "-v", "ON_ERROR_STOP=1", "-X", "-q", pg.url],
+                input=sql,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            assert completed.returncode == 0, completed.stderr
+            for service, migrations in (("wallet", WALLET_MIGRATIONS), ("scoring", SCORING_MIGRATIONS)):
+                migrator = pgroles.role_url(pg.url, pgroles.MIGRATOR, passwords["migrator"], service)
+                assert await pgroles.migrate(migrator, service, migrations)
+            wallet = pgroles.role_url(pg.url, "wallet", passwords["wallet"], "wallet")
+            conn = await asyncpg.connect(wallet)
+            try:
+                await conn.execute("INSERT INTO wallet.players (id, display_name) VALUES ('p1', 'ana')")
+                await conn.execute("INSERT INTO wallet.accounts (player_id) VALUES ('p1')")
+                await _denied(conn, "DROP TABLE wallet.entries")
+                await _denied(conn, "DELETE FROM wallet.players")
+            finally:
+                await conn.close()
+            for role, other in (("wallet", "scoring"), ("scoring", "wallet"), ("wallet", "postgres")):
+                err = await _refused(pgroles.role_url(pg.url, role, passwords[role], other))
+                assert isinstance(err, asyncpg.InsufficientPrivilegeError)
