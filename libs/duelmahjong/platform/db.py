@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -69,8 +69,27 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [found[version] for version in sorted(found)]
 
 
+def verifies_server(url: str) -> bool:
+    """Whether a client of ``url`` checks the server's certificate and name (``sslmode=verify-full``).
+
+    >>> verifies_server("postgresql://wallet:pw@db/wallet?sslmode=verify-full&sslrootcert=/ca.pem")
+    True
+    >>> verifies_server("postgresql://wallet:pw@db/wallet")
+    False
+    """
+    return parse_qs(urlsplit(url).query).get("sslmode", [""])[-1] == "verify-full"
+
+
 async def create_pool(database_url: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A connection pool; the URL is ``postgresql://user[:password]@host:port/db``."""
+    """A connection pool; the URL is ``postgresql://user[:password]@host:port/db?sslmode=verify-full&
+    sslrootcert=<CA file>``. Without ``verify-full`` it still connects (an in-cluster development
+    database has no certificate), with a warning: the server is not verified."""
+    if not verifies_server(database_url):
+        _log.warning(
+            "the database URL does not verify the server (sslmode is not verify-full): whoever sits "
+            "between this process and Postgres can read and change what they exchange",
+            extra={"fields": {"database": without_password(database_url)}},
+        )
     pool = await asyncpg.create_pool(database_url, min_size=min_size, max_size=max_size)
     if pool is None:  # pragma: no cover - only in asyncpg's "return None on cancel" corner
         raise ConnectionError(f"cannot open a pool to {database_url}")

@@ -172,21 +172,28 @@ async def _hand_over_objects(conn: asyncpg.Connection) -> None:
 
 
 async def provision(
-    admin_url: str, passwords: Mapping[str, str], *, migrator_password: str
+    admin_url: str,
+    passwords: Mapping[str, str],
+    *,
+    migrator_password: str,
+    databases: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Roles and databases for the services of ``passwords`` (service → its role's password) on the
-    server of ``admin_url`` (a superuser, or a role with CREATEROLE and CREATEDB). Returns each
-    service's database URL as its own role; the migration role's is :func:`role_url` of
+    server of ``admin_url`` (a superuser, or a role with CREATEROLE and CREATEDB). Each service's
+    database is named after it unless ``databases`` names another (the tests' fresh databases).
+    Returns each service's database URL as its own role; the migration role's is :func:`role_url` of
     ``MIGRATOR``."""
+    names = {service: (databases or {}).get(service, service) for service in passwords}
     conn = await asyncpg.connect(admin_url)
     try:
         await _ensure_role(conn, MIGRATOR, migrator_password)
         for service, password in passwords.items():
             await _ensure_role(conn, service, password)
-            await _ensure_database(conn, service)
+            database = _role(names[service])
+            await _ensure_database(conn, names[service])
             # PUBLIC's defaults (CONNECT, TEMPORARY) go: a database admits the roles granted here only.
-            await conn.execute(f"REVOKE ALL ON DATABASE {_role(service)} FROM PUBLIC")
-            await conn.execute(f"GRANT CONNECT ON DATABASE {_role(service)} TO {_role(service)}")
+            await conn.execute(f"REVOKE ALL ON DATABASE {database} FROM PUBLIC")
+            await conn.execute(f"GRANT CONNECT ON DATABASE {database} TO {_role(service)}")
         # The maintenance database and the template too: no service role has business there.
         maintenance = await conn.fetchval("SELECT current_database()")
         for database in sorted({maintenance, "template1"}):
@@ -194,7 +201,7 @@ async def provision(
     finally:
         await conn.close()
     for service in passwords:
-        conn = await asyncpg.connect(db.with_database(admin_url, service))
+        conn = await asyncpg.connect(db.with_database(admin_url, names[service]))
         try:
             async with conn.transaction():
                 await _hand_over_objects(conn)
@@ -204,7 +211,8 @@ async def provision(
             await conn.close()
         _log.info("postgres roles provisioned", extra={"fields": {"service": service}})
     return {
-        service: role_url(admin_url, service, password, service) for service, password in passwords.items()
+        service: role_url(admin_url, service, password, names[service])
+        for service, password in passwords.items()
     }
 
 
