@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import re
 import sys
@@ -251,13 +252,20 @@ async def migrate(
     return applied
 
 
-def _migrations_of(service: str) -> Path:
-    import importlib.util
-
+def migrations_dir(service: str) -> Path | None:
+    """``services/<service>/migrations``, if the service has one (it keeps data)."""
     spec = importlib.util.find_spec(f"services.{service}")
     if spec is None or not spec.submodule_search_locations:
-        raise ProvisioningError(f"no service package services.{service}")
-    return Path(next(iter(spec.submodule_search_locations))) / "migrations"
+        return None
+    candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
+    return candidate if candidate.is_dir() else None
+
+
+def _migrations_of(service: str) -> Path:
+    found = migrations_dir(service)
+    if found is None:
+        raise ProvisioningError(f"services.{service} has no migrations directory")
+    return found
 
 
 def _required(environ: Mapping[str, str], name: str) -> str:

@@ -134,14 +134,6 @@ def available_services(wanted: Sequence[str]) -> list[str]:
     return found
 
 
-def migrations_dir(service: str) -> Path | None:
-    spec = importlib.util.find_spec(f"services.{service}")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
-    return candidate if candidate.is_dir() else None
-
-
 def _process_count(environ: dict[str, str], variable: str, default: int) -> int:
     """How many processes of one service ``variable`` (``TABLE_SERVERS``…) asks for: 1..16."""
     text = environ.get(variable, str(default))
@@ -262,7 +254,7 @@ class Stack:
     async def _migrate(self) -> dict[str, str]:
         """One database and one role per service that has migrations, migrated before it starts; returns
         each service's URL as its own role. Passwords are new on every start (provisioning sets them)."""
-        directories = {name: migrations_dir(name) for name in self.services}
+        directories = {name: pgroles.migrations_dir(name) for name in self.services}
         keeping = {name: directory for name, directory in directories.items() if directory is not None}
         if not keeping:
             return {}
