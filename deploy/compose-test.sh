@@ -194,7 +194,7 @@ diagnose() { # on failure: each container's state and restarts, the wallet seen 
     say "--- matchmaking's view of the wallet (deploy/compose-diagnose.py), and Postgres's sessions"
     compose exec -T matchmaking python - <deploy/compose-diagnose.py >&2 || true
     compose exec -T postgres psql -U duel -d duel -c "select pid, datname, state, wait_event_type, wait_event, now() - query_start as age, left(query, 80) from pg_stat_activity where datname is not null" >&2 || true
-    for service in nats postgres wallet scoring table matchmaking prometheus; do
+    for service in nats postgres postgres-roles wallet scoring table matchmaking prometheus; do
         say "--- $service (last ${COMPOSE_TEST_LOG_LINES:-30} lines)"
         compose logs --no-color --tail="${COMPOSE_TEST_LOG_LINES:-30}" "$service" >&2 || true
     done
@@ -232,7 +232,7 @@ if [[ $ENGINE == podman ]]; then  # the static addresses' network, labelled as t
     podman network create --subnet "$DUEL_SUBNET.0/24" --ip-range "$DUEL_SUBNET.128/25" \
         --label "com.docker.compose.project=$PROJECT" "$DUEL_NETWORK" >/dev/null
 fi
-say "up: nats, postgres, matchmaking, table, scoring, wallet, prometheus"
+say "up: nats, postgres, postgres-roles (one shot), matchmaking, table, scoring, wallet, prometheus"
 if ! compose up --detach --no-build; then
     diagnose
     exit 1

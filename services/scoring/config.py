@@ -17,8 +17,10 @@ class ScoringConfig(ServiceConfig):
     database_url: str = setting(
         "",
         env="SCORING_DATABASE_URL",
-        help="Postgres URL of the archive of finished hands (scoring's own database, "
-        "postgresql://user@host:port/scoring)",
+        help="Postgres URL of the archive of finished hands, scoring's own database as its own role, "
+        "TLS verified (postgresql://scoring:<password>@host:port/scoring?sslmode=verify-full"
+        "&sslrootcert=<CA file>)",
+        secret=True,
     )
     log_wait_deliveries: int = setting(
         5,

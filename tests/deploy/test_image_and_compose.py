@@ -159,6 +159,7 @@ def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleTy
             other_port = compose["services"][other]["environment"]["GRPC_PORT"]
             assert env[variable] == f"{other}:{other_port}", f"{name}: {variable}"
         assert ("postgres" in service.get("depends_on", {})) == kit.requires_database(name), name
+        assert ("postgres-roles" in service.get("depends_on", {})) == kit.requires_database(name), name
     assert len(host_ports) == len(set(host_ports)), "two services publish the same host port"
 
 
@@ -227,6 +228,27 @@ def test_postgres_creates_the_database_of_every_service_with_data(kit: ModuleTyp
             if variable.endswith("DATABASE_URL"):
                 database = urlsplit(value).path.lstrip("/")
                 assert database in created, f"{name}: {variable} names {database}, which nothing creates"
+
+
+def test_each_service_with_data_connects_as_the_role_the_one_shot_setup_gives_it(
+    kit: ModuleType, compose: Doc
+) -> None:
+    setup = compose["services"]["postgres-roles"]
+    assert kit.image_entrypoint("runtime") + setup["command"] == [
+        "python", "-m", "duelmahjong.platform.pgroles", "setup",
+    ]  # fmt: skip
+    assert setup["restart"] == "no" and setup["healthcheck"]["test"] == ["NONE"]  # disabled
+    given = setup["environment"]
+    admin = urlsplit(given["DATABASE_ADMIN_URL"])
+    for name in kit.SERVICES:
+        if not kit.requires_database(name):
+            continue
+        service = compose["services"][name]
+        url = urlsplit(service["environment"][kit.database_variable(name)])
+        assert (url.username, url.path) == (name, f"/{name}"), "its own role, its own database"
+        assert url.password == given[f"{name.upper()}_DATABASE_PASSWORD"] != admin.password
+        assert (url.hostname, url.port) == (admin.hostname, admin.port)
+        assert service["depends_on"]["postgres-roles"] == {"condition": "service_completed_successfully"}
 
 
 def test_the_local_override_swaps_only_the_infrastructure_for_local_images(

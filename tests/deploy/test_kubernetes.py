@@ -179,7 +179,12 @@ def test_every_container_has_requests_and_limits_and_runs_unprivileged(
 
 def _references(pod: Doc) -> set[tuple[str, str]]:
     refs: set[tuple[str, str]] = set()
-    for container in pod["containers"]:
+    for volume in pod.get("volumes", []):
+        if "configMap" in volume:
+            refs.add(("ConfigMap", volume["configMap"]["name"]))
+        if "secret" in volume:
+            refs.add(("Secret", volume["secret"]["secretName"]))
+    for container in pod["containers"] + pod.get("initContainers", []):
         for source in container.get("envFrom", []):
             if "configMapRef" in source:
                 refs.add(("ConfigMap", source["configMapRef"]["name"]))
@@ -211,6 +216,7 @@ PROD_CREDENTIALS = {
         "nats-table",
         "nats-scoring",
         "nats-wallet",
+        "postgres-migrator",
     )
 }
 TRUST_BUNDLE = {("ConfigMap", "duel-ca-bundle")}
@@ -227,12 +233,13 @@ def test_referenced_config_and_secrets_exist_or_are_the_operators(
     present = {(d["kind"], d["metadata"]["name"]) for d in docs}
     # cert-manager writes each Certificate's Secret.
     present |= {("Secret", d["spec"]["secretName"]) for d in docs if d["kind"] == "Certificate"}
-    wanted = set().union(*(_references(w["spec"]["template"]["spec"]) for w in kit.workloads(docs)))
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    pods = [w["spec"]["template"]["spec"] for w in [*kit.workloads(docs), *jobs]]
+    wanted = set().union(*(_references(pod) for pod in pods))
     assert wanted - present == brought_by_operators
     # Secrets never sit in a ConfigMap.
-    config = kit.find(
-        docs, "ConfigMap", next(n for k, n in wanted if k == "ConfigMap" and n.startswith("duel-config"))
-    )
+    duel_config = next(n for k, n in wanted if k == "ConfigMap" and n.startswith("duel-config"))
+    config = kit.find(docs, "ConfigMap", duel_config)
     assert not {"TOKEN_SECRET", "DATABASE_URL", "SCORING_DATABASE_URL"} & set(config["data"])
 
 
@@ -450,3 +457,66 @@ def test_matchmaking_reaches_nats_the_wallet_and_its_own_replicas(
     assert kit.ingress_allowed(policies, matchmaking, "grpc")
     # Only the gRPC port: nothing else of a replica is open to the others.
     assert not kit.egress_allowed(policies, matchmaking, 9100, matchmaking)
+
+
+def _secret_data(docs: list[Doc], name: str) -> dict[str, str]:
+    import base64
+
+    secret = next(d for d in docs if d["kind"] == "Secret" and d["metadata"]["name"].startswith(name))
+    return {key: base64.b64decode(value).decode() for key, value in secret["data"].items()}
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_services_with_data_migrate_as_the_migration_role_then_run_as_their_own(
+    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+) -> None:
+    docs = rendered[overlay]
+    for workload in kit.duel_workloads(docs):
+        name = workload["metadata"]["name"]
+        pod = workload["spec"]["template"]["spec"]
+        if not kit.requires_database(name):
+            assert not pod.get("initContainers"), name
+            continue
+        (init,) = pod["initContainers"]
+        assert kit.image_entrypoint("runtime") + init["args"] == [
+            "python", "-m", "duelmahjong.platform.pgroles", "migrate", name,
+        ]  # fmt: skip
+        (variable,) = init["env"]
+        assert variable["name"] == "MIGRATION_DATABASE_URL"
+        # (dev's generated Secrets carry a hash suffix)
+        assert variable["valueFrom"]["secretKeyRef"]["name"].startswith("postgres-migrator")
+        # The service's own container never gets the migration role's password.
+        own = _references({"containers": pod["containers"]})
+        assert not any(n.startswith("postgres-migrator") for _kind, n in own), name
+        # the trust bundle, which every database URL's sslrootcert names
+        for container in (init, pod["containers"][0]):
+            mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+            assert mounts["trust"] == "/etc/duel/trust", name
+
+
+def test_dev_provisions_a_role_per_service_with_the_passwords_of_their_urls(
+    kit: ModuleType, rendered: dict[str, list[Doc]]
+) -> None:
+    from urllib.parse import urlsplit
+
+    docs = rendered["dev"]
+    job = kit.find(docs, "Job", "postgres-roles")
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert kit.image_entrypoint("runtime") + container["args"] == [
+        "python", "-m", "duelmahjong.platform.pgroles", "provision",
+    ]  # fmt: skip
+    roles = _secret_data(docs, "postgres-roles")
+    migrator = _secret_data(docs, "postgres-migrator")
+    for name in ("wallet", "scoring"):
+        own = urlsplit(_secret_data(docs, f"{name}-database")["url"])
+        assert "sslmode=verify-full" in own.query, name
+        assert (own.username, own.path, own.password) == (
+            name,
+            f"/{name}",
+            roles[f"{name.upper()}_DATABASE_PASSWORD"],
+        )
+        migration = urlsplit(migrator[f"{name.upper()}_MIGRATION_DATABASE_URL"])
+        assert (migration.username, migration.path) == ("migrator", f"/{name}")
+        assert migration.password == roles["MIGRATOR_PASSWORD"]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    assert kit.egress_allowed(policies, job["spec"]["template"], 5432)

@@ -1,6 +1,9 @@
 """Per-test fixtures on the session's real NATS and Postgres (see ``tests/conftest.py``).
 
 - ``database_url`` — a fresh, empty database for this test (dropped afterwards).
+- ``wallet_database_url`` / ``scoring_database_url`` — that database migrated by the migration role
+  and set up for the service's own role, as ``make run`` and prod do: the URL is the role's
+  (``wallet`` / ``scoring``), which may do only what the service's ``privileges.toml`` lists.
 - ``bus`` — a :class:`~duelmahjong.platform.bus.Bus` connected to the session's NATS.
 - ``service_env`` — the environment a service needs here (NATS, token secret, loopback, free ports);
   add ``DATABASE_URL`` yourself when the service keeps data.
@@ -22,18 +25,21 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
 import pytest_asyncio
 
-from duelmahjong.platform import auth, db
+from duelmahjong.platform import auth, db, pgroles
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec, serve
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.main import SPEC as MATCHMAKING
+from services.scoring.main import MIGRATIONS as SCORING_MIGRATIONS
 from services.wallet.audit import audit_ledger
 from services.wallet.config import WalletConfig
 from services.wallet.ledger_store import LedgerStore
@@ -93,10 +99,49 @@ async def database_url(postgres_admin_url: str, unique_name: Callable[[str], str
         await conn.close()
 
 
+@pytest.fixture(scope="session")
+def role_passwords() -> dict[str, str]:
+    """The service roles' and the migration role's passwords: roles are the server's, shared by every
+    test's database, so they keep one password for the session."""
+    return {name: uuid.uuid4().hex for name in (*pgroles.SERVICES, pgroles.MIGRATOR)}
+
+
+async def _as_service_role(
+    admin_url: str, database_url: str, service: str, passwords: dict[str, str], migrations: Path
+) -> str:
+    database = urlsplit(database_url).path.lstrip("/")
+    urls = await pgroles.provision(
+        admin_url,
+        {service: passwords[service]},
+        migrator_password=passwords[pgroles.MIGRATOR],
+        databases={service: database},
+    )
+    migrator = pgroles.role_url(admin_url, pgroles.MIGRATOR, passwords[pgroles.MIGRATOR], database)
+    await pgroles.migrate(migrator, service, migrations)
+    return urls[service]
+
+
 @pytest_asyncio.fixture
-async def wallet_ledger(database_url: str) -> AsyncIterator[LedgerStore]:
-    pool = await db.create_pool(database_url, max_size=6)
-    await db.apply_migrations(pool, WALLET_MIGRATIONS, service="wallet")
+async def wallet_database_url(
+    postgres_admin_url: str, database_url: str, role_passwords: dict[str, str]
+) -> str:
+    return await _as_service_role(
+        postgres_admin_url, database_url, "wallet", role_passwords, WALLET_MIGRATIONS
+    )
+
+
+@pytest_asyncio.fixture
+async def scoring_database_url(
+    postgres_admin_url: str, database_url: str, role_passwords: dict[str, str]
+) -> str:
+    return await _as_service_role(
+        postgres_admin_url, database_url, "scoring", role_passwords, SCORING_MIGRATIONS
+    )
+
+
+@pytest_asyncio.fixture
+async def wallet_ledger(wallet_database_url: str) -> AsyncIterator[LedgerStore]:
+    pool = await db.create_pool(wallet_database_url, max_size=6)
     ledger = LedgerStore(pool)
     yield ledger
     assert await audit_ledger(pool) == []
@@ -142,7 +187,7 @@ def issue(token_secret: str) -> Callable[..., tuple[tuple[str, str]]]:
 async def start_matchmaking(
     start_service: StartService,
     service_env: dict[str, str],
-    database_url: str,
+    wallet_database_url: str,
     unique_name: Callable[[str], str],
 ) -> Callable[..., Awaitable[tuple[ServiceRuntime[Any], ServiceRuntime[Any]]]]:
     async def start(
@@ -150,7 +195,7 @@ async def start_matchmaking(
     ) -> tuple[ServiceRuntime[Any], ServiceRuntime[Any]]:
         wallet_env = {
             **service_env,
-            "DATABASE_URL": database_url,
+            "DATABASE_URL": wallet_database_url,
             "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
         }
         wallet = await start_service(WALLET, WalletConfig.from_env(wallet_env))

@@ -55,11 +55,15 @@ SEE_WITHIN = 10.0
 
 @pytest_asyncio.fixture
 async def stack(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    database_url: str,
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
 ) -> dict[str, str]:
     wallet_env = {
         **service_env,
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": wallet_database_url,
         "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
     }
     wallet: ServiceRuntime[Any] = await start_service(WALLET, WalletConfig.from_env(wallet_env))

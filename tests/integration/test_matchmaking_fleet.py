@@ -79,12 +79,15 @@ class Replica:
 
 @pytest_asyncio.fixture
 async def fleet(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
 ) -> AsyncIterator[tuple[str, Replica, Replica]]:
     """The wallet's address and two matchmaking replicas sharing the test's store."""
     wallet_env = {
         **service_env,
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": wallet_database_url,
         "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
     }
     wallet = await start_service(WALLET, WalletConfig.from_env(wallet_env))

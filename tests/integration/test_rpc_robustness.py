@@ -216,9 +216,16 @@ def fields(message: type[Message], **strategies: st.SearchStrategy[Any]) -> st.S
 
 @pytest_asyncio.fixture
 async def wallet(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
 ) -> Any:
-    env = {**service_env, "DATABASE_URL": database_url, "WALLET_EVENT_NAMESPACE": unique_name("w").lower()}
+    env = {
+        **service_env,
+        "DATABASE_URL": wallet_database_url,
+        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
+    }
     return await start_service(WALLET, WalletConfig.from_env(env))
 
 
@@ -589,9 +596,9 @@ def scoring_cases() -> list[Case]:
 
 @pytest_asyncio.fixture
 async def scoring(
-    start_service: Any, service_env: dict[str, str], database_url: str, issue: Any
+    start_service: Any, service_env: dict[str, str], scoring_database_url: str, issue: Any
 ) -> AsyncIterator[Caller]:
-    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    env = {**service_env, "SCORING_DATABASE_URL": scoring_database_url}
     runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         tokens = {"me": issue("p-sweep"), "forged": auth.bearer_metadata("not.a.token")}

@@ -27,9 +27,9 @@ FIRST, SECOND = rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND
 
 @pytest_asyncio.fixture
 async def scoring(
-    start_service: Any, service_env: dict[str, str], database_url: str, issue: Callable[..., Any]
+    start_service: Any, service_env: dict[str, str], scoring_database_url: str, issue: Callable[..., Any]
 ) -> AsyncIterator[tuple[scoring_pb2_grpc.ScoringServiceStub, Any]]:
-    env = {**service_env, "SCORING_DATABASE_URL": database_url}
+    env = {**service_env, "SCORING_DATABASE_URL": scoring_database_url}
     runtime = await start_service(SCORING, ScoringConfig.from_env(env))
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:
         yield scoring_pb2_grpc.ScoringServiceStub(channel), issue("p-hints")

@@ -132,10 +132,10 @@ async def until(check: Callable[[], Any], within: float = 20.0) -> Any:
 
 @pytest_asyncio.fixture
 async def archive(
-    start_service: Any, service_env: dict[str, str], database_url: str
+    start_service: Any, service_env: dict[str, str], database_url: str, scoring_database_url: str
 ) -> AsyncIterator[tuple[Any, asyncpg.Connection]]:
     runtime = await start_service(
-        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": database_url})
+        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": scoring_database_url})
     )
     conn = await asyncpg.connect(database_url)
     async with grpc.aio.insecure_channel(runtime.server.address) as channel:

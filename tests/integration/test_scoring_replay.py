@@ -370,9 +370,9 @@ def metric(runtime: Any, sample: str) -> float:
 
 
 @pytest.fixture
-def service_env(service_env: dict[str, str], database_url: str) -> dict[str, str]:
+def service_env(service_env: dict[str, str], scoring_database_url: str) -> dict[str, str]:
     """Scoring keeps its archive in a database of its own: this test's."""
-    return {**service_env, "SCORING_DATABASE_URL": database_url}
+    return {**service_env, "SCORING_DATABASE_URL": scoring_database_url}
 
 
 async def start_scoring(start_service: Any, service_env: dict[str, str]) -> Any:

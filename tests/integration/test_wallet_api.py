@@ -45,11 +45,14 @@ class Client:
 
 @pytest_asyncio.fixture
 async def wallet_service(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
 ) -> ServiceRuntime[WalletConfig]:
     env = {
         **service_env,
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": wallet_database_url,
         "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
         "WALLET_CONSUMER_WORKERS": "2",
     }
@@ -406,14 +409,18 @@ async def test_a_house_bot_is_created_once_topped_up_in_the_ledger_and_never_ran
 
 
 async def test_guest_logins_are_rate_limited_per_client_address(
-    start_service: Any, service_env: dict[str, str], database_url: str, unique_name: Callable[[str], str]
+    start_service: Any,
+    service_env: dict[str, str],
+    database_url: str,
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
 ) -> None:
     """Each guest login mints a starting grant: one address gets WALLET_GUEST_LOGIN_BURST at once, then
     WALLET_GUEST_LOGINS_PER_MINUTE; past that RESOURCE_EXHAUSTED says when to retry (in the message and
     as grpc-retry-pushback-ms), and nothing is minted."""
     env = {
         **service_env,
-        "DATABASE_URL": database_url,
+        "DATABASE_URL": wallet_database_url,
         "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
         "WALLET_GUEST_LOGINS_PER_MINUTE": "30",  # one every 2 s
         "WALLET_GUEST_LOGIN_BURST": "3",

@@ -71,6 +71,7 @@ async def stack(
     start_service: Any,
     service_env: dict[str, str],
     database_url: str,
+    scoring_database_url: str,
     bus: Bus,
     monkeypatch: pytest.MonkeyPatch,
     unique_name: Callable[[str], str],
@@ -87,7 +88,7 @@ async def stack(
     }
     await start_service(table_main.TableServer().spec, TableConfig.from_env(table_env))
     await start_service(
-        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": database_url})
+        SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": scoring_database_url})
     )
     namespace = Namespace(wallet.config.event_namespace)
     tables: set[str] = set()

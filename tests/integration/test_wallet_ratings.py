@@ -26,9 +26,10 @@ def ledger(wallet_ledger: LedgerStore) -> LedgerStore:
 
 async def player(ledger: LedgerStore, player_id: str, prestige: int = 1000, *, bot: bool = False) -> str:
     players = PlayerStore(ledger.pool, ledger)
-    await players.create_player(player_id, player_id.upper())
-    if bot:
-        await ledger.pool.execute("UPDATE wallet.players SET is_bot = true WHERE id = $1", player_id)
+    if bot:  # the wallet's own way: its role may not update a player
+        assert await players.ensure_bot(player_id, player_id.upper(), None)
+    else:
+        await players.create_player(player_id, player_id.upper())
     grant = Grant(f"start:{player_id}", player=player_id, amount=prestige, grant_reason="test")
     await ledger.execute(grant, record_rejection=False)
     return player_id

@@ -324,6 +324,7 @@ def test_clients_are_given_one_target_that_lists_every_matchmaking_replica(
         == "ipv4:127.0.0.1:2,127.0.0.1:4"
     )
     assert StackState.read(tmp_path / "stack.json") == state
+    assert (tmp_path / "stack.json").stat().st_mode & 0o077 == 0, "it holds the database admin URL"
     assert state.target("table") == "127.0.0.1:3"
     assert state.instances("matchmaking") == ["matchmaking", "matchmaking-2"]
     with pytest.raises(ValueError, match="IPv4:PORT"):

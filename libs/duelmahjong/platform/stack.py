@@ -2,7 +2,9 @@
 
 ``python -m duelmahjong.platform.stack`` starts embedded NATS and Postgres (unless ``NATS_URL`` /
 ``DATABASE_URL`` name servers of your own; ``DATABASE_URL`` is then an admin URL under which each
-service gets its own database), applies every service's migrations, starts the four services as
+service gets its own database), gives each service that keeps data its own Postgres role and database
+and applies its migrations as the migration role (``duelmahjong.platform.pgroles``; the embedded
+Postgres serves TLS with a certificate of the local CA in ``.local/tls``), starts the four services as
 processes (``python -m services.<name>``) on free ports, waits until each is SERVING, prints their
 endpoints and writes them to ``.local/stack.json`` for ``duel status``. Service logs (JSON lines) go
 to ``.local/logs/<service>.log``.
@@ -37,10 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from duelmahjong.platform import db
-from duelmahjong.platform.db import MigrationError
+from duelmahjong.platform import pgroles
+from duelmahjong.platform.db import MigrationError, without_password
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError, free_port
 from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.pki import LocalAuthority
 from duelmahjong.platform.stackfile import (
     DATABASE_VARIABLES,
     SERVICE_NAMES,
@@ -131,14 +134,6 @@ def available_services(wanted: Sequence[str]) -> list[str]:
     return found
 
 
-def migrations_dir(service: str) -> Path | None:
-    spec = importlib.util.find_spec(f"services.{service}")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    candidate = Path(next(iter(spec.submodule_search_locations))) / "migrations"
-    return candidate if candidate.is_dir() else None
-
-
 def _process_count(environ: dict[str, str], variable: str, default: int) -> int:
     """How many processes of one service ``variable`` (``TABLE_SERVERS``…) asks for: 1..16."""
     text = environ.get(variable, str(default))
@@ -197,8 +192,11 @@ class Stack:
             _say(f"nats      {self.nats_url}  (embedded, data in {self.data_dir / 'nats'})")
         self.admin_url = self.environ.get("DATABASE_URL") or ""
         if not self.admin_url:
-            self.admin_url = self._servers.enter_context(EmbeddedPostgres(self.data_dir / "postgres")).url
-            _say(f"postgres  {self.admin_url}  (embedded, data in {self.data_dir / 'postgres'})")
+            authority = LocalAuthority.open(self.data_dir / "tls")
+            postgres = EmbeddedPostgres(self.data_dir / "postgres", authority=authority)
+            self.admin_url = self._servers.enter_context(postgres).url
+            shown = without_password(self.admin_url)
+            _say(f"postgres  {shown}  (embedded, TLS only, data in {self.data_dir / 'postgres'})")
         database_urls = await self._migrate()
         ports = {
             name: (free_port(HOST), free_port(HOST))
@@ -254,19 +252,19 @@ class Stack:
         return state
 
     async def _migrate(self) -> dict[str, str]:
-        """One database per service that has migrations, created and migrated before it starts."""
-        urls = {}
-        for name in self.services:
-            directory = migrations_dir(name)
-            if directory is None:
-                continue
-            urls[name] = await db.ensure_database(self.admin_url, name)
-            pool = await db.create_pool(urls[name], min_size=1, max_size=1)
-            try:
-                applied = await db.apply_migrations(pool, directory, service=name)
-            finally:
-                await pool.close()
-            _say(f"migrated  {name}: {len(applied)} new migration(s)")
+        """One database and one role per service that has migrations, migrated before it starts; returns
+        each service's URL as its own role. Passwords are new on every start (provisioning sets them)."""
+        directories = {name: pgroles.migrations_dir(name) for name in self.services}
+        keeping = {name: directory for name, directory in directories.items() if directory is not None}
+        if not keeping:
+            return {}
+        passwords = {name: secrets.token_urlsafe(24) for name in keeping}
+        migrator_password = secrets.token_urlsafe(24)
+        urls = await pgroles.provision(self.admin_url, passwords, migrator_password=migrator_password)
+        for name, directory in keeping.items():
+            migrator_url = pgroles.role_url(self.admin_url, pgroles.MIGRATOR, migrator_password, name)
+            applied = await pgroles.migrate(migrator_url, name, directory)
+            _say(f"migrated  {name}: {len(applied)} new migration(s); it connects as role {name}")
         return urls
 
     def _instances(self, service: str) -> list[str]:
@@ -419,7 +417,7 @@ async def run_stack(data_dir: Path, services: Sequence[str]) -> int:
             except TimeoutError:
                 supervisor.check()
         _say("stopping")
-    except (StackError, EmbeddedServerError, MigrationError, OSError) as err:
+    except (StackError, EmbeddedServerError, MigrationError, pgroles.ProvisioningError, OSError) as err:
         _say(f"ERROR: {err}")
         code = 1
     finally:

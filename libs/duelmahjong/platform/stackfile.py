@@ -108,10 +108,13 @@ class StackState:
         return cls(services=services, **raw)
 
     def write(self, path: Path) -> None:
-        """Write atomically, so a reader never sees half a file."""
+        """Write atomically, so a reader never sees half a file, and readable by this user only: the
+        database URL carries the Postgres superuser's password."""
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".tmp")
-        partial.write_text(self.to_json())
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(self.to_json())
         partial.replace(path)
 
     @classmethod
