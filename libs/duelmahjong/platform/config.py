@@ -68,6 +68,17 @@ class ServiceConfig:
     grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
     metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
     nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
+    nats_nkey_seed_file: str = setting(
+        "",
+        help="file holding this service's NATS user nkey seed (its identity on the bus; the NATS "
+        "server's config names its public key and what it may publish and subscribe); empty: connect "
+        "anonymously, which a server with authorization refuses",
+    )
+    tls_ca_file: str = setting(
+        "",
+        help="CA bundle this process verifies the servers it dials with (gRPC peers, NATS, Postgres); "
+        "empty: the system trust store",
+    )
     database_url: str = setting("", help="Postgres URL for asyncpg (postgresql://user@host:port/db)")
     token_secret: str = setting(
         help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
