@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +62,7 @@ class BusUse:
     subscribes: tuple[str, ...] = ()  # core NATS subscriptions (no JetStream)
     buckets: tuple[str, ...] = ()  # key-value buckets it owns: creates, reads, writes, watches
     read_buckets: tuple[str, ...] = ()  # key-value buckets it only reads
-    inspects: tuple[StreamSpec, ...] = ()  # lists streams, and reads these streams' consumers' state
+    inspects: tuple[str, ...] = ()  # lists streams, and reads these streams' consumers' state
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,9 @@ def permissions(use: BusUse) -> Permissions:
         publish += _bucket_reads(bucket)
     if use.inspects:
         publish += [f"{API}.INFO", f"{API}.STREAM.LIST", f"{API}.STREAM.NAMES"]
-    for stream in use.inspects:
-        publish += [f"{API}.CONSUMER.{verb}.{stream.name}" for verb in ("LIST", "NAMES")] + [
-            f"{API}.CONSUMER.INFO.{stream.name}.*"
-        ]
+    for name in use.inspects:
+        publish += [f"{API}.CONSUMER.{verb}.{name}" for verb in ("LIST", "NAMES")]
+        publish.append(f"{API}.CONSUMER.INFO.{name}.*")
     return Permissions(
         publish=tuple(dict.fromkeys(publish)),
         subscribe=tuple(dict.fromkeys([*use.subscribes, f"{inbox_prefix(use.name)}.>"])),
@@ -160,8 +160,9 @@ def tools_use(uses: Mapping[str, BusUse]) -> BusUse:
     """The tools' reader identity: every platform stream and every service's bucket, read only."""
     buckets = tuple(bucket for use in uses.values() for bucket in use.buckets)
     stream = subjects.TABLE_LOG_STREAM
+    inspected = (*(spec.name for spec in PLATFORM_STREAMS), *(f"KV_{bucket}" for bucket in buckets))
     return BusUse(
-        TOOLS, reads=PLATFORM_STREAMS, direct_gets=(stream,), read_buckets=buckets, inspects=PLATFORM_STREAMS
+        TOOLS, reads=PLATFORM_STREAMS, direct_gets=(stream,), read_buckets=buckets, inspects=inspected
     )
 
 
@@ -223,6 +224,15 @@ class ServerAccess:
             users.append(user)
         return users
 
+    def authorization(self) -> str:
+        """The ``authorization`` block: every connection is one of the identities (no anonymous user).
+        A public key given as ``$NAME`` stays a variable, which the server reads from its environment."""
+        text = json.dumps(self.users(), indent=2)
+        for identity in self.identities:
+            if identity.public_key.startswith("$"):  # unquoted: a reference, not a string
+                text = text.replace(json.dumps(identity.public_key), identity.public_key)
+        return "authorization {\n  users: " + text.replace("\n", "\n  ") + "\n}"
+
 
 def platform_access(
     seeds: Mapping[str, bytes], uses: Mapping[str, BusUse] | None = None, tls: Tls | None = None
@@ -259,7 +269,7 @@ def render_server_config(access: ServerAccess, *, extra: Sequence[str] = ()) -> 
             "  timeout: 2",
             "}",
         ]
-    lines.append(f"authorization {{\n  users: {json.dumps(access.users(), indent=2)}\n}}")
+    lines.append(access.authorization())
     lines += extra
     return "\n".join(lines) + "\n"
 
@@ -308,3 +318,84 @@ class LocalAccess:
     def service_env(self, identity: str) -> dict[str, str]:
         """The settings a service connects as ``identity`` with (its seed, the CA to verify NATS)."""
         return {"NATS_NKEY_SEED_FILE": str(self.seed_file(identity)), "TLS_CA_FILE": str(self.ca_file)}
+
+
+def nkey_variable(identity: str) -> str:
+    """The environment variable a deployed NATS server reads ``identity``'s public key from."""
+    return f"NATS_NKEY_{identity.upper()}"
+
+
+def deployment_authorization(uses: Mapping[str, BusUse] | None = None) -> str:
+    """The ``authorization`` block of a deployment's NATS (``deploy/k8s/nats/authorization.conf``):
+    the services and the tools (never the harness), each public key read from the server's
+    environment (:func:`nkey_variable`), since every deployment makes its own keys."""
+    uses = dict(uses if uses is not None else service_uses())
+    uses[TOOLS] = tools_use(uses)
+    identities = [
+        Identity(name, f"${nkey_variable(name)}", permissions(uses[name])) for name in (*SERVICES, TOOLS)
+    ]
+    return (
+        "# Rendered by `python -m duelmahjong.platform.nats_permissions authorization` from the services'\n"
+        "# BusUse (services/<name>/bus_use.py): render again when one changes; tests/deploy checks it.\n"
+        "# Public keys only (no secret here): each from the variable NATS_NKEY_<IDENTITY>.\n"
+        + ServerAccess(identities).authorization()
+        + "\n"
+    )
+
+
+def compose_files(server: Path, clients: Path, hosts: Sequence[str]) -> None:
+    """docker-compose's NATS access: the CA (its key stays in ``server``, which only the NATS
+    container mounts), the server's certificate, the configuration, and each identity's seed."""
+    local = LocalAccess.create(server / "ca", clients / "nkeys", (*SERVICES, TOOLS), hosts=hosts)
+    (server / "nats.conf").write_text(local.config())
+    shutil.copyfile(local.ca_file, clients / "ca.pem")
+    # The NATS image runs as a user of its own: its files are readable by others in this volume,
+    # which no service mounts.
+    for path in (server / "nats.conf", *(server / "ca").iterdir()):
+        if not path.name.startswith("ca-key"):
+            path.chmod(0o644)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m duelmahjong.platform.nats_permissions",
+        description="NATS identities and their permissions, derived from the services' BusUse.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("authorization", help="print the authorization block of a deployment's NATS")
+    keys = commands.add_parser(
+        "keys",
+        help="create a seed per identity in DIRECTORY (kept if there) and print the public keys as "
+        "NATS_NKEY_<IDENTITY>=<key>, the NATS server's environment",
+    )
+    keys.add_argument("directory", type=Path)
+    compose = commands.add_parser(
+        "compose",
+        help="make what docker-compose's NATS and services need: the server's configuration, "
+        "certificate and key in SERVER (readable by the NATS container's user), the seeds and the "
+        "CA certificate in CLIENTS (readable by the services' user only); kept across runs",
+    )
+    compose.add_argument("server", type=Path)
+    compose.add_argument("clients", type=Path)
+    compose.add_argument("--host", action="append", default=[], help="a name NATS is reached at")
+    compose.add_argument("--owner", default="", help="UID:GID the services run as: CLIENTS' files go to them")
+    args = parser.parse_args(argv)
+    if args.command == "authorization":
+        print(deployment_authorization(), end="")
+        return 0
+    if args.command == "compose":
+        compose_files(args.server, args.clients, args.host or ["nats", "localhost", "127.0.0.1"])
+        if args.owner:
+            uid, _, gid = args.owner.partition(":")
+            for path in (args.clients, *args.clients.rglob("*")):
+                os.chown(path, int(uid), int(gid or uid))
+        return 0
+    for name, seed in seeds_in(args.directory, (*SERVICES, TOOLS)).items():
+        print(f"{nkey_variable(name)}={public_key(seed)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
