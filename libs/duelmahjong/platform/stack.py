@@ -1,6 +1,7 @@
 """``make run``: the whole backend on this machine, from nothing, stopped cleanly on Ctrl-C or SIGTERM.
 
-``python -m duelmahjong.platform.stack`` starts embedded NATS and Postgres (unless ``NATS_URL`` /
+``python -m duelmahjong.platform.stack`` starts embedded NATS (TLS only, each service connecting as its
+own identity: :mod:`duelmahjong.platform.nats_permissions`) and Postgres (unless ``NATS_URL`` /
 ``DATABASE_URL`` name servers of your own; ``DATABASE_URL`` is then an admin URL under which each
 service gets its own database), applies every service's migrations, starts the four services as
 processes (``python -m services.<name>``) on free ports, waits until each is SERVING, prints their
