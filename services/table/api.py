@@ -2,7 +2,7 @@
 
 ``OpenTable`` is server to server (matchmaking's service token); ``Play`` is one bidirectional stream
 per seat, authenticated twice: the session token (the interceptor) and the table ticket of the first
-message, whose player must be the token's player.
+message, whose player must be the token's player and hold the ticket's seat in the table's own record.
 """
 
 from __future__ import annotations
@@ -43,6 +43,26 @@ def refusal(err: DomainError, session: SeatSession) -> table_pb2.ActionRejected:
     return refused
 
 
+class NotAtThisTable(PermissionDenied):
+    """A player asked for the live status of a table they do not play at (PERMISSION_DENIED)."""
+
+
+def check_status_reader(table: LiveTable) -> None:
+    """Who may read a table's live status: its two players, the backend's services and operators.
+
+    Anyone else is refused, whatever the table: the live state is what the seats see now, and a
+    spectator's copy is the delayed one ``Watch`` serves, for the tables that may be watched.
+    """
+    principal = current_principal()
+    if principal.role in (Role.SERVICE, Role.ADMIN):
+        return
+    if principal.player_id not in {player.player_id for player in table.state.request.players}:
+        raise NotAtThisTable(
+            f"only the two players of table {table.state.table_id} read its live status; a spectator "
+            "follows a watchable table's delayed copy with Watch"
+        )
+
+
 class TableApi(table_pb2_grpc.TableServiceServicer):
     def __init__(
         self,
@@ -74,6 +94,11 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         if ticket.player_id != principal.player_id:
             raise PermissionDenied("this table ticket belongs to another player")
         table = self._host.find(ticket.table_id)
+        # The table's own record decides as well: the only check a ticket of a retired key gets.
+        if table.state.request.players[ticket.seat].player_id != principal.player_id:
+            raise PermissionDenied("this table ticket names a seat another player holds at this table")
+        if self._host.metrics is not None:
+            self._host.metrics.tickets_verified.labels(key=ticket.key).inc()
         session = SeatSession(
             ticket.seat,
             batched=first.accept_batches,
@@ -210,4 +235,5 @@ class TableApi(table_pb2_grpc.TableServiceServicer):
         context: grpc.aio.ServicerContext[table_pb2.GetTableStatusRequest, table_pb2.GetTableStatusResponse],
     ) -> table_pb2.GetTableStatusResponse:
         table = self._host.find(request.table_id)
+        check_status_reader(table)
         return await table.public_status()

@@ -88,7 +88,7 @@ class TableServer:
         host = TableHost(
             config.table_capacity,
             ports=BusPorts(wal=NatsWriteAheadLog(bus, producer), events=events, settlements=settlements),
-            tickets=TicketBook(config.token_secret),
+            tickets=TicketBook(config.token_keys()),
             metrics=metrics,
             queue_size=config.table_queue_size,
             settlement_wait=config.settlement_wait_seconds,

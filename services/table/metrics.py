@@ -21,6 +21,7 @@ class TableMetrics:
     reconnects: Counter
     escapes: Counter
     queue_full: Counter
+    tickets_verified: Counter
     hands: Counter
     fenced: Counter
     settlements_unclaimed: Counter
@@ -53,6 +54,12 @@ class TableMetrics:
             escapes=metrics.counter("escapes", "total", "players who left during a hand (T10)"),
             queue_full=metrics.counter(
                 "queue_full", "total", "actions refused BUSY: the table's queue was full"
+            ),
+            tickets_verified=metrics.counter(
+                "tickets_verified",
+                "total",
+                "table tickets that seated a Play stream, by the key they were signed with",
+                ["key"],
             ),
             hands=metrics.counter("hands", "total", "hands finished, by outcome", ["outcome"]),
             fenced=metrics.counter(

@@ -117,6 +117,7 @@ class WalletCore:
         self.config = config
         self.levels: LevelTable = config.level_table
         self._clock = clock
+        self._token_keys = config.token_keys()
 
     # -- sessions ---------------------------------------------------------------------------------
 
@@ -191,7 +192,7 @@ class WalletCore:
     ) -> Session:
         ttl = timedelta(seconds=self.config.session_ttl_seconds)
         token = auth.issue_token(
-            self.config.token_secret,
+            self._token_keys,
             player_id=player_id,
             role=Role.PLAYER,
             ttl=ttl,

@@ -26,7 +26,7 @@ from duelmahjong.platform.stackfile import StackState
 def _load(file: str) -> ModuleType:
     name = f"duel_deploy_{Path(file).stem}"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
+        spec = importlib.util.spec_from_file_location(name, (Path(__file__).parent / file).resolve())
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot load {file} next to {__file__}")
         module = importlib.util.module_from_spec(spec)
@@ -43,6 +43,12 @@ def kit() -> ModuleType:
 @pytest.fixture(scope="session")
 def monitoring() -> ModuleType:
     return _load("monitoring.py")
+
+
+@pytest.fixture(scope="session")
+def edge() -> ModuleType:
+    """deploy/k8s/edge.py: the generator of the overlays' edge objects."""
+    return _load("../../deploy/k8s/edge.py")
 
 
 @pytest.fixture(scope="session")

@@ -87,6 +87,37 @@ def duel_workloads(docs: list[Doc]) -> list[Doc]:
     return [d for d in workloads(docs) if d["metadata"]["name"] in SERVICES]
 
 
+# The API groups of the custom resources the overlays use: cert-manager's and Gateway API's. The
+# Kubernetes schemas of kubernetes-validate do not have them.
+CUSTOM_RESOURCE_GROUPS = ("cert-manager.io", "gateway.networking.k8s.io")
+
+
+def is_custom_resource(doc: Doc) -> bool:
+    return str(doc["apiVersion"]).split("/")[0] in CUSTOM_RESOURCE_GROUPS
+
+
+def custom_resource_problems(docs: list[Doc]) -> list[str]:
+    """What is wrong with each custom resource by its CRD's schema (tests/deploy/crd_validate.mjs,
+    with the schemas deploy/install-tools.sh installs)."""
+    import json
+
+    modules = REPO / ".tools" / "crd-schemas" / "node_modules"
+    if not (modules / ".installed").exists():
+        raise MissingToolError("the CRD schemas are not installed: run `make deploy-tools`")
+    script = Path(__file__).with_name("crd_validate.mjs")
+    done = subprocess.run(
+        [find_tool("node"), str(script), str(modules)],
+        input=json.dumps(docs),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"{script.name} exited {done.returncode}:\n{done.stderr}")
+    return [f"{p['name']}: {p['problem']}" for p in json.loads(done.stdout)]
+
+
 def find(docs: list[Doc], kind: str, name: str) -> Doc:
     for doc in docs:
         if doc["kind"] == kind and doc["metadata"]["name"] == name:
@@ -156,8 +187,8 @@ def _allowed(
     return False
 
 
-def ingress_allowed(policies: list[Doc], template: Doc, port: int | str) -> bool:
-    return _allowed(policies, template, port, "Ingress")
+def ingress_allowed(policies: list[Doc], template: Doc, port: int | str, peer: Doc | None = None) -> bool:
+    return _allowed(policies, template, port, "Ingress", peer)
 
 
 def egress_allowed(policies: list[Doc], template: Doc, port: int, peer: Doc | None = None) -> bool:
@@ -223,6 +254,18 @@ def dockerfile_arg_defaults() -> dict[str, str]:
     """The Dockerfile's build arguments with a default (`ARG NAME=value`), by name."""
     found = re.findall(r"^ARG\s+(\w+)=(\S+)\s*$", (REPO / "Dockerfile").read_text(), re.MULTILINE)
     return dict(found)
+
+
+def image_health_probe(stage: str = "runtime") -> str:
+    """The command name the image installs deploy/docker/grpc_health_probe.py as (on its PATH)."""
+    for keyword, rest in dockerfile_stages()[stage]:
+        parts = rest.split()
+        if keyword == "COPY" and "deploy/docker/grpc_health_probe.py" in parts:
+            destination = parts[-1]
+            if destination.startswith("/usr/local/bin/"):
+                return destination.removeprefix("/usr/local/bin/")
+            return destination
+    raise LookupError(f"the Dockerfile's {stage} stage does not install deploy/docker/grpc_health_probe.py")
 
 
 def image_entrypoint(stage: str = "runtime") -> list[str]:

@@ -23,6 +23,8 @@ def test_every_manifest_validates_against_the_kubernetes_schema(
     assert docs, f"overlay {overlay} rendered nothing"
     problems = []
     for doc in docs:
+        if kit.is_custom_resource(doc):
+            continue  # cert-manager's and Gateway API's: test_edge.py validates them against their CRDs
         try:
             kubernetes_validate.validate(doc, kit.KUBERNETES_VERSION, strict=True)
         except (kubernetes_validate.ValidationError, kubernetes_validate.SchemaNotFoundError) as error:
@@ -57,22 +59,37 @@ def test_table_pods_are_addressable_one_by_one(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_table_pods_advertise_their_own_address(
-    kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
+def test_table_pods_advertise_their_own_public_name(
+    kit: ModuleType, edge: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     table = kit.find(rendered[overlay], "StatefulSet", "table")
     (container,) = table["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e for e in container["env"]}
-    grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
-    service = table["spec"]["serviceName"]
-    expected = f"$(POD_NAME).{service}.$(POD_NAMESPACE).svc.cluster.local:{grpc_port}"
-    assert env["ADVERTISE_ADDRESS"]["value"] == expected
+    parameters = edge.EdgeParameters.load(kit.DEPLOY / "k8s" / "overlays" / overlay / "edge.yaml")
+    # Its pod name under the play domain, at the gateway's port: what its TLSRoute serves
+    # (test_edge.py), not an in-cluster name no client on the internet resolves.
+    assert (
+        env["ADVERTISE_ADDRESS"]["value"]
+        == f"$(POD_NAME).{parameters.play_domain}:{parameters.listener_port}"
+    )
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
-    assert env["POD_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
     # $(VAR) expands only from variables defined earlier in the list.
     names = list(env)
     assert names.index("POD_NAME") < names.index("ADVERTISE_ADDRESS")
-    assert names.index("POD_NAMESPACE") < names.index("ADVERTISE_ADDRESS")
+
+
+def _asks_grpc_health(kit: ModuleType, docs: list[Doc], container: Doc) -> bool:
+    """Whether a probe runs the image's gRPC health probe against this container's gRPC port: the
+    probe dials GRPC_PORT over TLS (the kubelet's own gRPC probe speaks plaintext only)."""
+    probe = container["readinessProbe"]
+    if probe.get("exec", {}).get("command") != [kit.image_health_probe()]:
+        return False
+    config = next(
+        d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].startswith("duel-config")
+    )
+    grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
+    # The exec takes a Python start: more than the default second on a busy node.
+    return int(config["data"]["GRPC_PORT"]) == grpc_port and probe["timeoutSeconds"] >= 3
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -81,10 +98,9 @@ def test_readiness_is_grpc_health_and_liveness_is_a_separate_check(
 ) -> None:
     for workload in kit.duel_workloads(rendered[overlay]):
         (container,) = workload["spec"]["template"]["spec"]["containers"]
-        grpc_port = next(p["containerPort"] for p in container["ports"] if p["name"] == "grpc")
-        assert container["readinessProbe"]["grpc"]["port"] == grpc_port
+        assert _asks_grpc_health(kit, rendered[overlay], container), workload["metadata"]["name"]
         # A draining table server is not ready but must stay alive until its hands finish.
-        assert "grpc" not in container["livenessProbe"], workload["metadata"]["name"]
+        assert {"grpc", "exec"} & set(container["livenessProbe"]) == set(), workload["metadata"]["name"]
 
 
 # SIGTERM hands a table server's tables to pods with room (a step's ack and a compare-and-set each:
@@ -175,21 +191,48 @@ def _references(pod: Doc) -> set[tuple[str, str]]:
                 refs.add(("Secret", value_from["secretKeyRef"]["name"]))
             if "configMapKeyRef" in value_from:
                 refs.add(("ConfigMap", value_from["configMapKeyRef"]["name"]))
+    for volume in pod.get("volumes", []):
+        if "secret" in volume:
+            refs.add(("Secret", volume["secret"]["secretName"]))
+        if "configMap" in volume:
+            refs.add(("ConfigMap", volume["configMap"]["name"]))
     return refs
 
 
+# What the operators bring (docs/operations.md "Exposing the stack"): the trust bundle everywhere,
+# and in prod every credential, never committed.
+PROD_CREDENTIALS = {
+    ("Secret", name)
+    for name in (
+        "duel-secrets",
+        "wallet-database",
+        "scoring-database",
+        "nats-matchmaking",
+        "nats-table",
+        "nats-scoring",
+        "nats-wallet",
+    )
+}
+TRUST_BUNDLE = {("ConfigMap", "duel-ca-bundle")}
+
+
 @pytest.mark.parametrize(
-    ("overlay", "brought_by_operators"), [("dev", set()), ("prod", {("Secret", "duel-secrets")})]
+    ("overlay", "brought_by_operators"),
+    [("dev", TRUST_BUNDLE), ("prod", TRUST_BUNDLE | PROD_CREDENTIALS)],
 )
 def test_referenced_config_and_secrets_exist_or_are_the_operators(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str, brought_by_operators: set[tuple[str, str]]
 ) -> None:
     docs = rendered[overlay]
     present = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    # cert-manager writes each Certificate's Secret.
+    present |= {("Secret", d["spec"]["secretName"]) for d in docs if d["kind"] == "Certificate"}
     wanted = set().union(*(_references(w["spec"]["template"]["spec"]) for w in kit.workloads(docs)))
     assert wanted - present == brought_by_operators
     # Secrets never sit in a ConfigMap.
-    config = kit.find(docs, "ConfigMap", next(n for k, n in wanted if k == "ConfigMap"))
+    config = kit.find(
+        docs, "ConfigMap", next(n for k, n in wanted if k == "ConfigMap" and n.startswith("duel-config"))
+    )
     assert not {"TOKEN_SECRET", "DATABASE_URL", "SCORING_DATABASE_URL"} & set(config["data"])
 
 
@@ -293,8 +336,14 @@ def test_services_reach_exactly_the_services_their_code_calls(
             port = next(
                 p["containerPort"] for p in peer["spec"]["containers"][0]["ports"] if p["name"] == "grpc"
             )
-            allowed = kit.egress_allowed(policies, template, port, peer)
-            assert allowed == (target in calls[source]), f"{source} -> {target}"
+            # A table server is called at the public name it advertises: through the gateway, never
+            # pod to pod (test_edge.py checks that way).
+            direct = target in calls[source] and target not in REACHED_THROUGH_THE_EDGE
+            assert kit.egress_allowed(policies, template, port, peer) == direct, f"{source} -> {target}"
+            assert kit.ingress_allowed(policies, peer, "grpc", template) == direct, f"{source} -> {target}"
+
+
+REACHED_THROUGH_THE_EDGE = {"table"}
 
 
 # Matchmaking keeps its state in the DUEL_MATCHMAKING bucket and any replica serves any RPC
@@ -378,7 +427,7 @@ def test_a_store_outage_makes_matchmaking_unready_and_never_restarts_it(
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     # Ready = gRPC health SERVING on the overall server (""), which the service turns NOT_SERVING
     # while its view of the DUEL_MATCHMAKING bucket is not current.
-    assert container["readinessProbe"]["grpc"] == {"port": ports["grpc"]}
+    assert _asks_grpc_health(kit, rendered[overlay], container)
     # Whatever restarts a container (liveness; startup, until it first passes) asks the process
     # over HTTP, never the gRPC health, which a store outage turns NOT_SERVING on every replica.
     for probe in ("livenessProbe", "startupProbe"):
@@ -387,7 +436,7 @@ def test_a_store_outage_makes_matchmaking_unready_and_never_restarts_it(
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
-def test_matchmaking_reaches_nats_the_wallet_the_tables_and_its_own_replicas(
+def test_matchmaking_reaches_nats_the_wallet_and_its_own_replicas(
     kit: ModuleType, rendered: dict[str, list[Doc]], overlay: str
 ) -> None:
     docs = rendered[overlay]
@@ -395,7 +444,7 @@ def test_matchmaking_reaches_nats_the_wallet_the_tables_and_its_own_replicas(
     pods = {w["metadata"]["name"]: w["spec"]["template"] for w in kit.duel_workloads(docs)}
     matchmaking = pods["matchmaking"]
     assert kit.egress_allowed(policies, matchmaking, 4222)
-    for target in ("wallet", "table", "matchmaking"):
+    for target in ("wallet", "matchmaking"):
         assert kit.egress_allowed(policies, matchmaking, 50051, pods[target]), target
     # The bots' calls arrive at another replica's gRPC port like any client's.
     assert kit.ingress_allowed(policies, matchmaking, "grpc")

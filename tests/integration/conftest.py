@@ -6,7 +6,8 @@
   add ``DATABASE_URL`` yourself when the service keeps data.
 - ``start_service`` — ``await start_service(SPEC, config)`` runs a service in this test's event loop
   exactly as its process would (gRPC, health, metrics, bus, migrations) and returns its
-  :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test.
+  :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test, or
+  before by ``await start_service.stop(runtime)`` (as SIGTERM would: a rolling restart).
 - ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
 - ``wallet_ledger`` — the wallet's :class:`~services.wallet.ledger_store.LedgerStore` on a fresh, migrated
   database; the ledger's audit must find nothing wrong when the test ends.
@@ -40,6 +41,44 @@ from services.wallet.main import MIGRATIONS as WALLET_MIGRATIONS
 from services.wallet.main import SPEC as WALLET
 
 StartService = Callable[[ServiceSpec, ServiceConfig], Awaitable[ServiceRuntime[Any]]]
+
+
+class ServiceStarter:
+    """Runs services in the test's event loop as their processes would; see ``start_service``."""
+
+    def __init__(self) -> None:
+        self._running: dict[int, tuple[asyncio.Event, asyncio.Task[bool]]] = {}
+
+    async def __call__(self, spec: ServiceSpec, config: ServiceConfig) -> ServiceRuntime[Any]:
+        stop = asyncio.Event()
+        ready: asyncio.Future[ServiceRuntime[Any]] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(serve(config, spec, stop=stop, on_ready=ready.set_result))
+        key = id(task)
+        self._running[key] = (stop, task)
+        done, _ = await asyncio.wait({ready, task}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        if ready in done:
+            runtime = ready.result()
+            self._running[id(runtime)] = self._running.pop(key)
+            return runtime
+        if task in done:
+            task.result()  # raises what made the service fail to start
+        raise TimeoutError(f"{config.service_name} did not start within 30s")
+
+    async def stop(self, runtime: ServiceRuntime[Any]) -> None:
+        """Stop one service (its in-flight RPCs get SHUTDOWN_GRACE_SECONDS) and wait until it has."""
+        stop, task = self._running.pop(id(runtime))
+        stop.set()
+        await task
+
+    async def stop_all(self) -> None:
+        running = list(self._running.values())
+        self._running.clear()
+        for stop, _task in running:
+            stop.set()
+        results = await asyncio.gather(*(task for _, task in running), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
 
 @pytest_asyncio.fixture
@@ -142,25 +181,7 @@ def _database_before_services(request: pytest.FixtureRequest) -> None:
 
 
 @pytest_asyncio.fixture
-async def start_service(_database_before_services: None) -> AsyncIterator[StartService]:
-    running: list[tuple[asyncio.Event, asyncio.Task[bool]]] = []
-
-    async def start(spec: ServiceSpec, config: ServiceConfig) -> ServiceRuntime[Any]:
-        stop = asyncio.Event()
-        ready: asyncio.Future[ServiceRuntime[Any]] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(serve(config, spec, stop=stop, on_ready=ready.set_result))
-        running.append((stop, task))
-        done, _ = await asyncio.wait({ready, task}, timeout=30, return_when=asyncio.FIRST_COMPLETED)
-        if ready in done:
-            return ready.result()
-        if task in done:
-            task.result()  # raises what made the service fail to start
-        raise TimeoutError(f"{config.service_name} did not start within 30s")
-
-    yield start
-    for stop, _task in running:
-        stop.set()
-    results = await asyncio.gather(*(task for _, task in running), return_exceptions=True)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
+async def start_service(_database_before_services: None) -> AsyncIterator[ServiceStarter]:
+    starter = ServiceStarter()
+    yield starter
+    await starter.stop_all()

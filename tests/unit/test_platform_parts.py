@@ -131,26 +131,41 @@ T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 def test_a_token_round_trips_its_principal() -> None:
     token = auth.issue_token(SECRET, player_id="p-9", role=auth.Role.ADMIN, session_id="s-1", now=T0)
     principal = auth.verify_token(SECRET, token, now=T0 + timedelta(hours=1))
-    assert principal == auth.Principal("p-9", auth.Role.ADMIN, "s-1", T0 + auth.DEFAULT_TTL)
+    expected = auth.Principal("p-9", auth.Role.ADMIN, "s-1", T0 + auth.DEFAULT_TTL, auth.key_id(SECRET))
+    assert principal == expected
+    assert jwt.get_unverified_header(token)["kid"] == auth.key_id(SECRET)
+
+
+KID = {"kid": auth.key_id(SECRET)}
 
 
 @pytest.mark.parametrize(
     ("mangle", "reason"),
     [
-        (lambda t: auth.issue_token("z" * 40, player_id="p", now=T0), "signature"),
+        (lambda t: auth.issue_token("z" * 40, player_id="p", now=T0), "does not accept"),
+        (
+            lambda t: jwt.encode(jwt.decode(t, options={"verify_signature": False}), "z" * 40, headers=KID),
+            "signature",
+        ),
+        (lambda t: jwt.encode(jwt.decode(t, options={"verify_signature": False}), SECRET), "no signing key"),
         (lambda t: t[:-3] + ("AAA" if not t.endswith("AAA") else "BBB"), "signature"),
         (lambda t: "garbage", "malformed: it is not a token this service issued"),
         (lambda t: "t7e3t7e3." + t.split(".", 1)[1], "malformed"),  # a header that is no UTF-8 text
         (lambda t: t.split(".")[0] + ".t7e3." + t.split(".")[2], "signature"),
-        (lambda t: jwt.encode({"sub": "p"}, SECRET, algorithm="HS256"), "lacks a claim"),
-        (lambda t: jwt.encode({"sub": "p", "iss": "x"}, SECRET, algorithm="HS256"), "lacks a claim"),
+        (lambda t: jwt.encode({"sub": "p"}, SECRET, algorithm="HS256", headers=KID), "lacks a claim"),
         (
-            lambda t: jwt.encode({"iss": "x", "sub": "p", "role": "player", "sid": "s", "exp": 9e9}, SECRET),
+            lambda t: jwt.encode({"sub": "p", "iss": "x"}, SECRET, algorithm="HS256", headers=KID),
+            "lacks a claim",
+        ),
+        (
+            lambda t: jwt.encode(
+                {"iss": "x", "sub": "p", "role": "player", "sid": "s", "exp": 9e9}, SECRET, headers=KID
+            ),
             "another",
         ),
         (
             lambda t: jwt.encode(
-                {"iss": auth.ISSUER, "sub": "p", "role": "god", "sid": "s", "exp": 9e9}, SECRET
+                {"iss": auth.ISSUER, "sub": "p", "role": "god", "sid": "s", "exp": 9e9}, SECRET, headers=KID
             ),
             "role",
         ),
@@ -162,6 +177,49 @@ def test_forged_or_garbled_tokens_are_refused_in_our_words(mangle: object, reaso
         auth.verify_token(SECRET, mangle(token), now=T0)  # type: ignore[operator]
     said = str(refused.value)
     assert said.startswith("the session token") and not any(w in said for w in ("codec", "Invalid", "byte"))
+
+
+NEXT = "n" * 40
+
+
+def test_a_rotation_accepts_the_signing_key_and_the_accepted_one_and_no_other() -> None:
+    old = auth.issue_token(SECRET, player_id="p-1", now=T0)
+    staged = auth.TokenKeys(SECRET, accepted=NEXT)  # before the switch: sign old, accept the next
+    switched = auth.TokenKeys(NEXT, accepted=SECRET)  # after it: sign next, accept the previous
+    new = auth.issue_token(switched, player_id="p-2", now=T0)
+    assert jwt.get_unverified_header(new)["kid"] == auth.key_id(NEXT) == switched.signing_id
+    assert jwt.get_unverified_header(auth.issue_token(staged, player_id="p", now=T0))["kid"] == auth.key_id(
+        SECRET
+    )
+    for keys in (staged, switched):
+        assert auth.verify_token(keys, old, now=T0).key_id == auth.key_id(SECRET)
+        assert auth.verify_token(keys, new, now=T0).player_id == "p-2"
+    with pytest.raises(auth.InvalidToken, match=f"does not accept \\(key id {auth.key_id(SECRET)}: retired"):
+        auth.verify_token(NEXT, old, now=T0)  # the previous key dropped
+    with pytest.raises(auth.InvalidToken, match="does not accept"):
+        auth.verify_token(SECRET, new, now=T0)  # a service never told of the next key
+
+
+def test_a_made_up_key_id_is_refused_and_not_repeated_back() -> None:
+    forged = jwt.encode({"sub": "p"}, SECRET, headers={"kid": "<script>" * 4})
+    with pytest.raises(auth.InvalidToken, match="an unknown key id") as refused:
+        auth.verify_token(SECRET, forged, now=T0)
+    assert "<script>" not in str(refused.value)
+
+
+def test_the_accepted_key_is_checked_like_the_signing_key() -> None:
+    assert ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": NEXT}).token_keys() == auth.TokenKeys(
+        SECRET, NEXT
+    )
+    assert ServiceConfig.from_env(BASE_ENV).token_keys().secrets() == (SECRET,)
+    with pytest.raises(ConfigError) as short:
+        ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": "short"})
+    assert "TOKEN_SECRET_ACCEPTED must be at least 32 bytes long" in str(short.value)
+    with pytest.raises(ConfigError, match="TOKEN_SECRET_ACCEPTED equals TOKEN_SECRET"):
+        ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": SECRET})
+    assert SECRET not in repr(ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": NEXT}))
+    assert SECRET not in repr(auth.TokenKeys(SECRET, NEXT)) and NEXT not in repr(auth.TokenKeys(SECRET, NEXT))
+    assert NEXT not in repr(ServiceConfig.from_env({**BASE_ENV, "TOKEN_SECRET_ACCEPTED": NEXT}))
 
 
 def test_token_metadata_must_be_a_bearer_token() -> None:

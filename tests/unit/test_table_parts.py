@@ -14,6 +14,7 @@ from duelmahjong.engine.events import Exchanged
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
+from duelmahjong.platform.auth import TokenKeys, key_id
 from duelmahjong.rules.tiles import parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2, wallet_pb2
 from duelmahjong.views import codec, seat_events, seat_views
@@ -21,7 +22,7 @@ from services.table import results
 from services.table.ports import OpenRequest
 from services.table.publishers import NatsTableEvents, Producer
 from services.table.seats import SeatState
-from services.table.tickets import InvalidTicket, TicketBook
+from services.table.tickets import InvalidTicket, SeatTicket, TicketBook, _ticket_key
 
 PLAYERS = (
     rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="a"),
@@ -40,8 +41,37 @@ def test_a_ticket_names_its_table_seat_and_player_and_cannot_be_altered() -> Non
     for forged in (ticket.replace(".1.", ".0."), ticket.replace("t-1", "t-2"), ticket + "x", "junk"):
         with pytest.raises(InvalidTicket):
             book.verify(forged)
-    with pytest.raises(InvalidTicket):
-        TicketBook("other" * 8).verify(ticket)
+    # Another server's key: nothing to check it with, so it is not trusted (the seat check decides).
+    assert TicketBook("other" * 8).verify(ticket).key == "retired"
+
+
+def test_a_ticket_is_checked_with_the_key_it_names_and_a_retired_key_is_not_trusted() -> None:
+    old, new = "k" * 32, "n" * 32
+    ticket = TicketBook(old).issue("t-1", 0, "p-7.x")
+    assert ticket.startswith(f"t2.{key_id(old)}.t-1.0.p-7.x.")
+    staged, switched = TicketBook(TokenKeys(old, accepted=new)), TicketBook(TokenKeys(new, accepted=old))
+    assert staged.issue("t-1", 0, "p-7.x") == ticket  # staging changes nothing issued
+    fresh = switched.issue("t-1", 0, "p-7.x")
+    assert fresh.startswith(f"t2.{key_id(new)}.")
+    assert [book.verify(ticket).key for book in (staged, switched)] == ["signing", "accepted"]
+    assert [book.verify(fresh).key for book in (staged, switched)] == ["accepted", "signing"]
+    assert switched.verify(ticket) == SeatTicket("t-1", 0, "p-7.x")
+    assert TicketBook(new).verify(ticket).key == "retired"
+    for altered in (ticket.replace("p-7", "p-8"), ticket.replace(".0.", ".1."), ticket[:-2] + "xx"):
+        with pytest.raises(InvalidTicket, match="does not verify"):
+            switched.verify(altered)  # a key it accepts: the signature must hold
+
+
+def test_a_ticket_without_a_key_id_is_checked_with_each_accepted_key() -> None:
+    old, new = "k" * 32, "n" * 32
+    body = "t1.t-1.1.p-7"
+    unnamed = f"{body}.{TicketBook._sign(_ticket_key(old), body)}"  # as tickets were before key ids
+    assert TicketBook(TokenKeys(new, accepted=old)).verify(unnamed) == SeatTicket("t-1", 1, "p-7")
+    with pytest.raises(InvalidTicket, match="does not verify"):
+        TicketBook(new).verify(unnamed)  # it names no key, so an unknown one is a forgery
+    for malformed in ("t2.abc.t-1.0.p-7", "t2..t-1.2.p.sig", "t3.t-1.0.p.sig", "t1.t-1.0.sig"):
+        with pytest.raises(InvalidTicket, match="malformed"):
+            TicketBook(new).verify(malformed)
 
 
 def test_t11_the_bank_pays_for_time_over_the_decision_allowance() -> None:

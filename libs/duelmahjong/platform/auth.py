@@ -5,6 +5,13 @@ The wallet issues a token at login (:func:`issue_token`); every service's interc
 :func:`current_principal`. Services calling each other mint a short ``service`` token with the shared
 secret. Clients send the token as gRPC metadata ``authorization: Bearer <token>``.
 
+Keys rotate without downtime (:class:`TokenKeys`): a token is signed with the signing key
+(``TOKEN_SECRET``) and names it in its ``kid`` header; a service accepts tokens of the signing key and
+of one more key (``TOKEN_SECRET_ACCEPTED``: the next key before the switch, the previous one after
+it). A token whose key id is neither is refused before any signature is checked. The key id is derived
+from the key (:func:`key_id`), so no setting can label a key wrongly and every service computes the
+same id for the same key.
+
 The clock is a parameter (``now``) so expiry is tested without sleeping.
 
 >>> from datetime import UTC, datetime, timedelta
@@ -18,14 +25,24 @@ The clock is a parameter (``now``) so expiry is tested without sleeping.
 Traceback (most recent call last):
 ...
 duelmahjong.platform.auth.InvalidToken: the session token has expired; log in again
+>>> rotated = TokenKeys("n" * 32, accepted=secret)
+>>> verify_token(rotated, token, now=t0).key_id == key_id(secret)
+True
+>>> verify_token("n" * 32, token, now=t0)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+duelmahjong.platform.auth.InvalidToken: the session token is signed with a key this service ...
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
+import hashlib
+import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
@@ -52,6 +69,63 @@ class InvalidToken(Unauthenticated):
     """The token is missing, malformed, forged, or expired."""
 
 
+# A key id is a prefix of a domain-separated SHA-256 of the key: one-way (it tells nothing of the key,
+# and differs from the table tickets' key, a SHA-256 with another prefix), and 64 bits make two keys
+# with the same id a 2^-64 chance.
+_KEY_ID_DOMAIN = b"duelmahjong token key id\x00"
+_KEY_ID_LENGTH = 16
+_KEY_ID_SHAPE = re.compile(rf"^[0-9a-f]{{{_KEY_ID_LENGTH}}}$")
+
+
+def key_id(secret: str) -> str:
+    """The id a token signed with ``secret`` carries in its ``kid`` header (16 hex digits).
+
+    >>> key_id("s" * 32)
+    '0ef3a8654d8878e0'
+    """
+    return hashlib.sha256(_KEY_ID_DOMAIN + secret.encode()).hexdigest()[:_KEY_ID_LENGTH]
+
+
+@dataclass(frozen=True)
+class TokenKeys:
+    """The key tokens are signed with, and the one other key they are still (or already) accepted with.
+
+    ``accepted`` is never signed with: during a rotation it is first the next key (every service learns
+    it before any signs with it) and then the previous one (tokens signed before the switch live out
+    their lifetime). See docs/operations.md, "Rotating the token key".
+    """
+
+    signing: str = field(repr=False)  # keys never show in a log line or a traceback
+    accepted: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.signing:
+            raise ValueError("a token key must not be empty")
+        if self.accepted == self.signing:
+            raise ValueError("the accepted token key must differ from the signing key")
+
+    @classmethod
+    def of(cls, keys: TokenKeys | str) -> TokenKeys:
+        """``keys`` as a :class:`TokenKeys` (a plain secret signs and is the only key accepted)."""
+        return keys if isinstance(keys, TokenKeys) else cls(keys)
+
+    @property
+    def signing_id(self) -> str:
+        return key_id(self.signing)
+
+    def secrets(self) -> tuple[str, ...]:
+        """Every key a token (or a table ticket) is accepted with, the signing key first."""
+        return (self.signing, self.accepted) if self.accepted else (self.signing,)
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, str]:
+        return {key_id(secret): secret for secret in self.secrets()}
+
+    def secret_for(self, kid: str) -> str | None:
+        """The key whose id is ``kid``, if this service accepts it."""
+        return self._by_id.get(kid)
+
+
 @dataclass(frozen=True)
 class Principal:
     """The verified caller of an RPC."""
@@ -60,10 +134,11 @@ class Principal:
     role: Role
     session_id: str
     expires_at: datetime
+    key_id: str = ""  # the key the token was signed with (which key of a rotation is still in use)
 
 
 def issue_token(
-    secret: str,
+    keys: TokenKeys | str,
     *,
     player_id: str,
     role: Role = Role.PLAYER,
@@ -71,7 +146,7 @@ def issue_token(
     session_id: str | None = None,
     now: datetime | None = None,
 ) -> str:
-    """A signed token for ``player_id`` valid for ``ttl`` from ``now``."""
+    """A token for ``player_id`` valid for ``ttl`` from ``now``, signed with the signing key."""
     if not player_id:
         raise ValueError("a token needs a player id")
     if ttl <= timedelta(0):
@@ -85,7 +160,8 @@ def issue_token(
         "iat": int(issued.timestamp()),
         "exp": int((issued + ttl).timestamp()),
     }
-    return jwt.encode(claims, secret, algorithm=ALGORITHM)
+    signing = TokenKeys.of(keys)
+    return jwt.encode(claims, signing.signing, algorithm=ALGORITHM, headers={"kid": signing.signing_id})
 
 
 # What is wrong with a token, in this service's words: PyJWT's own messages quote its internals
@@ -101,7 +177,27 @@ _TOKEN_PROBLEMS: tuple[tuple[type[jwt.InvalidTokenError], str], ...] = (
 )
 
 
-def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Principal:
+def _key_of(keys: TokenKeys, token: str) -> tuple[str, str]:
+    """The accepted key ``token`` names in its ``kid`` header, and that id."""
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.InvalidTokenError:
+        raise InvalidToken(MALFORMED_TOKEN) from None
+    if not isinstance(kid, str) or not kid:
+        raise InvalidToken("the session token names no signing key (no 'kid' header); log in again")
+    secret = keys.secret_for(kid)
+    if secret is None:
+        # Only an id of the right shape is repeated back: it helps an operator mid-rotation, and
+        # nothing a client made up is echoed.
+        named = f"key id {kid}" if _KEY_ID_SHAPE.match(kid) else "an unknown key id"
+        raise InvalidToken(
+            f"the session token is signed with a key this service does not accept ({named}: retired, or "
+            "never this service's); log in again"
+        )
+    return secret, kid
+
+
+def verify_token(keys: TokenKeys | str, token: str, *, now: datetime | None = None) -> Principal:
     """The principal a token speaks for; raises :class:`InvalidToken` with a readable reason.
 
     >>> try:
@@ -110,6 +206,7 @@ def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Pri
     ...     print(err)
     the session token is malformed: it is not a token this service issued; log in again
     """
+    secret, kid = _key_of(TokenKeys.of(keys), token)
     try:
         # Expiry is checked below against the injected clock, not PyJWT's wall clock.
         claims = jwt.decode(
@@ -130,7 +227,11 @@ def verify_token(secret: str, token: str, *, now: datetime | None = None) -> Pri
     if (now or datetime.now(UTC)) >= expires_at:
         raise InvalidToken("the session token has expired; log in again")
     return Principal(
-        player_id=str(claims["sub"]), role=role, session_id=str(claims["sid"]), expires_at=expires_at
+        player_id=str(claims["sub"]),
+        role=role,
+        session_id=str(claims["sid"]),
+        expires_at=expires_at,
+        key_id=kid,
     )
 
 

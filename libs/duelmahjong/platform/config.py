@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
+from duelmahjong.platform.auth import TokenKeys
+
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _TRUE = {"1", "true", "yes", "on"}
@@ -68,21 +70,29 @@ class ServiceConfig:
     grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
     metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
     nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
-    nats_nkey_seed_file: str = setting(
-        "",
-        help="file holding this service's NATS user nkey seed (its identity on the bus; the NATS "
-        "server's config names its public key and what it may publish and subscribe); empty: connect "
-        "anonymously, which a server with authorization refuses",
-    )
-    tls_ca_file: str = setting(
-        "",
-        help="CA bundle this process verifies the servers it dials with (gRPC peers, NATS, Postgres); "
-        "empty: the system trust store",
-    )
     database_url: str = setting("", help="Postgres URL for asyncpg (postgresql://user@host:port/db)")
     token_secret: str = setting(
         help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
         secret=True,
+    )
+    token_secret_accepted: str = setting(
+        "",
+        help="a second token key, accepted but never signed with: the next key before a rotation's "
+        "switch, the previous one after it; '' outside a rotation (docs/operations.md, \"Rotating the "
+        'token key")',
+        secret=True,
+    )
+    tls_cert_file: str = setting(
+        "", help="this service's certificate chain (PEM) its gRPC server serves; reloaded when it changes"
+    )
+    tls_key_file: str = setting("", help="the private key (PEM) of TLS_CERT_FILE; reloaded with it")
+    tls_ca_file: str = setting(
+        "",
+        help="CA bundle (PEM) this process verifies the servers it dials with (gRPC peers, NATS, "
+        "Postgres); '' = the system trust store",
+    )
+    nats_nkey_seed_file: str = setting(
+        "", help="file holding this service's NATS user nkey seed: its identity on the bus"
     )
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
@@ -112,6 +122,14 @@ class ServiceConfig:
                 problems.append(f"{name}={port} is outside 0..65535")
         if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:
             problems.append(f"TOKEN_SECRET must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        accepted = self.token_secret_accepted
+        if accepted and len(accepted.encode()) < MIN_TOKEN_SECRET_BYTES:
+            problems.append(f"TOKEN_SECRET_ACCEPTED must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        if accepted and accepted == self.token_secret:
+            problems.append(
+                "TOKEN_SECRET_ACCEPTED equals TOKEN_SECRET: it is the other key of a rotation (the next "
+                "or the previous one), or empty"
+            )
         if self.log_level not in _LOG_LEVELS:
             problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
         if self.shutdown_grace_seconds < 0:
@@ -133,6 +151,10 @@ class ServiceConfig:
                 "in Postgres"
             )
         return problems
+
+    def token_keys(self) -> TokenKeys:
+        """The key this service signs tokens and table tickets with, and the keys it accepts."""
+        return TokenKeys(self.token_secret, accepted=self.token_secret_accepted)
 
     def at_least_one(self, *names: str) -> list[str]:
         """A problem for each of the named settings (field names) below 1: ``NAME=0 must be at least 1``."""

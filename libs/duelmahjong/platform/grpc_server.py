@@ -60,7 +60,7 @@ class ServiceServer:
         self.config = config
         self.interceptor = ServiceInterceptor(
             metrics=metrics,
-            token_secret=config.token_secret,
+            token_keys=config.token_keys(),
             public_methods=public_methods,
         )
         self._server = grpc.aio.server(

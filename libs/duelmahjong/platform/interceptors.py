@@ -4,7 +4,10 @@ For each RPC, in this order:
 
 1. bind a request id (the caller's ``x-request-id`` metadata, or a new one) for the log lines;
 2. unless the method is public (health, reflection, wallet login…), verify the bearer token and bind the
-   :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``;
+   :class:`~duelmahjong.platform.auth.Principal` — a missing or bad token is ``UNAUTHENTICATED``, and so
+   is one signed with a key the service does not accept; each token verified is counted by the key it
+   was signed with, ``duel_<service>_tokens_verified_total{key="signing"|"accepted"}`` (during a key
+   rotation, ``accepted`` shows the previous key is still in use);
 3. a request whose bytes do not parse as the expected message is ``INVALID_ARGUMENT`` with a message
    (gRPC's own default would be an opaque error), and so is one with a string field that holds a
    control character or is too long (:mod:`duelmahjong.platform.validation`, naming the field).
@@ -150,11 +153,17 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         self,
         *,
         metrics: ServiceMetrics,
-        token_secret: str,
+        token_keys: auth.TokenKeys,
         public_methods: Collection[str] = (),
     ) -> None:
-        self._secret = token_secret
+        self._keys = token_keys
+        self._signing_id = token_keys.signing_id
         self._public = frozenset(public_methods)
+        tokens = metrics.counter(
+            "tokens_verified", "total", "bearer tokens verified, by the key they were signed with", ["key"]
+        )
+        self._verified_signing = tokens.labels(key="signing")
+        self._verified_accepted = tokens.labels(key="accepted")
         self._requests = metrics.counter("grpc_requests", "total", "RPCs handled", ["method", "code"])
         self._latency = metrics.histogram(
             "grpc_request_duration", "seconds", "time to handle an RPC (to the end of its stream)", ["method"]
@@ -253,7 +262,12 @@ class ServiceInterceptor(grpc.aio.ServerInterceptor):
         if self.is_public(method):
             return
         token = auth.token_from_metadata(context.invocation_metadata())
-        auth.bind_principal(auth.verify_token(self._secret, token))
+        principal = auth.verify_token(self._keys, token)
+        if principal.key_id == self._signing_id:
+            self._verified_signing.inc()
+        else:
+            self._verified_accepted.inc()
+        auth.bind_principal(principal)
 
     def _call_scope(self, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         request_id = None

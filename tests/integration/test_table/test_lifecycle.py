@@ -86,7 +86,7 @@ async def test_open_table_is_idempotent_and_status_shows_only_public_state(
             await stub.OpenTable(request, metadata=issue("idem-a"))
         assert player_call.value.code() == grpc.StatusCode.PERMISSION_DENIED
         status = await stub.GetTableStatus(
-            table_pb2.GetTableStatusRequest(table_id="idem-1"), metadata=issue()
+            table_pb2.GetTableStatusRequest(table_id="idem-1"), metadata=issue("idem-b")
         )
         assert status.status == table_pb2.TABLE_STATUS_WAITING
         assert status.state.table_id == "idem-1"
