@@ -369,7 +369,7 @@ async def chaos(args: argparse.Namespace) -> int:
             flush=True,
         )
         watch = StoreWatch()
-        await watch.start(state.nats_url)
+        await watch.start(state)
         failover = Failover(lambda: [stats for pair in pairs for stats in pair.queue_stats])
         faults = Faults(stack, state, args, tally, watch, failover)
         tasks = [asyncio.create_task(pair.run(deadline, tally)) for pair in pairs]
@@ -392,7 +392,7 @@ async def chaos(args: argparse.Namespace) -> int:
         finally:
             await watch.stop()
         ledger = await ledger_state(state.database_url)
-        findings = examine(await read_table_logs(state.nats_url), seats)
+        findings = examine(await read_table_logs(state), seats)
         settled = await settled_hands(state.database_url)
         holds = await read_holds(state.database_url)
         queues = QueueFindings(
@@ -410,7 +410,7 @@ async def chaos(args: argparse.Namespace) -> int:
         )
         for line in [*summary(tally, faults, adoptions(Path(state.logs_dir)), settled), *queues.lines()]:
             print(line, flush=True)
-        lags = await consumer_lags(state.nats_url)
+        lags = await consumer_lags(state)
         violations = verdicts(tally, faults, findings, settled, (total_before, ledger), end, queues, lags)
     return 1 if violations else 0
 

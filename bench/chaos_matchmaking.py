@@ -28,6 +28,7 @@ from nats.js.kv import KeyValue
 from bench.stack_probes import percentile
 from duelmahjong.client.session import DuelClient, QueueStats
 from duelmahjong.platform.db import with_database
+from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.matchmaking.queue import ADMISSION_SECONDS
 from services.matchmaking.records import DONE, ENDED, HOLDING, PAIRINGS, PLAYERS, TICKETS
@@ -102,8 +103,11 @@ class StoreWatch:
                 by_player.setdefault(seat["player_id"], []).append(interval)
         return by_player
 
-    async def start(self, nats_url: str) -> None:
-        self._client = await nats.connect(nats_url, connect_timeout=5)
+    async def start(self, state: StackState) -> None:
+        """Watch the store as the ``tools`` identity (it reads matchmaking's bucket, writes nothing)."""
+        self._client = await nats.connect(
+            state.nats_url.split(","), connect_timeout=5, **state.nats_options()
+        )
         kv: KeyValue = await self._client.jetstream().key_value(BUCKET)
         self._watcher = await kv.watchall()
         self._task = asyncio.create_task(self._follow(), name="chaos-store-watch")

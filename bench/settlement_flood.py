@@ -100,8 +100,9 @@ def _heard(metrics_url: str) -> int:
     return int(scrape_gauge(metrics_url, FOREIGN) or 0)
 
 
-async def _publish(nats_url: str, count: int, tag: str, batch: int = 500) -> None:
-    client = await nats.connect(nats_url)
+async def _publish(state: StackState, count: int, tag: str, batch: int = 500) -> None:
+    # As the wallet: the one identity that may publish settlements.
+    client = await nats.connect(state.nats_url.split(","), **state.nats_options("wallet"))
     try:
         for start in range(0, count, batch):
             for index in range(start, min(count, start + batch)):
@@ -136,12 +137,12 @@ async def flood(state: StackState, count: int, *, warm: int = 2000, within: floa
     endpoint = state.services[name]
     tag = f"{time.time_ns():x}"
     start_heard = await asyncio.to_thread(_heard, endpoint.metrics)
-    await _publish(state.nats_url, warm, f"{tag}w")
+    await _publish(state, warm, f"{tag}w")
     await _until_heard(endpoint.metrics, start_heard + warm, within)
     gc.collect()
     before = await _rss_settled(endpoint.pid)
     started = time.monotonic()
-    await _publish(state.nats_url, count, tag)
+    await _publish(state, count, tag)
     heard = await _until_heard(endpoint.metrics, start_heard + warm + count, within)
     seconds = time.monotonic() - started
     after = await _rss_settled(endpoint.pid)

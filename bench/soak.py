@@ -307,7 +307,7 @@ def error_kind(error: BaseException) -> str:
 async def interval_line(state: StackState, tally: Tally, samples: dict[str, ProcSample | None]) -> str:
     elapsed = time.monotonic() - tally.started
     live = await asyncio.to_thread(scrape_gauge, state.services["table"].metrics, LIVE_TABLES)
-    lag = await consumer_lag(state.nats_url)
+    lag = await consumer_lag(state)
     rss = ",".join(f"{n}:{s.rss_mb:.0f}MB" if s else f"{n}:DEAD" for n, s in samples.items())
     fds = ",".join(f"{n}:{s.fds}" if s else f"{n}:-" for n, s in samples.items())
     errors = ",".join(f"{kind}={n}" for kind, n in sorted(tally.errors.items())) or "none"

@@ -110,18 +110,20 @@ def scrape_gauge(metrics_url: str, name: str) -> float | None:
     return sum(values) if values else None
 
 
-async def consumer_lag(nats_url: str) -> int | None:
+async def consumer_lag(state: StackState) -> int | None:
     """Messages pending or awaiting an ack over every durable consumer of every stream: the services'
     work not done yet (ephemeral consumers are watchers, see :func:`consumer_lags`)."""
-    lags = await consumer_lags(nats_url)
+    lags = await consumer_lags(state)
     return None if lags is None else sum(lag for lag, durable in lags.values() if durable)
 
 
-async def consumer_lags(nats_url: str) -> dict[str, tuple[int, bool]] | None:
+async def consumer_lags(state: StackState) -> dict[str, tuple[int, bool]] | None:
     """Each consumer's messages pending or awaiting an ack, and whether it is durable, by
-    ``<stream>/<consumer>``."""
+    ``<stream>/<consumer>`` (read as the ``tools`` identity)."""
     try:
-        client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=0)
+        client = await nats.connect(
+            state.nats_url.split(","), connect_timeout=5, max_reconnect_attempts=0, **state.nats_options()
+        )
     except Exception:  # lag is informative: the soak goes on without it
         return None
     try:
@@ -211,7 +213,7 @@ async def settle(state: StackState) -> tuple[int, float | None, int | None]:
     for _ in range(int(SETTLE_SECONDS)):
         _, holds, _ = await ledger_state(state.database_url)
         live = await asyncio.to_thread(live_tables, state)
-        lag = await consumer_lag(state.nats_url)
+        lag = await consumer_lag(state)
         if holds == 0 and live == 0 and lag == 0:
             break
         await asyncio.sleep(1.0)

@@ -29,6 +29,7 @@ import nats
 
 from duelmahjong.client.policy import Policy
 from duelmahjong.platform import subjects
+from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import events_pb2, play_pb2, server_state_pb2, table_pb2
 
 READ_WAIT_SECONDS = 10.0  # the longest wait for one stored message while reading the logs back
@@ -92,9 +93,11 @@ class Findings:
         )
 
 
-async def read_table_logs(nats_url: str) -> dict[str, Log]:
-    """Every table's log, in order, by table id: one ordered pass over the stream."""
-    client = await nats.connect(nats_url, connect_timeout=5, max_reconnect_attempts=0)
+async def read_table_logs(state: StackState) -> dict[str, Log]:
+    """Every table's log, in order, by table id: one ordered pass over the stream (as ``tools``)."""
+    client = await nats.connect(
+        state.nats_url.split(","), connect_timeout=5, max_reconnect_attempts=0, **state.nats_options()
+    )
     logs: dict[str, Log] = defaultdict(list)
     try:
         js = client.jetstream()

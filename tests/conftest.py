@@ -4,7 +4,11 @@ The servers are embedded (``duelmahjong.platform.embedded``), on free ports, wit
 temporary directories; they start only when a test asks for them, so unit tests pay nothing. Set
 ``NATS_URL`` / ``DATABASE_URL`` (an admin URL) to run the suites against servers of your own instead.
 
-- ``nats_server_url`` — the session's NATS URL.
+- ``nats_access`` — the session NATS's identities and CA (None when ``NATS_URL`` names your own
+  server): every connection is one of the platform's identities, over TLS.
+- ``nats_server_url`` — the session's NATS URL (``tls://``).
+- ``harness_nats`` — ``Bus.connect(url, name=…, **harness_nats)``: the options of the test harness's
+  identity, which may do anything (it plays any producer), with the CA that verifies the server.
 - ``postgres_admin_url`` — the session's Postgres admin URL (database ``postgres``).
 - ``token_secret`` — the HMAC key tokens are signed with in tests.
 - ``scratch_dir`` — a temporary directory for a server's data (e.g. a whole stack), see below.
@@ -37,6 +41,7 @@ import pytest
 from hypothesis import settings
 
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
+from duelmahjong.platform.nats_permissions import HARNESS, SERVICES, TOOLS, LocalAccess
 from duelmahjong.rules.tables import get_tables
 
 # Property tests check results, not speed: on two loaded cores one example can overrun hypothesis's
@@ -53,13 +58,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def nats_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def nats_access(tmp_path_factory: pytest.TempPathFactory) -> LocalAccess | None:
+    if os.environ.get("NATS_URL"):
+        return None
+    directory = tmp_path_factory.mktemp("nats-access")
+    return LocalAccess.create(directory / "tls", directory / "nkeys", (*SERVICES, TOOLS, HARNESS))
+
+
+@pytest.fixture(scope="session")
+def nats_server_url(
+    tmp_path_factory: pytest.TempPathFactory, nats_access: LocalAccess | None
+) -> Iterator[str]:
     external = os.environ.get("NATS_URL")
     if external:
         yield external
         return
-    with EmbeddedNats(tmp_path_factory.mktemp("nats")) as server:
+    with EmbeddedNats(tmp_path_factory.mktemp("nats"), access=nats_access) as server:
         yield server.url
+
+
+@pytest.fixture(scope="session")
+def harness_nats(nats_access: LocalAccess | None) -> dict[str, str]:
+    if nats_access is None:
+        return {}
+    return {"seed_file": str(nats_access.seed_file(HARNESS)), "ca_file": str(nats_access.ca_file)}
 
 
 @contextmanager

@@ -49,12 +49,15 @@ ADOPTION_KINDS = {
 }
 
 
+CONSUMERS = (TABLE_CLOSED, TABLE_ADOPTED)
+
+
 async def declare(bus: Bus) -> None:
-    """Declare what matchmaking reads from (idempotent). The stream is the table service's; declaring
-    it here too lets either service start first."""
-    await bus.declare_stream(subjects.TABLE_STREAM)
-    await bus.declare_consumer(TABLE_CLOSED)
-    await bus.declare_consumer(TABLE_ADOPTED)
+    """Declare what matchmaking reads from (idempotent). The stream is the table service's; creating
+    it here when missing lets either service start first."""
+    await bus.ensure_stream(subjects.TABLE_STREAM)
+    for consumer in CONSUMERS:
+        await bus.declare_consumer(consumer)
 
 
 def server_of(event: events_pb2.TableServerAnnounced) -> TableServer:

@@ -45,13 +45,15 @@ HANDS_ENDED = ConsumerSpec(
 )
 
 
+# The other services' streams scoring reads: created here if missing, so scoring may start first.
+CONSUMED_STREAMS = (subjects.TABLE_STREAM, subjects.TABLE_LOG_STREAM, subjects.WALLET_STREAM)
+
+
 async def declare(bus: Bus) -> None:
-    """Declare the streams scoring publishes to and reads from, and its consumer (idempotent)."""
+    """Declare the stream scoring publishes to, the ones it reads from, and its consumer (idempotent)."""
     await bus.declare_stream(subjects.SCORING_STREAM)
-    # Declared here too so scoring may start before the table service.
-    await bus.declare_stream(subjects.TABLE_STREAM)
-    await bus.declare_stream(subjects.TABLE_LOG_STREAM)
-    await bus.declare_stream(subjects.WALLET_STREAM)
+    for stream in CONSUMED_STREAMS:
+        await bus.ensure_stream(stream)
     await bus.declare_consumer(HANDS_ENDED)
 
 

@@ -207,20 +207,14 @@ class SettlementConsumer:
         )
 
     def consumer_spec(self, source: Source) -> ConsumerSpec:
-        return ConsumerSpec(
-            self.namespace.stream(source.stream).name,
-            source.durable,
-            self.namespace.subject(source.subject),
-            ack_wait_seconds=self.ack_wait_seconds,
-            # Prestige is never dropped: an event the wallet cannot apply yet (database down) is
-            # redelivered until it can; one it refuses is recorded and acked, not retried.
-            max_deliver=-1,
-        )
+        return source.consumer(self.namespace, ack_wait_seconds=self.ack_wait_seconds)
 
     async def declare(self) -> None:
         """Streams (shared specs from the platform) and this service's durable consumers."""
-        for stream in {s.stream for s in self.sources} | {subjects.WALLET_STREAM}:
-            await self.bus.declare_stream(self.namespace.stream(stream))
+        await self.bus.declare_stream(self.namespace.stream(subjects.WALLET_STREAM))
+        # The producers' streams, created if missing so the wallet may start first; theirs to update.
+        for stream in dict.fromkeys(s.stream for s in self.sources):
+            await self.bus.ensure_stream(self.namespace.stream(stream))
         for source in self.sources:
             await self.bus.declare_consumer(self.consumer_spec(source))
 

@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from duelmahjong.platform import subjects
-from duelmahjong.platform.streams import StreamSpec
+from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
 from duelmahjong.v1 import events_pb2
 from services.wallet import codec
 from services.wallet.commands import (
@@ -153,6 +153,20 @@ class Source:
     @property
     def durable(self) -> str:
         return "wallet-" + self.subject.rsplit(".", 1)[1].replace("_", "-")
+
+    def consumer(
+        self, namespace: Namespace = PLATFORM_NAMESPACE, *, ack_wait_seconds: float = 30.0
+    ) -> ConsumerSpec:
+        """The wallet's durable consumer of this source."""
+        return ConsumerSpec(
+            namespace.stream(self.stream).name,
+            self.durable,
+            namespace.subject(self.subject),
+            ack_wait_seconds=ack_wait_seconds,
+            # Prestige is never dropped: an event the wallet cannot apply yet (database down) is
+            # redelivered until it can; one it refuses is recorded and acked, not retried.
+            max_deliver=-1,
+        )
 
     @property
     def kind(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.stack import Stack
 from duelmahjong.platform.stackfile import StackState
 
@@ -60,6 +61,7 @@ def rendered(kit: ModuleType) -> dict[str, list[dict[str, Any]]]:
 def make_run_stack(
     kit: ModuleType,
     nats_server_url: str,
+    nats_access: LocalAccess | None,
     postgres_admin_url: str,
     token_secret: str,
     tmp_path_factory: pytest.TempPathFactory,
@@ -80,7 +82,8 @@ def make_run_stack(
         "SHUTDOWN_GRACE_SECONDS": "1",
         **getattr(request.module, "STACK_ENVIRONMENT", {}),
     }
-    stack = Stack(tmp_path_factory.mktemp("stack"), list(kit.SERVICES), environ)
+    # Each service as its own identity on the session's NATS (the platform's stream and bucket names).
+    stack = Stack(tmp_path_factory.mktemp("stack"), list(kit.SERVICES), environ, nats_access=nats_access)
     try:
         state = asyncio.run(stack.up())
         yield stack, state

@@ -293,8 +293,9 @@ def test_services_reach_nats_and_postgres_over_verified_tls(
     nats_host = config["data"]["NATS_URL"].removeprefix("tls://").rpartition(":")[0]
     assert _covers(kit.find(docs, "Certificate", "nats")["spec"]["dnsNames"], nats_host)
     # The in-cluster servers serve TLS with those certificates.
-    nats = _container(kit.find(docs, "StatefulSet", "nats"))
-    assert "--tls" in nats["args"]
+    # (NATS's in its configuration file, beside its authorization: test_nats_authorization.py)
+    nats_config = kit.find(docs, "ConfigMap", "nats-config")["data"]["nats.conf"]
+    assert "tls {" in nats_config and "cert_file: /etc/nats/tls/tls.crt" in nats_config
     postgres = _container(kit.find(docs, "StatefulSet", "postgres"))
     assert "ssl=on" in postgres["args"]
     for workload, secret in (("nats", "nats-tls"), ("postgres", "postgres-tls")):

@@ -4,8 +4,9 @@
   ``make run`` runs (four service processes, embedded NATS and Postgres) with those settings added to
   the environment, and stops it (and removes its data) afterwards. A module's ``stack`` fixture wraps
   it with the settings that module needs.
-- ``stored_messages`` — ``await stored_messages(nats_url, subject)``: the payload of every message the
-  stack's JetStream holds on ``subject`` (read with an ordered consumer until a second passes idle).
+- ``stored_messages`` — ``await stored_messages(stack, subject)``: the payload of every message the
+  stack's JetStream holds on ``subject`` (read as the ``tools`` identity, with an ordered consumer
+  until a second passes idle).
 - ``demo_through`` — ``await demo_through(stack, hands, fault)``: ``duel demo --json`` plays a match of
   ``hands`` hands on the stack; once its first hand is in play (the table log has grown) ``fault()``
   runs (kill a node, restart a database…). Fails with the services' warnings and errors if the demo
@@ -31,21 +32,26 @@ import nats
 import pytest
 
 from duelmahjong.platform import subjects
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.stack import Stack
 from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState
 from duelmahjong.v1 import events_pb2
 
-StackWith = Callable[[str, dict[str, str]], AbstractContextManager[StackState]]
+# (name, settings[, the NATS access of servers the test started itself]) -> the running stack
+StackWith = Callable[..., AbstractContextManager[StackState]]
 
 
 @contextmanager
-def _running_stack(name: str, settings: dict[str, str]) -> Iterator[StackState]:
+def _running_stack(
+    name: str, settings: dict[str, str], nats_access: LocalAccess | None = None
+) -> Iterator[StackState]:
     # Server data outside pytest's root, which a concurrent pytest may reset to 0700 (tests/conftest.py).
     data_dir = Path(tempfile.mkdtemp(prefix=f"duel-e2e-{name}-"))
     # Only these settings and the stack's own: not the servers, secret or addresses of whoever runs it.
     environ = {k: v for k, v in os.environ.items() if k not in ("NATS_URL", "DATABASE_URL", "TOKEN_SECRET")}
     environ = {k: v for k, v in environ.items() if not k.endswith("_ADDRESS")}
-    running = Stack(data_dir, list(SERVICE_NAMES), {**environ, **settings})
+    environ = {k: v for k, v in environ.items() if k not in ("NATS_NKEY_SEED_FILE", "TLS_CA_FILE")}
+    running = Stack(data_dir, list(SERVICE_NAMES), {**environ, **settings}, nats_access=nats_access)
     loop = asyncio.new_event_loop()  # only for bringing it up: the services are other processes
     try:
         yield loop.run_until_complete(running.up())
@@ -60,11 +66,11 @@ def stack_with() -> StackWith:
     return _running_stack
 
 
-StoredMessages = Callable[[str, str], Awaitable[list[bytes]]]
+StoredMessages = Callable[[StackState, str], Awaitable[list[bytes]]]
 
 
-async def _stored_messages(nats_url: str, subject: str) -> list[bytes]:
-    connection = await nats.connect(nats_url.split(","))  # one URL, or a cluster's
+async def _stored_messages(stack: StackState, subject: str) -> list[bytes]:
+    connection = await nats.connect(stack.nats_url.split(","), **stack.nats_options())  # one, or a cluster
     try:
         subscription = await connection.jetstream().subscribe(subject, ordered_consumer=True)
         payloads = []
@@ -92,15 +98,15 @@ DemoThrough = Callable[
 _IN_PLAY = 12  # table-log messages after which the first hand is surely dealt and being played
 
 
-async def _table_log(nats_url: str) -> list[events_pb2.TableEventAppended]:
-    payloads = await _stored_messages(nats_url, f"{subjects.TABLE_LOG_PREFIX}.>")
+async def _table_log(stack: StackState) -> list[events_pb2.TableEventAppended]:
+    payloads = await _stored_messages(stack, f"{subjects.TABLE_LOG_PREFIX}.>")
     return [events_pb2.TableEventAppended.FromString(payload) for payload in payloads]
 
 
 async def _until_the_log_grows(
-    nats_url: str, by: int, demo: asyncio.subprocess.Process, within: float
+    stack: StackState, by: int, demo: asyncio.subprocess.Process, within: float
 ) -> None:
-    connection = await nats.connect(nats_url.split(","))
+    connection = await nats.connect(stack.nats_url.split(","), **stack.nats_options())
     try:
         js = connection.jetstream()
         start = (await js.stream_info("DUEL_TABLE_LOG")).state.messages
@@ -135,12 +141,12 @@ async def _demo_through(
     duel = Path(sys.executable).parent / "duel"
     command = [str(duel), "demo", "--hands", str(hands), "--json", "--state-file", str(state_file)]
     env = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}  # the state file decides
-    before = len(await _table_log(stack.nats_url))
+    before = len(await _table_log(stack))
     demo = await asyncio.create_subprocess_exec(
         *command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     try:
-        await _until_the_log_grows(stack.nats_url, _IN_PLAY, demo, within=120)
+        await _until_the_log_grows(stack, _IN_PLAY, demo, within=120)
         await fault()
         stdout, stderr = await asyncio.wait_for(demo.communicate(), timeout=240)
     finally:
@@ -150,7 +156,7 @@ async def _demo_through(
     assert demo.returncode == 0, stderr.decode()[-3000:] + service_warnings(stack)
     errors = [line for line in service_warnings(stack).splitlines() if '"level": "ERROR"' in line]
     assert not errors, "\n".join(errors)
-    written = (await _table_log(stack.nats_url))[before:]
+    written = (await _table_log(stack))[before:]
     sequences: dict[str, list[int]] = {}
     for appended in written:
         first = appended.sequence

@@ -197,7 +197,7 @@ def _check_nothing_hidden(player: Player, secrets: list[bytes]) -> None:
 
 async def _seeds(stack: StackState, table_id: str, stored_messages: StoredMessages) -> list[bytes]:
     seeds = []
-    for payload in await stored_messages(stack.nats_url, subjects.table_log_subject(table_id)):
+    for payload in await stored_messages(stack, subjects.table_log_subject(table_id)):
         record = events_pb2.TableEventAppended.FromString(payload)
         if record.record.WhichOneof("kind") == "hand_begun":
             hidden = record.record.hand_begun.hidden

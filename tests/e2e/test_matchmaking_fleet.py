@@ -218,7 +218,7 @@ async def test_every_replica_killed_at_once_loses_no_place_no_pairing_and_strand
 
 async def _owner(state: StackState, room_id: str) -> str:
     """The replica that owns ``room_id``, as the shared store says."""
-    client = await nats.connect(state.nats_url)
+    client = await nats.connect(state.nats_url, **state.nats_options())
     try:
         kv = await client.jetstream().key_value("DUEL_MATCHMAKING")
         entry = await kv.get(f"rooms.{room_id}")

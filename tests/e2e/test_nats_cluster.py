@@ -19,6 +19,7 @@ import pytest
 
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.nats_cluster import EmbeddedNatsCluster
+from duelmahjong.platform.nats_permissions import HARNESS, SERVICES, TOOLS, LocalAccess
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy, StreamSpec
 
@@ -38,7 +39,8 @@ OUTAGE_SECONDS = 4.0  # the dead leader stays down this long: longer than a JetS
 def cluster() -> Iterator[EmbeddedNatsCluster]:
     data_dir = Path(tempfile.mkdtemp(prefix="duel-cluster-"))
     try:
-        with EmbeddedNatsCluster(data_dir, size=3) as running:
+        access = LocalAccess.create(data_dir / "tls", data_dir / "nkeys", (*SERVICES, TOOLS, HARNESS))
+        with EmbeddedNatsCluster(data_dir, size=3, access=access) as running:
             yield running
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -51,18 +53,18 @@ def stack(stack_with: Any, cluster: EmbeddedNatsCluster) -> Iterator[StackState]
         "JETSTREAM_REPLICAS": "3",
         "MATCHMAKING_ROOMS": json.dumps([ROOM]),
     }
-    with stack_with("cluster", settings) as state:
+    with stack_with("cluster", settings, cluster.access) as state:
         yield state
 
 
-async def _jetstream(cluster: EmbeddedNatsCluster) -> Any:
-    return await nats.connect(cluster.url.split(","), connect_timeout=2)
+async def _jetstream(stack: StackState) -> Any:
+    return await nats.connect(stack.nats_url.split(","), connect_timeout=2, **stack.nats_options())
 
 
 async def test_every_stream_and_durable_consumer_has_three_replicas(
     stack: StackState, cluster: EmbeddedNatsCluster
 ) -> None:
-    connection = await _jetstream(cluster)
+    connection = await _jetstream(stack)
     try:
         js = connection.jetstream()
         streams = await js.streams_info()
@@ -102,10 +104,17 @@ async def test_declarations_wait_out_a_cluster_that_has_no_leader_yet(tmp_path: 
     """A service that starts while its cluster is still forming (one node up, no quorum, no meta
     leader) declares its streams and consumers once the peers arrive, instead of exiting on the first
     unanswered request."""
-    forming = EmbeddedNatsCluster(tmp_path, size=3, name="forming")
+    access = LocalAccess.create(tmp_path / "tls", tmp_path / "nkeys", (HARNESS,))
+    forming = EmbeddedNatsCluster(tmp_path, size=3, name="forming", access=access)
     try:
         forming.start_node(0, wait=False)
-        bus = await Bus.connect(forming.url, name="declares-early", storage=StoragePolicy(replicas=3))
+        bus = await Bus.connect(
+            forming.url,
+            name="declares-early",
+            storage=StoragePolicy(replicas=3),
+            seed_file=str(access.seed_file(HARNESS)),
+            ca_file=str(access.ca_file),
+        )
         try:
             stream = StreamSpec("FORMING", ("forming.>",))
             consumer = ConsumerSpec("FORMING", "forming-reader", "forming.>")

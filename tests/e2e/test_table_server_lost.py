@@ -145,7 +145,7 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         assert [(await c.balance()).balance for c in clients] == before  # the void hand moved nothing
         closed_events = [
             events_pb2.TableClosed.FromString(payload)
-            for payload in await stored_messages(stack.nats_url, subjects.TABLE_CLOSED)
+            for payload in await stored_messages(stack, subjects.TABLE_CLOSED)
         ]
         (closed,) = [event for event in closed_events if event.table_id == table_id]
         assert closed.reason == "the table server was lost"
@@ -171,7 +171,7 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         late.envelope.event_id = f"late:{table_id}"
         late.envelope.producer = f"table/{closed.server_id}"
         late.reason = "the server's own close, late"
-        connection = await nats.connect(stack.nats_url)
+        connection = await nats.connect(stack.nats_url, **stack.nats_options("table"))  # as the server
         try:
             await connection.jetstream().publish(
                 subjects.TABLE_CLOSED,

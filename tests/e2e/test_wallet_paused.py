@@ -55,7 +55,7 @@ def stack(stack_with: StackWith) -> Iterator[StackState]:
 
 
 async def _table_id(stack: StackState, stored_messages: Any) -> str:
-    payloads = await stored_messages(stack.nats_url, f"{subjects.TABLE_LOG_PREFIX}.>")
+    payloads = await stored_messages(stack, f"{subjects.TABLE_LOG_PREFIX}.>")
     return events_pb2.TableEventAppended.FromString(payloads[-1]).table_id
 
 

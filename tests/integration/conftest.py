@@ -4,7 +4,7 @@
 - ``wallet_database_url`` / ``scoring_database_url`` — that database migrated by the migration role
   and set up for the service's own role, as ``make run`` and prod do: the URL is the role's
   (``wallet`` / ``scoring``), which may do only what the service's ``privileges.toml`` lists.
-- ``bus`` — a :class:`~duelmahjong.platform.bus.Bus` connected to the session's NATS.
+- ``bus`` — a :class:`~duelmahjong.platform.bus.Bus` connected to the session's NATS (as the harness).
 - ``service_env`` — the environment a service needs here (NATS, token secret, loopback, free ports);
   add ``DATABASE_URL`` yourself when the service keeps data.
 - ``start_service`` — ``await start_service(SPEC, config)`` runs a service in this test's event loop
@@ -149,16 +149,21 @@ async def wallet_ledger(wallet_database_url: str) -> AsyncIterator[LedgerStore]:
 
 
 @pytest_asyncio.fixture
-async def bus(nats_server_url: str) -> AsyncIterator[Bus]:
-    connected = await Bus.connect(nats_server_url, name="test")
+async def bus(nats_server_url: str, harness_nats: dict[str, str]) -> AsyncIterator[Bus]:
+    connected = await Bus.connect(nats_server_url, name="test", **harness_nats)
     yield connected
     await connected.close()
 
 
 @pytest.fixture
-def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
+def service_env(nats_server_url: str, harness_nats: dict[str, str], token_secret: str) -> dict[str, str]:
     return {
         "NATS_URL": nats_server_url,
+        # The harness's identity: these services run on a server every test shares, each test with
+        # buckets and streams of its own, which no service's permissions name. Each service's own
+        # identity is tested in tests/integration/test_nats_permissions.py and the e2e stacks.
+        **({"NATS_NKEY_SEED_FILE": harness_nats["seed_file"]} if harness_nats else {}),
+        **({"TLS_CA_FILE": harness_nats["ca_file"]} if harness_nats else {}),
         "TOKEN_SECRET": token_secret,
         "GRPC_HOST": "127.0.0.1",
         "GRPC_PORT": "0",

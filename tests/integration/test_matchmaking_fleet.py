@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.client.session import DuelClient
+from duelmahjong.platform.bus import connection_options
 from duelmahjong.platform.service import ServiceRuntime, serve
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2
@@ -213,7 +214,12 @@ async def test_a_stopped_replica_s_rooms_are_taken_over_and_its_streams_followed
 async def _follower(replica: Replica, ticket_id: str) -> str:
     """The replica whose process follows the ticket's stream, as the shared store says."""
     config = replica.runtime.config
-    client = await nats.connect(config.nats_url)
+    client = await nats.connect(
+        config.nats_url,
+        **connection_options(
+            config.nats_url, seed_file=config.nats_nkey_seed_file, ca_file=config.tls_ca_file
+        ),
+    )
     try:
         kv = await client.jetstream().key_value(config.matchmaking_bucket)
         for key in await kv.keys():

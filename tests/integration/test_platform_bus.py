@@ -14,6 +14,7 @@ from nats.aio.msg import Msg
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
 from duelmahjong.v1 import events_pb2
 
@@ -126,7 +127,7 @@ async def test_a_failing_handler_naks_and_the_message_comes_again(
 
 
 async def test_replicas_on_one_durable_share_the_messages(
-    bus: Bus, nats_server_url: str, unique_name: Callable[[str], str]
+    bus: Bus, nats_server_url: str, harness_nats: dict[str, str], unique_name: Callable[[str], str]
 ) -> None:
     stream, subject = await _declare(bus, unique_name)
     for n in range(40):
@@ -141,7 +142,7 @@ async def test_replicas_on_one_durable_share_the_messages(
 
         return handle
 
-    other = await Bus.connect(nats_server_url, name="replica-b")
+    other = await Bus.connect(nats_server_url, name="replica-b", **harness_nats)
     try:
         await asyncio.gather(
             _drain(bus, consumer, handler("a"), settle=1.5),
@@ -154,12 +155,15 @@ async def test_replicas_on_one_durable_share_the_messages(
 
 
 async def test_the_bus_reconnects_when_nats_comes_back_and_keeps_the_stream(
-    tmp_path: Path, unique_name: Callable[[str], str]
+    tmp_path: Path,
+    nats_access: LocalAccess | None,
+    harness_nats: dict[str, str],
+    unique_name: Callable[[str], str],
 ) -> None:
     metrics = ServiceMetrics("probe")
-    server = EmbeddedNats(tmp_path / "nats")
+    server = EmbeddedNats(tmp_path / "nats", access=nats_access)
     await asyncio.to_thread(server.start)
-    bus = await Bus.connect(server.url, name="probe", metrics=metrics)
+    bus = await Bus.connect(server.url, name="probe", metrics=metrics, **harness_nats)
     try:
         _, subject = await _declare(bus, unique_name)
         await bus.publish(f"{subject}.x", b"before", msg_id="m-1")
@@ -170,7 +174,8 @@ async def test_the_bus_reconnects_when_nats_comes_back_and_keeps_the_stream(
             await asyncio.sleep(0.1)
         assert metrics.registry.get_sample_value("duel_probe_nats_connected_bool") == 0
 
-        restarted = EmbeddedNats(tmp_path / "nats", port=server.port)  # same port, same JetStream store
+        # same port, same JetStream store
+        restarted = EmbeddedNats(tmp_path / "nats", port=server.port, access=nats_access)
         await asyncio.to_thread(restarted.start)
         try:
             ack = None
@@ -192,10 +197,10 @@ async def test_the_bus_reconnects_when_nats_comes_back_and_keeps_the_stream(
 
 
 async def test_consumer_lag_gauges_read_pending_and_unacked_messages_from_jetstream(
-    nats_server_url: str, unique_name: Callable[[str], str]
+    nats_server_url: str, harness_nats: dict[str, str], unique_name: Callable[[str], str]
 ) -> None:
     metrics = ServiceMetrics("scoring")
-    bus = await Bus.connect(nats_server_url, name="lag-test", metrics=metrics)
+    bus = await Bus.connect(nats_server_url, name="lag-test", metrics=metrics, **harness_nats)
     try:
         stream, subject = await _declare(bus, unique_name)
         gone = ConsumerSpec(stream.name, unique_name("gone").lower(), f"{subject}.>")

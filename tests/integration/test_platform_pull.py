@@ -12,6 +12,7 @@ from nats.js import api
 
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.pull import REQUESTS, PullFeed
 from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
 
@@ -90,7 +91,7 @@ async def test_messages_wait_here_only_a_few_batches_deep(
 
 
 async def test_closing_a_feed_naks_what_it_holds_so_another_replica_gets_it_at_once(
-    bus: Bus, nats_server_url: str, unique_name: Callable[[str], str]
+    bus: Bus, nats_server_url: str, harness_nats: dict[str, str], unique_name: Callable[[str], str]
 ) -> None:
     spec = await _stream_with(bus, unique_name, 20, ack_wait=60.0)
     first = PullFeed(bus.client, spec.stream, spec.durable, batch=16)
@@ -98,7 +99,7 @@ async def test_closing_a_feed_naks_what_it_holds_so_another_replica_gets_it_at_o
     await asyncio.sleep(0.5)
     assert first.waiting == 20  # delivered here, unacked: without a nak they would wait 60 s
     await first.close()
-    other = await Bus.connect(nats_server_url, name="replica-b")
+    other = await Bus.connect(nats_server_url, name="replica-b", **harness_nats)
     second = PullFeed(other.client, spec.stream, spec.durable, batch=16)
     await second.start()
     try:
@@ -146,18 +147,22 @@ async def test_a_deleted_consumer_is_asked_again_slowly_and_served_when_it_retur
 
 
 async def test_a_feed_asks_again_after_nats_restarts(
-    tmp_path: Path, unique_name: Callable[[str], str]
+    tmp_path: Path,
+    nats_access: LocalAccess | None,
+    harness_nats: dict[str, str],
+    unique_name: Callable[[str], str],
 ) -> None:
-    server = EmbeddedNats(tmp_path / "nats")
+    server = EmbeddedNats(tmp_path / "nats", access=nats_access)
     await asyncio.to_thread(server.start)
-    bus = await Bus.connect(server.url, name="probe")
+    bus = await Bus.connect(server.url, name="probe", **harness_nats)
     restarted: EmbeddedNats | None = None
     try:
         spec = await _stream_with(bus, unique_name, 0)
         feed = PullFeed(bus.client, spec.stream, spec.durable, batch=4, expires=1.0)
         await feed.start()
         await asyncio.to_thread(server.stop)
-        restarted = EmbeddedNats(tmp_path / "nats", port=server.port)  # same port, same JetStream store
+        # same port, same JetStream store
+        restarted = EmbeddedNats(tmp_path / "nats", port=server.port, access=nats_access)
         await asyncio.to_thread(restarted.start)
         subject = f"duel.test.{spec.stream.lower()}.x"
         for _ in range(100):  # until the client has reconnected

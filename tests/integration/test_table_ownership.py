@@ -31,11 +31,13 @@ ServerFactory = Callable[..., Awaitable[Ownership]]
 
 
 @pytest_asyncio.fixture
-async def server(nats_server_url: str, bucket: str) -> AsyncIterator[ServerFactory]:
+async def server(
+    nats_server_url: str, harness_nats: dict[str, str], bucket: str
+) -> AsyncIterator[ServerFactory]:
     started: list[tuple[Ownership, Bus]] = []
 
     async def start(server_id: str, incarnation: str = "i1", taken: list[str] | None = None) -> Ownership:
-        bus = await Bus.connect(nats_server_url, name=server_id)
+        bus = await Bus.connect(nats_server_url, name=server_id, **harness_nats)
         ownership = Ownership(
             bus,
             Lease(server_id, incarnation, f"{server_id}:1"),

@@ -41,6 +41,7 @@ class Wallet:
     ledger: LedgerStore
     namespace: Namespace
     nats_url: str
+    nats_options: dict[str, str]
 
     def consumer(self, bus: Bus, **options: object) -> SettlementConsumer:
         return SettlementConsumer(
@@ -70,11 +71,11 @@ class Wallet:
 
 @pytest_asyncio.fixture
 async def wallet(
-    database_url: str, nats_server_url: str, unique_name: Callable[[str], str]
+    database_url: str, nats_server_url: str, harness_nats: dict[str, str], unique_name: Callable[[str], str]
 ) -> AsyncIterator[Wallet]:
     pool = await db.create_pool(database_url, max_size=10)
     await db.apply_migrations(pool, MIGRATIONS, service="wallet")
-    yield Wallet(LedgerStore(pool), Namespace(unique_name("w").lower()), nats_server_url)
+    yield Wallet(LedgerStore(pool), Namespace(unique_name("w").lower()), nats_server_url, harness_nats)
     await pool.close()
 
 
@@ -334,7 +335,9 @@ async def test_every_event_three_times_shuffled_with_kills_between_commit_and_ac
 
     restarts = 0
     while True:
-        process_bus = await Bus.connect(wallet.nats_url, name=f"wallet-{restarts}")  # a fresh process
+        process_bus = await Bus.connect(
+            wallet.nats_url, name=f"wallet-{restarts}", **wallet.nats_options
+        )  # a fresh process
         consumer = wallet.consumer(process_bus, workers=4, ack_wait_seconds=1.0, checkpoint=crash_sometimes)
         try:
             await run_until_drained(bus, consumer, within=60)

@@ -29,7 +29,7 @@ EVENT_OF_TABLE_LOG = "TableEventAppended"
 CONSUMING_CALLS = frozenset({"subscribe", "ConsumerSpec", "ConsumerConfig", "read_batch", "Source"})
 # Consuming calls whose subject is not written at the call, with where it comes from instead.
 INDIRECT = {
-    ("wallet", "events.py", "ConsumerSpec"): "each Source of services/wallet/sources.py SOURCES",
+    ("wallet", "sources.py", "ConsumerSpec"): "each Source of services/wallet/sources.py SOURCES",
 }
 
 Routes = dict[str, set[str]]  # subject -> the services consuming it

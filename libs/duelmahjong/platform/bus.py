@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -64,6 +66,8 @@ _TRANSIENT_ERRORS = (
 
 _log = get_logger("bus")
 T = TypeVar("T")
+# What nats-py's error callback says (lower case) when the server refused a publish or a subscription.
+_PERMISSIONS_VIOLATION = "permissions violation"
 
 Handler = Callable[[Msg], Awaitable[None]]
 
@@ -106,12 +110,23 @@ class Bus:
         storage: StoragePolicy | None = None,
         connect_timeout: float = 2.0,
         startup_seconds: float = 15.0,
+        seed_file: str = "",
+        ca_file: str = "",
+        inbox: str = "",
     ) -> Bus:
-        """Connect (retrying the first connection too) and keep reconnecting forever on loss."""
-        connected = reconnects = None
+        """Connect (retrying the first connection too) and keep reconnecting forever on loss, as the
+        identity whose nkey seed is in ``seed_file`` (none: anonymously), verifying a ``tls://``
+        server with the CA bundle ``ca_file`` (none: the system trust store), replies arriving on
+        ``inbox`` (:func:`~duelmahjong.platform.nats_permissions.inbox_prefix` of the identity)."""
+        connected = reconnects = violations = None
         if metrics is not None:
             connected = metrics.gauge("nats_connected", "bool", "1 while connected to NATS")
             reconnects = metrics.counter("nats_reconnects", "total", "NATS reconnections")
+            violations = metrics.counter(
+                "nats_permission_violations",
+                "total",
+                "publishes and subscriptions the NATS server refused this identity (a defect or misuse)",
+            )
 
         async def on_disconnect() -> None:
             if not (client.is_closed or client.is_draining):  # our own close() is no loss
@@ -127,6 +142,16 @@ class Bus:
                 reconnects.inc()
 
         async def on_error(err: Exception) -> None:
+            if _PERMISSIONS_VIOLATION in str(err).lower():
+                # The server dropped what this identity may not do (nothing was stored or delivered):
+                # either the code does what its BusUse does not declare, or the process is misused.
+                _log.error(
+                    "nats permissions violation: refused by the server",
+                    extra={"fields": {"error": str(err), "identity": name}},
+                )
+                if violations is not None:
+                    violations.inc()
+                return
             _log.warning("nats error", extra={"fields": {"error": repr(err)}})
 
         async def on_closed() -> None:
@@ -149,6 +174,7 @@ class Bus:
                     reconnected_cb=on_reconnect,
                     error_cb=on_error,
                     closed_cb=on_closed,
+                    **connection_options(url, seed_file=seed_file, ca_file=ca_file, inbox=inbox),
                 )
                 break
             except (nats.errors.NoServersError, OSError, TimeoutError) as err:
@@ -160,9 +186,12 @@ class Bus:
             connected.set(1)
         return cls(client, metrics, storage)
 
-    async def declare_stream(self, spec: StreamSpec) -> None:
+    async def declare_stream(self, spec: StreamSpec, *, owner: bool = True) -> None:
         """Create the stream, or bring an existing one to ``spec`` (idempotent). Made again while a
-        cluster just formed is still electing its meta leader, like a write (:meth:`until_stored`)."""
+        cluster just formed is still electing its meta leader, like a write (:meth:`until_stored`).
+
+        ``owner=False``: another service's stream, created if missing so its consumers may start
+        first; one that exists is left as its owner declared it (only the owner may update it)."""
 
         async def declare() -> None:
             try:
@@ -170,9 +199,14 @@ class Bus:
             except nats.js.errors.BadRequestError as err:
                 if err.err_code != _STREAM_IN_USE:
                     raise
-                await self.js.update_stream(config=spec.config(self.storage))
+                if owner:
+                    await self.js.update_stream(config=spec.config(self.storage))
 
         await self.until_stored(declare, what={"stream": spec.name})
+
+    async def ensure_stream(self, spec: StreamSpec) -> None:
+        """:meth:`declare_stream` of another service's stream (``owner=False``)."""
+        await self.declare_stream(spec, owner=False)
 
     async def declare_consumer(self, spec: ConsumerSpec) -> None:
         """Create the durable consumer if it does not exist (idempotent); made again while the
@@ -403,6 +437,24 @@ class _PubAcks:
         duplicate = bool(reply.get("duplicate"))
         self._on_stored(duplicate)
         future.set_result(duplicate)
+
+
+def connection_options(
+    url: str, *, seed_file: str = "", ca_file: str = "", inbox: str = ""
+) -> dict[str, Any]:
+    """nats-py ``connect`` options for an identity (its nkey seed file), TLS (``tls://`` URLs, verified
+    with the CA bundle ``ca_file``, or the system trust store) and the identity's reply inbox: what the
+    services and the tools reading the bus connect with."""
+    options: dict[str, Any] = {}
+    if seed_file:
+        if not Path(seed_file).is_file():
+            raise FileNotFoundError(f"NATS_NKEY_SEED_FILE={seed_file} is not a file")
+        options["nkeys_seed"] = seed_file
+    if ca_file or "tls://" in url:
+        options["tls"] = ssl.create_default_context(cafile=ca_file or None)
+    if inbox:
+        options["inbox_prefix"] = inbox
+    return options
 
 
 def _with_msg_id(msg_id: str, headers: dict[str, str] | None = None) -> dict[str, str]:

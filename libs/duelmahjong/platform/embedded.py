@@ -42,6 +42,7 @@ from typing import Self
 from urllib.parse import quote
 
 from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.pki import LocalAuthority
 
 POSTGRES_SYSTEM_USER = "embedded_postgres"
@@ -209,15 +210,27 @@ class _Embedded(abc.ABC):
 
 
 class EmbeddedNats(_Embedded):
-    """``nats-server -js`` on ``127.0.0.1`` and a port the server picks itself (no race)."""
+    """``nats-server -js`` on ``127.0.0.1`` and a port the server picks itself (no race). With
+    ``access`` it serves TLS only and lets in only its identities, each with its permissions
+    (:mod:`duelmahjong.platform.nats_permissions`); ``config`` lines are added to its configuration
+    (a cluster's routes)."""
 
     def __init__(
-        self, data_dir: Path, *, host: str = "127.0.0.1", port: int = -1, extra_args: tuple[str, ...] = ()
+        self,
+        data_dir: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = -1,
+        extra_args: tuple[str, ...] = (),
+        access: LocalAccess | None = None,
+        config: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = data_dir
         self.host = host
         self.port = port  # -1: the server picks a free one; give the old port to restart in place
-        self.extra_args = extra_args  # e.g. a cluster's name, routes and server name
+        self.extra_args = extra_args  # e.g. a server name, a monitoring port
+        self.access = access
+        self.config = config
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -249,6 +262,11 @@ class EmbeddedNats(_Embedded):
             "-sd",
             str(self.data_dir / "jetstream"),
         ]
+        if self.access is not None or self.config:
+            config_file = self.data_dir / "nats.conf"
+            text = self.access.config(extra=self.config) if self.access else "\n".join(self.config) + "\n"
+            config_file.write_text(text)
+            command += ["-c", str(config_file)]
         command += [*self.extra_args, "--ports_file_dir", str(ports_dir), "-l", str(log)]
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
         ports_file = ports_dir / f"{Path(command[0]).name}_{self._process.pid}.ports"
@@ -260,8 +278,8 @@ class EmbeddedNats(_Embedded):
                 raise EmbeddedServerError(f"nats-server did not start; its log ends:\n{tail}")
             time.sleep(0.02)
         time.sleep(0.02)  # the file is written in one go, but give the writer its close()
-        self.url = json.loads(ports_file.read_text())["nats"][0]
-        self.port = int(self.url.rsplit(":", 1)[1])
+        self.port = int(json.loads(ports_file.read_text())["nats"][0].rsplit(":", 1)[1])
+        self.url = f"{'tls' if self.access is not None else 'nats'}://{self.host}:{self.port}"
         _wait_for_tcp(self.host, self.port, within_seconds=10, what="nats-server", log=log)
         _log.info("embedded nats started", extra={"fields": {"url": self.url, "pid": self._process.pid}})
 

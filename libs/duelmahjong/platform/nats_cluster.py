@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Self
 
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedServerError, free_port
+from duelmahjong.platform.nats_permissions import LocalAccess
 
 HOST = "127.0.0.1"
 
@@ -58,31 +59,37 @@ class ClusterNode:
 class EmbeddedNatsCluster:
     """``size`` JetStream nodes named ``n0``…, with fixed ports, routed to one another."""
 
-    def __init__(self, data_dir: Path, *, size: int = 3, name: str = "duel") -> None:
+    def __init__(
+        self, data_dir: Path, *, size: int = 3, name: str = "duel", access: LocalAccess | None = None
+    ) -> None:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.data_dir = data_dir
         self.name = name
+        self.access = access  # its identities, and TLS between clients and nodes and among nodes
         cluster_ports = [free_port(HOST) for _ in range(size)]
-        routes = ",".join(f"nats://{HOST}:{port}" for port in cluster_ports)
+        routes = [f"nats://{HOST}:{port}" for port in cluster_ports]
         self.nodes: list[ClusterNode] = []
         for index, cluster_port in enumerate(cluster_ports):
             node_name = f"n{index}"
             monitor_port = free_port(HOST)
-            args = (
-                "--server_name", node_name,
-                "--cluster_name", name,
-                "--cluster", f"nats://{HOST}:{cluster_port}",
-                "--routes", routes,
-                "-m", str(monitor_port),
-            )  # fmt: skip
-            server = EmbeddedNats(data_dir / node_name, host=HOST, port=free_port(HOST), extra_args=args)
+            args = ("--server_name", node_name, "-m", str(monitor_port))
+            config = _cluster_block(name, f"{HOST}:{cluster_port}", routes, access)
+            server = EmbeddedNats(
+                data_dir / node_name,
+                host=HOST,
+                port=free_port(HOST),
+                extra_args=args,
+                access=access,
+                config=config,
+            )
             self.nodes.append(ClusterNode(node_name, server, cluster_port, monitor_port))
 
     @property
     def url(self) -> str:
         """Every node's client URL, comma separated (what NATS_URL takes)."""
-        return ",".join(f"nats://{HOST}:{node.server.port}" for node in self.nodes)
+        scheme = "tls" if self.access is not None else "nats"
+        return ",".join(f"{scheme}://{HOST}:{node.server.port}" for node in self.nodes)
 
     def __enter__(self) -> Self:
         self.start()
@@ -130,3 +137,23 @@ class EmbeddedNatsCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.server.stop()
+
+
+def _cluster_block(name: str, listen: str, routes: list[str], access: LocalAccess | None) -> tuple[str, ...]:
+    """A node's ``cluster`` configuration: its routes to every node; with ``access``, over TLS that
+    both ends verify (a node proves itself with the certificate the local CA issued the servers)."""
+    lines = ["cluster {", f"  name: {json.dumps(name)}", f"  listen: {json.dumps(listen)}"]
+    lines.append(f"  routes: {json.dumps(routes)}")
+    if access is not None and access.access.tls is not None:
+        tls = access.access.tls
+        lines += [
+            "  tls {",
+            f"    cert_file: {json.dumps(str(tls.cert))}",
+            f"    key_file: {json.dumps(str(tls.key))}",
+            f"    ca_file: {json.dumps(str(tls.ca))}",
+            "    verify: true",
+            "    timeout: 2",
+            "  }",
+        ]
+    lines.append("}")
+    return tuple(lines)

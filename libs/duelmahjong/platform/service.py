@@ -45,6 +45,7 @@ from duelmahjong.platform.db import apply_migrations, create_pool, register_pool
 from duelmahjong.platform.grpc_server import ServiceServer
 from duelmahjong.platform.logging import configure_logging, get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.nats_permissions import inbox_prefix
 from duelmahjong.platform.streams import StoragePolicy
 from duelmahjong.platform.tasks import cancel_and_wait
 
@@ -165,7 +166,13 @@ async def serve(
     try:
         if config.nats_url:
             runtime.bus = await Bus.connect(
-                config.nats_url, name=config.service_name, metrics=metrics, storage=storage_policy(config)
+                config.nats_url,
+                name=config.service_name,
+                metrics=metrics,
+                storage=storage_policy(config),
+                seed_file=config.nats_nkey_seed_file,
+                ca_file=config.tls_ca_file,
+                inbox=inbox_prefix(config.service_name),
             )
         if config.database_url:
             runtime.db = await create_pool(config.database_url)

@@ -1,6 +1,7 @@
 """``make run``: the whole backend on this machine, from nothing, stopped cleanly on Ctrl-C or SIGTERM.
 
-``python -m duelmahjong.platform.stack`` starts embedded NATS and Postgres (unless ``NATS_URL`` /
+``python -m duelmahjong.platform.stack`` starts embedded NATS (TLS only, each service connecting as its
+own identity: :mod:`duelmahjong.platform.nats_permissions`) and Postgres (unless ``NATS_URL`` /
 ``DATABASE_URL`` name servers of your own; ``DATABASE_URL`` is then an admin URL under which each
 service gets its own database), gives each service that keeps data its own Postgres role and database
 and applies its migrations as the migration role (``duelmahjong.platform.pgroles``; the embedded
@@ -43,6 +44,7 @@ from duelmahjong.platform import pgroles
 from duelmahjong.platform.db import MigrationError, without_password
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres, EmbeddedServerError, free_port
 from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.nats_permissions import LocalAccess
 from duelmahjong.platform.pki import LocalAuthority
 from duelmahjong.platform.stackfile import (
     DATABASE_VARIABLES,
@@ -167,8 +169,18 @@ def _die_with_parent() -> None:
 class Stack:
     """The running local stack; use :meth:`up`, then :meth:`down` (always)."""
 
-    def __init__(self, data_dir: Path, services: Sequence[str], environ: dict[str, str]) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        services: Sequence[str],
+        environ: dict[str, str],
+        *,
+        nats_access: LocalAccess | None = None,
+    ) -> None:
         self.data_dir = data_dir
+        # The identities the services connect to NATS as: made here for the embedded server; given
+        # with a NATS_URL whose servers this process started with them (a test's cluster).
+        self.nats_access = nats_access
         self.services = list(services)
         self.environ = environ
         self.processes: list[ServiceProcess] = []
@@ -188,7 +200,11 @@ class Stack:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.nats_url = self.environ.get("NATS_URL") or ""
         if not self.nats_url:
-            self.nats_url = self._servers.enter_context(EmbeddedNats(self.data_dir / "nats")).url
+            # The local CA under tls/ (the one every local server's certificate comes from), the
+            # identities' seeds with the server's data: both kept, so a restart changes nothing.
+            self.nats_access = LocalAccess.create(self.data_dir / "tls", self.data_dir / "nats" / "nkeys")
+            server = EmbeddedNats(self.data_dir / "nats", access=self.nats_access)
+            self.nats_url = self._servers.enter_context(server).url
             _say(f"nats      {self.nats_url}  (embedded, data in {self.data_dir / 'nats'})")
         self.admin_url = self.environ.get("DATABASE_URL") or ""
         if not self.admin_url:
@@ -227,6 +243,8 @@ class Stack:
                 env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
                 if service in database_urls:
                     env[database_variable(service)] = database_urls[service]
+                if self.nats_access is not None:
+                    env.update(self.nats_access.service_env(service))
                 if service == "table" and name != "table":  # several servers: each its own id
                     env["SERVER_ID"] = name
                 if service == "matchmaking":
@@ -247,6 +265,13 @@ class Stack:
             stack_pid=os.getpid(),
             logs_dir=str(self.data_dir / "logs"),
             targets=dict(self.targets),
+            ca_file=str(self.nats_access.ca_file) if self.nats_access else "",
+            nats_seeds={
+                identity.name: str(self.nats_access.seed_file(identity.name))
+                for identity in self.nats_access.access.identities
+            }
+            if self.nats_access
+            else {},
         )
         state.write(self.state_file)
         return state

@@ -23,6 +23,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 # Every service of the product, in the order they start and are listed.
 SERVICE_NAMES = ("wallet", "matchmaking", "table", "scoring")
@@ -85,6 +86,19 @@ class StackState:
     logs_dir: str = ""
     extra: dict[str, str] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)  # service -> one target for all its replicas
+    ca_file: str = ""  # the local CA's certificate: what verifies the stack's servers
+    nats_seeds: dict[str, str] = field(default_factory=dict)  # NATS identity -> its nkey seed file
+
+    def nats_options(self, identity: str = "tools") -> dict[str, Any]:
+        """nats-py ``connect`` options to reach the stack's NATS as ``identity`` (``tools`` reads every
+        stream; a service's identity may do what that service does) over TLS."""
+        from duelmahjong.platform.bus import connection_options
+        from duelmahjong.platform.nats_permissions import inbox_prefix
+
+        seed = self.nats_seeds.get(identity, "")
+        return connection_options(
+            self.nats_url, seed_file=seed, ca_file=self.ca_file, inbox=inbox_prefix(identity) if seed else ""
+        )
 
     def target(self, service: str) -> str:
         """What a client dials for ``service``: the target of all its replicas, else its one process."""
