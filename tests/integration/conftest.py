@@ -72,8 +72,9 @@ async def bus(nats_server_url: str) -> AsyncIterator[Bus]:
 
 
 @pytest.fixture
-def service_env(nats_server_url: str, token_secret: str) -> dict[str, str]:
+def service_env(nats_server_url: str, token_secret: str, tls_env: dict[str, str]) -> dict[str, str]:
     return {
+        **tls_env,
         "NATS_URL": nats_server_url,
         "TOKEN_SECRET": token_secret,
         "GRPC_HOST": "127.0.0.1",

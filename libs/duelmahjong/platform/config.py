@@ -7,7 +7,8 @@ them by their annotated type (``str``, ``int``, ``float``, ``bool``, ``Path``, `
 and fails fast with one :class:`ConfigError` listing every problem, so a service never starts half
 configured and no other module reads ``os.environ``.
 
->>> env = {"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1", "GRPC_PORT": "7001"}
+>>> env = {"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1", "GRPC_PORT": "7001",
+...        "TLS_CERT_FILE": "wallet.pem", "TLS_KEY_FILE": "wallet-key.pem"}
 >>> config = ServiceConfig.from_env(env)
 >>> (config.grpc_port, config.log_level)
 (7001, 'INFO')
@@ -29,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Self
+
+from duelmahjong.platform.tls import ClientTls
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -73,6 +76,26 @@ class ServiceConfig:
         help=f"HMAC key (>= {MIN_TOKEN_SECRET_BYTES} bytes) that signs session tokens; same in every service",
         secret=True,
     )
+    tls_cert_file: str = setting(
+        "",
+        help="PEM certificate chain the gRPC server serves (its leaf first); read again when the file "
+        "changes. Required unless GRPC_PLAINTEXT=true",
+    )
+    tls_key_file: str = setting(
+        "",
+        help="PEM private key of TLS_CERT_FILE; read again when it changes. Required unless "
+        "GRPC_PLAINTEXT=true",
+    )
+    tls_ca_file: str = setting(
+        "",
+        help="PEM bundle of the CAs this process verifies the servers it dials with (gRPC peers, NATS, "
+        "Postgres); empty: the system trust store",
+    )
+    grpc_plaintext: bool = setting(
+        False,
+        help="development only: serve and dial gRPC without TLS (a warning is logged at start); tokens "
+        "then cross the network in clear",
+    )
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     shutdown_grace_seconds: float = setting(5.0, help="seconds in-flight RPCs get to finish after SIGTERM")
     jetstream_replicas: int = setting(
@@ -101,6 +124,7 @@ class ServiceConfig:
                 problems.append(f"{name}={port} is outside 0..65535")
         if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:
             problems.append(f"TOKEN_SECRET must be at least {MIN_TOKEN_SECRET_BYTES} bytes long")
+        problems.extend(self._tls_problems())
         if self.log_level not in _LOG_LEVELS:
             problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
         if self.shutdown_grace_seconds < 0:
@@ -122,6 +146,22 @@ class ServiceConfig:
                 "in Postgres"
             )
         return problems
+
+    def _tls_problems(self) -> list[str]:
+        if self.grpc_plaintext:
+            if self.tls_cert_file or self.tls_key_file:
+                return ["GRPC_PLAINTEXT=true and TLS_CERT_FILE/TLS_KEY_FILE are both set: choose one"]
+            return []
+        if not self.tls_cert_file or not self.tls_key_file:
+            return [
+                "TLS_CERT_FILE and TLS_KEY_FILE are required: the certificate and key the gRPC server "
+                "serves (GRPC_PLAINTEXT=true turns TLS off, in development only)"
+            ]
+        return []
+
+    def client_tls(self) -> ClientTls:
+        """How this service dials other services' gRPC servers (TLS_CA_FILE, GRPC_PLAINTEXT)."""
+        return ClientTls.from_settings(self.tls_ca_file, self.grpc_plaintext)
 
     def at_least_one(self, *names: str) -> list[str]:
         """A problem for each of the named settings (field names) below 1: ``NAME=0 must be at least 1``."""
