@@ -328,8 +328,11 @@ needs_node = pytest.mark.skipif(
 )
 
 
-async def _node_queue(replicas: list[Replica], follow_seconds: float = 30) -> asyncio.subprocess.Process:
+async def _node_queue(
+    replicas: list[Replica], client_tls: ClientTls, follow_seconds: float = 30
+) -> asyncio.subprocess.Process:
     given = {
+        "caFile": str(client_tls.ca_file),
         "wallet": replicas[0].address,
         "matchmaking": "ipv4:" + ",".join(r.address for r in replicas),
         "scoring": "",
@@ -358,13 +361,13 @@ async def _node_result(node: asyncio.subprocess.Process) -> dict[str, Any]:
 
 @needs_node
 async def test_the_node_client_follows_its_entry_to_the_table_and_proposes_once(
-    fleet: tuple[Fleet, list[Replica]],
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
 ) -> None:
     """tests/node/client.js: the proposal was taken but not yet shown when its replica died; the node
     client follows the ticket on the other replica, sees the step again, does not propose again, and
     gets its table."""
     shared, replicas = fleet
-    node = await _node_queue(replicas)
+    node = await _node_queue(replicas, client_tls)
     try:
         serving = await _serving(shared, replicas)
         entry = shared.only()
@@ -388,10 +391,10 @@ async def test_the_node_client_follows_its_entry_to_the_table_and_proposes_once(
 
 @needs_node
 async def test_the_node_client_does_not_follow_a_ticket_matchmaking_does_not_know(
-    fleet: tuple[Fleet, list[Replica]],
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
 ) -> None:
     shared, replicas = fleet
-    node = await _node_queue(replicas)
+    node = await _node_queue(replicas, client_tls)
     try:
         await _serving(shared, replicas)
         del shared.entries[shared.only().ticket]
