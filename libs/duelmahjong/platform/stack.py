@@ -371,6 +371,10 @@ class Stack:
         for name, target in self.targets.items():
             if len(self._instances(name)) > 1:
                 _say(f"clients reach every {name} replica at {target}")
+        if self.plaintext:
+            _say("WARNING: GRPC_PLAINTEXT=true: every service serves gRPC without TLS")
+        else:
+            _say(f"TLS: every service's certificate is issued by the CA {self.authority.ca_cert}")
         _say(f"logs in {self.data_dir / 'logs'}; state in {self.state_file}")
         _say("check with `.venv/bin/duel status`; stop with Ctrl-C")
 
