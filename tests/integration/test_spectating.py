@@ -107,7 +107,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
 
         duel = Path(sys.executable).parent / "duel"
         command = [str(duel), "watch", "erren-watched", "--wallet", wallet.server.address]
-        command += ["--matchmaking", matchmaking.server.address]
+        command += ["--matchmaking", matchmaking.server.address, "--ca-file", str(client_tls.ca_file)]
         cli = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got: list[tuple[float, table_pb2.WatchResponse]] = []
         async with asyncio.timeout(120):
