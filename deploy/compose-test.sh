@@ -232,6 +232,8 @@ if [[ $ENGINE == podman ]]; then  # the static addresses' network, labelled as t
     podman network create --subnet "$DUEL_SUBNET.0/24" --ip-range "$DUEL_SUBNET.128/25" \
         --label "com.docker.compose.project=$PROJECT" "$DUEL_NETWORK" >/dev/null
 fi
+# Every service's certificate and the CA (deploy/compose/tls, mounted at /tls), made here on the host.
+"$PY" -m duelmahjong.platform.pki deploy/compose/tls matchmaking table scoring wallet --readable >/dev/null
 say "up: nats, postgres, matchmaking, table, scoring, wallet, prometheus"
 if ! compose up --detach --no-build; then
     diagnose
