@@ -200,3 +200,17 @@ async def test_plaintext_is_served_only_when_asked_for_and_says_so(
     assert any(record.getMessage() == PLAINTEXT_WARNING for record in caplog.records)
     async with ClientTls(plaintext=True).channel(runtime.server.address) as channel:
         assert await _check(channel) == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_a_client_sees_a_ca_bundle_replaced_in_place_on_its_next_channel(
+    start_service: Any, service_env: dict[str, str], local_ca: LocalAuthority, tmp_path: Path
+) -> None:
+    runtime = await _serve(start_service, service_env)
+    bundle = tmp_path / "bundle.pem"
+    shutil.copyfile(LocalAuthority.open(tmp_path / "old-ca").ca_cert, bundle)
+    tls = ClientTls(ca_file=bundle)
+    await _refused(tls, runtime.server.address)
+    await asyncio.sleep(0.01)  # a new modification time, whatever the file system's resolution
+    shutil.copyfile(local_ca.ca_cert, bundle)  # the CA rotated: the bundle now holds the new one
+    async with tls.channel(runtime.server.address) as channel:
+        assert await _check(channel) == health_pb2.HealthCheckResponse.SERVING

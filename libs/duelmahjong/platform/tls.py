@@ -174,7 +174,8 @@ class ClientTls:
     ca_file: Path | None = None
     plaintext: bool = False
     server_name: str = ""
-    _credentials: list[grpc.ChannelCredentials] = field(default_factory=list, compare=False, repr=False)
+    # The credentials, and the CA file's stamp they were read at: read again when the bundle changes.
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_settings(cls, ca_file: str | Path | None, plaintext: bool) -> ClientTls:
@@ -188,14 +189,19 @@ class ClientTls:
         return f"TLS, verified with {self.ca_file or 'the system trust store'}"
 
     def credentials(self) -> grpc.ChannelCredentials:
-        """The channel credentials (the CA file read once per ``ClientTls``: a rotated CA bundle is
-        seen by the next process, or a new ``ClientTls``)."""
+        """The channel credentials: the CA bundle read again when it changed (a CA rotated in place
+        reaches the next channel, as a server's renewed certificate reaches its next connection)."""
         if self.plaintext:
             raise TlsError("plaintext clients have no channel credentials")
-        if not self._credentials:
+        try:
+            stamp = _stamp(self.ca_file) if self.ca_file is not None else ()
+        except OSError as err:
+            raise TlsError(f"cannot read CA bundle {self.ca_file}: {err.strerror or err}") from None
+        if self._cache.get("stamp") != stamp or "credentials" not in self._cache:
             roots = _read(self.ca_file, "CA bundle") if self.ca_file is not None else None
-            self._credentials.append(grpc.ssl_channel_credentials(root_certificates=roots))
-        return self._credentials[0]
+            self._cache.update(stamp=stamp, credentials=grpc.ssl_channel_credentials(root_certificates=roots))
+        credentials: grpc.ChannelCredentials = self._cache["credentials"]
+        return credentials
 
     def _options(self, target: str, options: ChannelOptions) -> list[tuple[str, Any]]:
         merged = list(options)
