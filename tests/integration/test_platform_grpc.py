@@ -224,7 +224,10 @@ async def test_a_burst_of_new_connections_is_served_not_refused(
     client sees as INTERNAL or CANCELLED; the server's limit is set above such a burst."""
     runtime, _ = probe
     burst = 2500
-    channels = [client_tls.channel(runtime.server.address) for _ in range(burst)]
+    # Each channel its own connection and TLS handshake, as each player's is (channels of one process
+    # share a connection to the same target unless told not to).
+    own = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [client_tls.channel(runtime.server.address, options=own) for _ in range(burst)]
     try:
         outcomes = await asyncio.gather(
             *(_call(channel, "Public")(Request(), timeout=30) for channel in channels), return_exceptions=True
