@@ -28,6 +28,7 @@ from cryptography import x509
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from duelmahjong.platform.config import ServiceConfig
+from duelmahjong.platform.embedded import free_port
 from duelmahjong.platform.pki import LocalAuthority
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec
 from duelmahjong.platform.tls import PLAINTEXT_WARNING, RELOAD_CHECK_SECONDS, ClientTls
@@ -214,3 +215,22 @@ async def test_a_client_sees_a_ca_bundle_replaced_in_place_on_its_next_channel(
     shutil.copyfile(local_ca.ca_cert, bundle)  # the CA rotated: the bundle now holds the new one
     async with tls.channel(runtime.server.address) as channel:
         assert await _check(channel) == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_a_health_port_answers_probes_in_plaintext_and_serves_nothing_else(
+    start_service: Any, service_env: dict[str, str], client_tls: ClientTls
+) -> None:
+    """GRPC_HEALTH_PORT: for Kubernetes' gRPC probe, which speaks no TLS. The same health answers as
+    on the TLS port, and nothing else: no other service, no reflection."""
+    health_port = free_port("127.0.0.1")
+    runtime = await _serve(start_service, service_env, GRPC_HEALTH_PORT=str(health_port))
+    async with ClientTls(plaintext=True).channel(f"127.0.0.1:{health_port}") as probe:
+        assert await _check(probe) == health_pb2.HealthCheckResponse.SERVING
+        await runtime.server.mark(serving=False)
+        assert await _check(probe) == health_pb2.HealthCheckResponse.NOT_SERVING
+        reflection = probe.unary_unary("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await reflection(b"", timeout=CALL_DEADLINE)
+        assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    err = await _refused(ClientTls(plaintext=True), runtime.server.address)  # the service port: TLS only
+    assert err.code() == grpc.StatusCode.UNAVAILABLE

@@ -70,6 +70,11 @@ class ServiceConfig:
     grpc_host: str = setting("127.0.0.1", help="address the gRPC server binds")
     grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
     metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
+    grpc_health_port: int = setting(
+        0,
+        help="a second gRPC port serving only the health service, in plaintext, for probes that cannot "
+        "speak TLS (Kubernetes' gRPC probe); 0 = none",
+    )
     nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
     database_url: str = setting("", help="Postgres URL for asyncpg (postgresql://user@host:port/db)")
     token_secret: str = setting(
@@ -119,7 +124,12 @@ class ServiceConfig:
         problems: list[str] = []
         if not _SERVICE_NAME.match(self.service_name):
             problems.append(f"SERVICE_NAME={self.service_name!r} must be lower case letters, digits and _")
-        for name, port in (("GRPC_PORT", self.grpc_port), ("METRICS_PORT", self.metrics_port)):
+        ports = (
+            ("GRPC_PORT", self.grpc_port),
+            ("METRICS_PORT", self.metrics_port),
+            ("GRPC_HEALTH_PORT", self.grpc_health_port),
+        )
+        for name, port in ports:
             if not 0 <= port <= 65535:
                 problems.append(f"{name}={port} is outside 0..65535")
         if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:

@@ -81,6 +81,12 @@ class ServiceServer:
         )
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        # Kubernetes' gRPC probe speaks no TLS: the same health answers, alone on a plaintext port of
+        # their own (nothing else is served there, and no token or player data crosses it).
+        self._health_server: grpc.aio.Server | None = None
+        if config.grpc_health_port:
+            self._health_server = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
         self._service_names: list[str] = []
         self._port: int | None = None
         self.certificate: ReloadingCertificate | None = None  # None when plaintext
@@ -122,6 +128,11 @@ class ServiceServer:
             port = self._server.add_secure_port(bind, credentials)
         if port == 0:
             raise OSError(f"cannot bind gRPC on {self.config.grpc_host}:{self.config.grpc_port}")
+        if self._health_server is not None:
+            health_bind = f"{self.config.grpc_host}:{self.config.grpc_health_port}"
+            if self._health_server.add_insecure_port(health_bind) == 0:
+                raise OSError(f"cannot bind the health port on {health_bind}")
+            await self._health_server.start()
         await self._server.start()
         self._port = port
         await self.mark(serving=True)
@@ -154,6 +165,8 @@ class ServiceServer:
         self._stopping = True
         _log.info("grpc stopping", extra={"fields": {"grace_seconds": grace}})
         await self._server.stop(grace)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
 
     async def mark(self, *, serving: bool) -> None:
         """Health SERVING or NOT_SERVING for every service: a service whose dependency it cannot do
