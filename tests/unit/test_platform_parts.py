@@ -477,3 +477,14 @@ def test_rate_limiter_refills_forgets_least_recent_keys_and_can_be_off() -> None
         RateLimiter(per_minute=-1, burst=1)
     assert client_address("ipv4:10.0.0.1:1") == client_address("ipv4:10.0.0.1:2")
     assert client_address("ipv6:[2001:db8::1]:1") == client_address("ipv6:[2001:db8::ffff]:1")
+
+
+def test_make_run_issues_each_process_a_certificate_of_its_own_unless_plaintext(tmp_path: Path) -> None:
+    stack = Stack(tmp_path, ["wallet"], {"TLS_CERT_FILE": "mine.pem"})
+    settings = stack.tls_settings("wallet")
+    assert settings["TLS_CERT_FILE"] == str(tmp_path / "tls" / "wallet.pem")
+    assert settings["TLS_CA_FILE"] == str(tmp_path / "tls" / "ca.pem") == str(stack.client_tls.ca_file)
+    assert stack.tls_settings("table-2")["TLS_KEY_FILE"] == str(tmp_path / "tls" / "table-2-key.pem")
+    plaintext = Stack(tmp_path / "plain", ["wallet"], {"GRPC_PLAINTEXT": "true"})
+    assert plaintext.tls_settings("wallet") == {"GRPC_PLAINTEXT": "true"}
+    assert plaintext.client_tls.plaintext and not (tmp_path / "plain" / "tls").exists()
