@@ -262,6 +262,7 @@ async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
                 raise AssertionError(f"hand {hand_id} was never archived")
     # As a guest of the stack's wallet, from the scoring service's archive.
     where = ["--scoring", stack.services["scoring"].grpc, "--wallet", stack.services["wallet"].grpc]
+    where += ["--ca-file", stack.ca_file]
 
     code, out, err = await duel("replay", hand_id, *where)
     assert code == 0, err

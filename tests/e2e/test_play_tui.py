@@ -111,6 +111,7 @@ def _environment(stack: StackState, config: Path) -> dict[str, str]:
         DUEL_PLAY_CONFIG=str(config),
         WALLET_ADDRESS=stack.services["wallet"].grpc,
         MATCHMAKING_ADDRESS=stack.target("matchmaking"),
+        TLS_CA_FILE=stack.ca_file,  # the addresses from the environment: the CA too
     )
     return env
 
