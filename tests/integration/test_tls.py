@@ -234,3 +234,17 @@ async def test_a_health_port_answers_probes_in_plaintext_and_serves_nothing_else
         assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
     err = await _refused(ClientTls(plaintext=True), runtime.server.address)  # the service port: TLS only
     assert err.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_a_server_bound_to_every_interface_is_dialed_by_its_own_certificate_s_name(
+    start_service: Any, service_env: dict[str, str], client_tls: ClientTls
+) -> None:
+    """What matchmaking's house bots do (they dial their own replica at its bound address): 0.0.0.0 is
+    no name a certificate carries, so the certificate's own first name is checked instead."""
+    runtime = await _serve(start_service, service_env, GRPC_HOST="0.0.0.0")
+    assert runtime.server.address.startswith("0.0.0.0:")
+    await _refused(client_tls, runtime.server.address)  # "0.0.0.0" is not a name of the certificate
+    own = runtime.server.own_tls(client_tls)
+    assert own.server_name == "localhost" and own.ca_file == client_tls.ca_file
+    async with own.channel(runtime.server.address) as channel:
+        assert await _check(channel) == health_pb2.HealthCheckResponse.SERVING
