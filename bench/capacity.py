@@ -51,16 +51,15 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import grpc.aio
-
 from bench import capacity_gc, capacity_seats, capacity_wire
 from bench.capacity_seats import Samples, SeatTicket
-from bench.common import cpu_seconds, open_table_request
+from bench.common import PLAINTEXT, PLAINTEXT_ENV, BenchTls, cpu_seconds, open_table_request
 from bench.stack_probes import percentile, proc_sample, scrape_gauge
 from bench.table import ROOT, free_port
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import wait_until_serving
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2, table_pb2_grpc
 
 P99_LIMIT_MS = 50.0
@@ -93,6 +92,7 @@ class Step:
     hands: float
     timeouts: float
     attach_seconds: float  # the step's new tables opened → every new seat's stream attached
+    tls: bool = True  # the server and its seats over TLS (else plaintext: the comparison's other side)
 
     @property
     def rate(self) -> float:
@@ -111,7 +111,8 @@ class Step:
 
     def line(self) -> str:
         return (
-            f"bench capacity N={self.tables} actions/s={self.rate:.1f} p50={self.p(0.5):.1f} "
+            f"bench capacity{'' if self.tls else '.plain'} N={self.tables} actions/s={self.rate:.1f} "
+            f"p50={self.p(0.5):.1f} "
             f"p95={self.p(0.95):.1f} p99={self.p(0.99):.1f} server_cpu={self.server_cpu / self.seconds:.1%} "
             f"server_rss={self.rss_mb:.0f}MB gc={self.gc.text()} hands={self.hands:.0f} "
             f"timeouts={self.timeouts:.0f} errors={self.errors} cpu/action={self.cpu_per_action_ms:.2f}ms "
@@ -122,14 +123,16 @@ class Step:
 class Workers:
     """The load-generator processes, spawned (grpc does not survive a fork), driven over pipes."""
 
-    def __init__(self, count: int, address: str, think: tuple[float, float]) -> None:
+    def __init__(self, count: int, address: str, think: tuple[float, float], ca_file: str) -> None:
         context = multiprocessing.get_context("spawn")
         self.pipes: list[Connection] = []
         self.processes = []
         self.seats = 0  # added so far
         for _ in range(count):
             ours, theirs = context.Pipe()
-            process = context.Process(target=capacity_seats.serve, args=(theirs, address, think), daemon=True)
+            process = context.Process(
+                target=capacity_seats.serve, args=(theirs, address, think, ca_file), daemon=True
+            )
             process.start()
             self.pipes.append(ours)
             self.processes.append(process)
@@ -185,12 +188,12 @@ class Workers:
                     process.kill()
 
 
-async def open_tables(address: str, secret: str, first: int, count: int) -> list[SeatTicket]:
+async def open_tables(address: str, secret: str, first: int, count: int, tls: ClientTls) -> list[SeatTicket]:
     """Open tables ``first``…``first + count - 1`` as matchmaking would; each seat's token and ticket."""
     service = auth.bearer_metadata(auth.issue_token(secret, player_id="bench-mm", role=auth.Role.SERVICE))
     rules = rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=1)  # default timing (T11)
     seats: list[SeatTicket] = []
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
 
         async def one(number: int) -> None:
@@ -258,26 +261,33 @@ def _server_env(
     }
 
 
-async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], capacity_wire.WireFloor | None]:
-    """Every step's figures, and table.wire's at the same pace (None if not measured)."""
+async def measure(
+    data_dir: Path, settings: Settings, *, tls: bool = True
+) -> tuple[list[Step], capacity_wire.WireFloor | None]:
+    """Every step's figures, and table.wire's at the same pace (None if not measured); the table
+    server and its seats over TLS, or plaintext (``tls=False``: what TLS costs, beside it)."""
     secret = secrets.token_hex(32)
     grpc_port, metrics_port = free_port(), free_port()
     steps = sorted(set(settings.steps))
     results: list[Step] = []
+    bench_tls = BenchTls.issue(data_dir / "tls")
+    client = bench_tls.client if tls else PLAINTEXT
     with EmbeddedNats(data_dir / "nats") as nats_server:
         env = _server_env(nats_server.url, secret, grpc_port, metrics_port, steps[-1])
+        env.update(bench_tls.server_env() if tls else PLAINTEXT_ENV)
         server = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=env)  # noqa: ASYNC220
         address, metrics_url = f"127.0.0.1:{grpc_port}", f"http://127.0.0.1:{metrics_port}/metrics"
         workers: Workers | None = None
         try:
-            await wait_until_serving(address, within_seconds=60)
-            workers = Workers(settings.workers, address, settings.think)
+            await wait_until_serving(address, client, within_seconds=60)
+            workers = Workers(settings.workers, address, settings.think, str(client.ca_file or ""))
             opened = 0
             for tables in steps:
-                seats = await open_tables(address, secret, opened, tables - opened)
+                seats = await open_tables(address, secret, opened, tables - opened, client)
                 opened = tables
                 attach_seconds = await workers.add_attached(seats)
                 step = await _measure_step(tables, workers, server.pid, metrics_url, settings, attach_seconds)
+                step = dataclasses.replace(step, tls=tls)
                 print(step.line(), flush=True)
                 results.append(step)
         finally:
@@ -292,15 +302,16 @@ async def measure(data_dir: Path, settings: Settings) -> tuple[list[Step], capac
         if settings.wire:
             tables = capacity_wire.reference_tables(steps)
             wire = await capacity_wire.measure(
-                nats_server.url, tables, settings.think, settings.warm_seconds, settings.seconds
+                nats_server.url, tables, settings.think, settings.warm_seconds, settings.seconds, bench_tls
             )
             print(wire.line(), flush=True)
     return results, wire
 
 
-def summary(steps: Sequence[Step], wire: capacity_wire.WireFloor | None) -> str:
+def summary(steps: Sequence[Step], wire: capacity_wire.WireFloor | None, plain: Sequence[Step] = ()) -> str:
     """The largest N with p99 under the limit and the server CPU per action there; with the reference,
-    the CPU per action of the step it was measured at against the wire floor's at that step."""
+    the CPU per action of the step it was measured at against the wire floor's at that step; with the
+    plaintext steps, what TLS costs at each step (CPU per action and p99, TLS against plaintext)."""
     held = [step for step in steps if step.p(0.99) < P99_LIMIT_MS and step.errors == 0]
     if held:
         best = max(held, key=lambda step: step.tables)
@@ -317,6 +328,18 @@ def summary(steps: Sequence[Step], wire: capacity_wire.WireFloor | None) -> str:
             f"bench capacity.cpu N={wire.tables} ours={ours:.3f}ms wire={wire.cpu_per_action_ms:.3f}ms "
             f"per action ratio(wire/ours)={wire.cpu_per_action_ms / ours:.2f}"
         )
+    plain_at = {step.tables: step for step in plain}
+    for step in steps:
+        other = plain_at.get(step.tables)
+        if other is None:
+            continue
+        cpu_ratio = step.cpu_per_action_ms / other.cpu_per_action_ms if other.cpu_per_action_ms else 0.0
+        p99_ratio = step.p(0.99) / other.p(0.99) if other.p(0.99) else 0.0
+        lines.append(
+            f"bench capacity.tls N={step.tables} cpu/action tls={step.cpu_per_action_ms:.3f}ms "
+            f"plain={other.cpu_per_action_ms:.3f}ms ratio={cpu_ratio:.2f} p99 tls={step.p(0.99):.1f}ms "
+            f"plain={other.p(0.99):.1f}ms ratio={p99_ratio:.2f}"
+        )
     return "\n".join(lines)
 
 
@@ -328,6 +351,9 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--think", default="1,3", help="a seat's thinking time per decision, min,max s")
     parser.add_argument("--workers", type=int, default=2, help="load-generator processes")
     parser.add_argument("--no-wire", action="store_true", help="skip table.wire's reference")
+    parser.add_argument(
+        "--no-plaintext", action="store_true", help="skip the plaintext run (what TLS costs, beside it)"
+    )
     parser.add_argument("--quick", action="store_true", help="4 and 8 tables, fast seats, short steps")
     args = parser.parse_args(list(argv))
     low, high = (float(part) for part in args.think.split(","))
@@ -338,9 +364,14 @@ def main(argv: Sequence[str]) -> int:
         settings = Settings((4, 8), 1.0, 4.0, (0.01, 0.05), 2, wire=False)
     elif args.no_wire:
         settings = dataclasses.replace(settings, wire=False)
+    plain: list[Step] = []
     with tempfile.TemporaryDirectory(prefix="capacity-bench-") as tmp:
-        steps, wire = eventloop.run(measure(Path(tmp), settings))
-    print(summary(steps, wire), flush=True)
+        steps, wire = eventloop.run(measure(Path(tmp) / "tls", settings))
+        if not args.no_plaintext:
+            plain, _ = eventloop.run(
+                measure(Path(tmp) / "plain", dataclasses.replace(settings, wire=False), tls=False)
+            )
+    print(summary(steps, wire, plain), flush=True)
     return 0
 
 

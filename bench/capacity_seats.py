@@ -28,12 +28,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import grpc
 import grpc.aio
 
+from bench.common import PLAINTEXT
 from bench.table import choose
 from duelmahjong.platform import auth, eventloop
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import play_pb2, table_pb2, table_pb2_grpc
 
 Think = tuple[float, float]
@@ -131,7 +134,12 @@ SeatTicket = tuple[str, str, bool, int]  # token, table ticket, first seat, head
 
 
 async def play_seat(
-    address: str, seat_ticket: SeatTicket, think: Think, samples: Samples, released: asyncio.Event
+    address: str,
+    seat_ticket: SeatTicket,
+    think: Think,
+    samples: Samples,
+    released: asyncio.Event,
+    tls: ClientTls,
 ) -> None:
     token, ticket, first, head_start = seat_ticket
     if think[1] <= FAST_THINK[1]:
@@ -139,7 +147,7 @@ async def play_seat(
     samples.head_start_left += head_start
     seat: Seat | None = None
     try:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with tls.channel(address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
             await call.write(table_pb2.PlayRequest(table_ticket=ticket, accept_batches=True))
             seat = Seat(call, samples, think, first, head_start, released)
@@ -157,7 +165,7 @@ async def play_seat(
         samples.head_start_left -= seat.head_start if seat is not None else head_start
 
 
-async def _serve(conn: Connection, address: str, think: Think) -> None:
+async def _serve(conn: Connection, address: str, think: Think, tls: ClientTls) -> None:
     samples = Samples()
     seats: list[asyncio.Task[None]] = []
     released = asyncio.Event()
@@ -166,7 +174,9 @@ async def _serve(conn: Connection, address: str, think: Think) -> None:
         if command == "add":
             released = asyncio.Event()  # this batch waits for its own release
             for seat_ticket in payload:
-                seats.append(asyncio.create_task(play_seat(address, seat_ticket, think, samples, released)))
+                seats.append(
+                    asyncio.create_task(play_seat(address, seat_ticket, think, samples, released, tls))
+                )
             conn.send(len(seats))
         elif command == "collect":
             conn.send(samples.take())
@@ -181,6 +191,7 @@ async def _serve(conn: Connection, address: str, think: Think) -> None:
             return
 
 
-def serve(conn: Connection, address: str, think: Sequence[float]) -> None:
-    """A load-generator process's entry point (multiprocessing, spawned)."""
-    eventloop.run(_serve(conn, address, (float(think[0]), float(think[1]))))
+def serve(conn: Connection, address: str, think: Sequence[float], ca_file: str) -> None:
+    """A load-generator process's entry point (multiprocessing, spawned); ``ca_file`` "" = plaintext."""
+    tls = ClientTls(ca_file=Path(ca_file)) if ca_file else PLAINTEXT
+    eventloop.run(_serve(conn, address, (float(think[0]), float(think[1])), tls))

@@ -13,6 +13,7 @@ full pace.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import signal
 import subprocess
@@ -22,9 +23,10 @@ from dataclasses import dataclass, field
 
 import grpc.aio
 
-from bench.common import cpu_seconds
+from bench.common import BenchTls, cpu_seconds
 from bench.stack_probes import percentile
 from bench.table import ROOT, WIRE_METHOD, free_port
+from duelmahjong.platform.tls import ClientTls
 
 MAX_TABLES = 1000
 ACTION = b"a" * 64
@@ -65,9 +67,11 @@ def reference_tables(steps: list[int]) -> int:
     return max(within) if within else min(steps)
 
 
-async def _seat(address: str, table: int, seat: int, think: tuple[float, float], tally: _Tally) -> None:
+async def _seat(
+    address: str, table: int, seat: int, think: tuple[float, float], tally: _Tally, tls: ClientTls
+) -> None:
     """Seat 0 acts first; each seat acts once the opponent's action has reached it, after thinking."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         call = channel.stream_stream(WIRE_METHOD)()
         await call.write(b"%d" % table + bytes([seat]))
         my_turn = seat == 0
@@ -99,21 +103,27 @@ def _all_seats_playing(seats: list[asyncio.Task[None]]) -> None:
 
 
 async def measure(
-    nats_url: str, tables: int, think: tuple[float, float], warm_seconds: float, seconds: float
+    nats_url: str,
+    tables: int,
+    think: tuple[float, float],
+    warm_seconds: float,
+    seconds: float,
+    tls: BenchTls,
 ) -> WireFloor:
-    """The wire server's CPU per action and its latency on ``tables`` tables of thinking seats."""
+    """The wire server's CPU per action and its latency on ``tables`` tables of thinking seats, over
+    TLS as the table server's."""
     tables = min(tables, MAX_TABLES)
     port = free_port()
     command = [sys.executable, "-m", "bench.table", "--wire-server", str(port), nats_url]
-    server = subprocess.Popen(command, cwd=ROOT)  # noqa: ASYNC220
+    server = subprocess.Popen(command, cwd=ROOT, env={**os.environ, **tls.server_env()})  # noqa: ASYNC220
     tally = _Tally()
     tasks: list[asyncio.Task[None]] = []
     try:
         address = f"127.0.0.1:{port}"
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with tls.client.channel(address) as channel:
             await asyncio.wait_for(channel.channel_ready(), timeout=60)
         tasks = [
-            asyncio.create_task(_seat(address, number, seat, think, tally))
+            asyncio.create_task(_seat(address, number, seat, think, tally, tls.client))
             for number in range(tables)
             for seat in (0, 1)
         ]

@@ -349,7 +349,11 @@ def verdicts(
 async def chaos(args: argparse.Namespace) -> int:
     async with stack_state(None, settings=SETTINGS, label="chaos") as (state, stack):
         assert stack is not None  # always a stack of its own: it kills its servers
-        lobby = DuelClient(wallet=state.services["wallet"].grpc, matchmaking=state.target("matchmaking"))
+        lobby = DuelClient(
+            wallet=state.services["wallet"].grpc,
+            matchmaking=state.target("matchmaking"),
+            tls=state.client_tls(),
+        )
         async with lobby:
             await lobby.login("chaos lobby")
             rooms = await lobby.rooms()
@@ -425,7 +429,8 @@ async def players_locked_out(
             break
         await asyncio.sleep(0.5)
     sessions = {player: token for pair in pairs for player, token in pair.sessions.items()}
-    return await locked_out(watch, sessions, state.services["wallet"].grpc, state.target("matchmaking"), room)
+    wallet, matchmaking = state.services["wallet"].grpc, state.target("matchmaking")
+    return await locked_out(watch, sessions, wallet, matchmaking, room, state.client_tls())
 
 
 def main(argv: Sequence[str]) -> int:

@@ -29,6 +29,7 @@ from bench.stack_probes import percentile
 from duelmahjong.client.session import DuelClient, QueueStats
 from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stackfile import StackState
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.matchmaking.queue import ADMISSION_SECONDS
 from services.matchmaking.records import DONE, ENDED, HOLDING, PAIRINGS, PLAYERS, TICKETS
@@ -168,7 +169,12 @@ def hold_overlaps(holds: Iterable[tuple[str, str, datetime, datetime | None]]) -
 
 
 async def locked_out(
-    watch: StoreWatch, sessions: dict[str, str], wallet: str, matchmaking: str, room: mm.Room
+    watch: StoreWatch,
+    sessions: dict[str, str],
+    wallet: str,
+    matchmaking: str,
+    room: mm.Room,
+    tls: ClientTls,
 ) -> tuple[list[str], int]:
     """The players matchmaking still claims at the end of a run, once every bot stopped: each bot
     among them queues again (and leaves) — a claim nothing holds any more (its replica died) is taken
@@ -183,7 +189,7 @@ async def locked_out(
         if token is None:  # a house bot or the lobby: nobody to queue as
             refused.append(why + " not a bot of the run")
             continue
-        client = DuelClient(wallet=wallet, matchmaking=matchmaking)
+        client = DuelClient(wallet=wallet, matchmaking=matchmaking, tls=tls)
         client.use_session(player, token)
         try:
             until = max(time.time() + 1, made + ADMISSION_SECONDS + 5)

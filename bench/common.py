@@ -12,10 +12,15 @@ import os
 import random
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
+import grpc.aio
+
+from duelmahjong.platform.pki import LocalAuthority
+from duelmahjong.platform.tls import ClientTls, server_credentials
 from duelmahjong.v1 import rules_pb2, table_pb2
 
 MIN_RUNS = 5
@@ -140,3 +145,47 @@ def open_table_request(
             for seat, player in zip(seats, player_ids, strict=True)
         ],
     )
+
+
+@dataclass(frozen=True)
+class BenchTls:
+    """TLS for a bench's servers and clients: a certificate for 127.0.0.1 from a local CA of its own,
+    served as the services serve theirs, and the client side trusting that CA."""
+
+    cert: Path
+    key: Path
+    client: ClientTls
+
+    @classmethod
+    def issue(cls, directory: Path) -> BenchTls:
+        authority = LocalAuthority.open(directory)
+        leaf = authority.issue("bench-server", ["127.0.0.1", "localhost"])
+        return cls(leaf.cert, leaf.key, ClientTls(ca_file=authority.ca_cert))
+
+    def server_env(self) -> dict[str, str]:
+        """The settings a service process serves this certificate with."""
+        return {
+            "TLS_CERT_FILE": str(self.cert),
+            "TLS_KEY_FILE": str(self.key),
+            "TLS_CA_FILE": str(self.client.ca_file),
+        }
+
+
+# What a service process is given to serve plaintext: the TLS-off side of a TLS comparison.
+PLAINTEXT_ENV = {"GRPC_PLAINTEXT": "true"}
+PLAINTEXT = ClientTls(plaintext=True)
+
+
+def tls_for(environ: Mapping[str, str]) -> ClientTls:
+    """How a bench's helper process dials: ``BENCH_CA_FILE`` names the CA, absent = plaintext."""
+    ca_file = environ.get("BENCH_CA_FILE", "")
+    return ClientTls(ca_file=Path(ca_file)) if ca_file else PLAINTEXT
+
+
+def add_port(server: grpc.aio.Server, address: str, environ: Mapping[str, str]) -> int:
+    """Bind a bench's own server (a fake, a reference) as the services bind theirs: TLS with the
+    certificate ``TLS_CERT_FILE`` / ``TLS_KEY_FILE`` name, plaintext when they name none."""
+    cert, key = environ.get("TLS_CERT_FILE"), environ.get("TLS_KEY_FILE")
+    if cert and key:
+        return server.add_secure_port(address, server_credentials(Path(cert), Path(key))[0])
+    return server.add_insecure_port(address)

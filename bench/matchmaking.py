@@ -62,7 +62,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import cpu_seconds
+from bench.common import BenchTls, cpu_seconds
 from bench.matchmaking_load import PLAYER_SECONDS, StepResult
 from bench.stack_probes import BenchViolation, percentile, scrape_gauge
 from duelmahjong.platform import eventloop
@@ -312,7 +312,7 @@ class LoadWorkers:
         self.processes = processes
 
     @classmethod
-    async def start(cls, count: int, log: Path) -> LoadWorkers:
+    async def start(cls, count: int, log: Path, ca_file: str) -> LoadWorkers:
         processes = []
         with log.open("ab") as errors:
             for _ in range(count):
@@ -327,6 +327,7 @@ class LoadWorkers:
                         stderr=errors,
                         limit=64 * 1024 * 1024,  # a step's samples come back as one line
                         start_new_session=True,
+                        env={**os.environ, "BENCH_CA_FILE": ca_file},
                     )
                 )
         return cls(processes)
@@ -376,6 +377,7 @@ class Bench:
         self.settings = settings
         self.nats = nats_server
         self.secret = secrets.token_hex(32)
+        self.tls = BenchTls.issue(data_dir / "tls")  # every server here serves it, every client trusts it
         self.fakes_address = ""
         self.fakes: subprocess.Popen[bytes] | None = None
         self.workers: LoadWorkers | None = None
@@ -388,10 +390,12 @@ class Bench:
         self.fakes_address = f"127.0.0.1:{port}"
         self.fakes = _spawn(
             ["-m", "bench.matchmaking_fakes", str(port), self.nats.url],
-            dict(os.environ),
+            {**os.environ, **self.tls.server_env()},
             self.logs / "fakes.log",
         )
-        self.workers = await LoadWorkers.start(self.settings.workers, self.logs / "load.log")
+        self.workers = await LoadWorkers.start(
+            self.settings.workers, self.logs / "load.log", str(self.tls.client.ca_file)
+        )
 
     def stop(self) -> None:
         if self.fakes is not None:
@@ -415,6 +419,7 @@ class Bench:
             "MATCHMAKING_REPLICA_ID": replica,
             "MATCHMAKING_ROOM_SHARING": config.sharing,
             "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+            **self.tls.server_env(),
         }
 
     @contextlib.asynccontextmanager
@@ -436,7 +441,7 @@ class Bench:
                 )
             for replica in replicas:
                 try:
-                    await wait_until_serving(replica.address, within_seconds=60)
+                    await wait_until_serving(replica.address, self.tls.client, within_seconds=60)
                 except TimeoutError:
                     tail = replica.log.read_text(errors="replace")[-2000:]
                     raise BenchViolation(f"{replica.name} did not serve; its log ends:\n{tail}") from None

@@ -16,6 +16,7 @@ real gRPC (the calls' wire cost stays in the figures, their work does not).
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 import time
@@ -24,6 +25,7 @@ from typing import Any
 
 import grpc.aio
 
+from bench.common import add_port
 from duelmahjong.platform import eventloop, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.grpc_server import PENDING_CALL_OPTIONS
@@ -133,7 +135,7 @@ async def serve(port: int, nats_url: str) -> None:
     server = grpc.aio.server(options=PENDING_CALL_OPTIONS)
     wallet_pb2_grpc.add_WalletServiceServicer_to_server(Wallet(), server)
     table_pb2_grpc.add_TableServiceServicer_to_server(tables, server)
-    server.add_insecure_port(address)
+    add_port(server, address, os.environ)  # TLS, as the real wallet and table servers serve it
     await server.start()
     bus = await Bus.connect(nats_url, name="bench-matchmaking-fakes")
     try:

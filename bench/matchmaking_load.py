@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import random
 import sys
 import time
@@ -30,7 +31,7 @@ from typing import Any
 
 import grpc.aio
 
-from bench.common import arrivals
+from bench.common import arrivals, tls_for
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
@@ -101,7 +102,8 @@ class Worker:
 
     async def connect(self, addresses: list[str]) -> None:
         await self.close()
-        self.channels = [grpc.aio.insecure_channel(address) for address in addresses]
+        tls = tls_for(os.environ)  # the CA the bench's servers were issued by (BENCH_CA_FILE)
+        self.channels = [tls.channel(address) for address in addresses]
         for channel in self.channels:
             await asyncio.wait_for(channel.channel_ready(), timeout=30)
         self.stubs = [matchmaking_pb2_grpc.MatchmakingServiceStub(channel) for channel in self.channels]

@@ -78,6 +78,7 @@ from duelmahjong.platform.pull import PullFeed
 from duelmahjong.platform.stack import Stack
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.platform.streams import ConsumerSpec, StreamSpec
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import (
     events_pb2,
     play_pb2,
@@ -203,7 +204,8 @@ class Step:
 class Run:
     """The seats' shared state (one event loop: no locks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ClientTls) -> None:
+        self.tls = tls  # how the seats dial the table servers
         self.hands: dict[str, Hand] = collections.defaultdict(Hand)
         self.armed: collections.deque[tuple[str, asyncio.Future[None]]] = collections.deque()
         self.play = asyncio.Event()  # set: seats play on; clear: only released wins are sent
@@ -289,7 +291,7 @@ async def _decide(run: Run, view: play_pb2.SeatView, hand_id: str) -> play_pb2.A
 async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
     writing = False
     try:
-        async with grpc.aio.insecure_channel(address) as channel:
+        async with run.tls.channel(address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
             await call.write(table_pb2.PlayRequest(table_ticket=ticket, accept_batches=True))
             hand_id, last_seen, sent_after = "", 0, -1
@@ -337,12 +339,12 @@ async def _seat(run: Run, address: str, token: str, ticket: str) -> None:
             run.stream_errors.append(f"{code.name}: {err.details()}")
 
 
-async def _players(wallet: str, secret: str, count: int) -> list[str]:
+async def _players(wallet: str, secret: str, count: int, tls: ClientTls) -> list[str]:
     """``count`` wallet guests, each with the carry plus the fee held for the pairing of its table."""
     service = auth.bearer_metadata(auth.issue_token(secret, player_id="bench-settle", role=auth.Role.SERVICE))
     players: list[str] = [""] * count
     numbers = iter(range(count))
-    async with grpc.aio.insecure_channel(wallet) as channel:
+    async with tls.channel(wallet) as channel:
         stub = wallet_pb2_grpc.WalletServiceStub(channel)
 
         async def worker() -> None:
@@ -364,12 +366,12 @@ async def _players(wallet: str, secret: str, count: int) -> list[str]:
 
 
 async def _open_tables(
-    addresses: Sequence[str], secret: str, players: Sequence[str]
+    addresses: Sequence[str], secret: str, players: Sequence[str], tls: ClientTls
 ) -> list[tuple[str, str, str]]:
     """Open a table per pair of players, round robin over the table servers: (address, token, ticket)."""
     service = auth.bearer_metadata(auth.issue_token(secret, player_id="bench-settle", role=auth.Role.SERVICE))
     seats: list[tuple[str, str, str]] = []
-    channels = [grpc.aio.insecure_channel(address) for address in addresses]
+    channels = [tls.channel(address) for address in addresses]
     try:
         for number in range(len(players) // 2):
             server = number % len(addresses)
@@ -607,7 +609,7 @@ async def measure(data_dir: Path, settings: Settings) -> Outcome:
             relay = subprocess.Popen(  # noqa: ASYNC220 - started once, before anything is timed
                 [sys.executable, "-m", "bench.settle", "--relay", nats_server.url], cwd=ROOT
             )
-            run = Run()
+            run = Run(state.client_tls())
             bus = await Bus.connect(nats_server.url, name="bench-settle")
             for subject in (
                 subjects.HAND_ENDED,
@@ -618,8 +620,8 @@ async def measure(data_dir: Path, settings: Settings) -> Outcome:
                 await bus.client.subscribe(subject, cb=run.on_bus)
             total_before = sum((await ledger_balances(postgres.url) or {}).values())
             tables = [name for name in state.services if name.startswith("table")]
-            players = await _players(state.services["wallet"].grpc, secret, 2 * settings.tables)
-            seats = await _open_tables([state.services[t].grpc for t in tables], secret, players)
+            players = await _players(state.services["wallet"].grpc, secret, 2 * settings.tables, run.tls)
+            seats = await _open_tables([state.services[t].grpc for t in tables], secret, players, run.tls)
             tasks = [asyncio.create_task(_seat(run, *seat)) for seat in seats]
             postmaster = int((postgres.pgdata / "postmaster.pid").read_text().split()[0])
             pids = {p.name: p.process.pid for p in stack.processes}

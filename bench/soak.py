@@ -153,7 +153,9 @@ class Pair:
             if available >= need and abs(available - self.granted[seat]) <= DRIFT:
                 return self.clients[seat]
         client = DuelClient(
-            wallet=self.state.services["wallet"].grpc, matchmaking=self.state.target("matchmaking")
+            wallet=self.state.services["wallet"].grpc,
+            matchmaking=self.state.target("matchmaking"),
+            tls=self.state.client_tls(),
         )
         self.logins += 1
         self.queue_stats.append(client.queue_stats)
@@ -369,7 +371,11 @@ async def soak(args: argparse.Namespace) -> int:
     async with stack_state(args.state_file) as (state, _stack):  # pid checks see a dead service
         if not state.database_url:
             raise BenchViolation("the stack's state names no Postgres URL: the ledger cannot be checked")
-        lobby = DuelClient(wallet=state.services["wallet"].grpc, matchmaking=state.target("matchmaking"))
+        lobby = DuelClient(
+            wallet=state.services["wallet"].grpc,
+            matchmaking=state.target("matchmaking"),
+            tls=state.client_tls(),
+        )
         async with lobby:
             await lobby.login("soak lobby")
             rooms = chosen_rooms(await lobby.rooms(), args.rooms)

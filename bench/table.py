@@ -17,9 +17,14 @@ against a bare grpc.aio bidirectional ping-pong on as many streams, measured in 
   streams, the seats taking turns like players. What it reaches is the most ``table.actions`` could
   reach with every game cost (engine, views, legal actions, timers) at zero.
 
-Runs alternate (ref, ours, wire, ref, ours, wire…), each ``--seconds`` long; rates are medians over the runs,
-latency percentiles are over every sample of each side. ``bench table.cpu`` says how much CPU each
-side's server process and this process used per round trip in that side's windows (from /proc).
+* plain (``table.tls``): a second table server, the same in every way but serving plaintext
+  (``GRPC_PLAINTEXT=true``), its 64 tables played the same way: what TLS costs, measured beside it.
+  ours, ref and wire all run over TLS, as every connection of the product does.
+
+Runs alternate (ref, ours, plain, wire, ref, ours, plain, wire…), each ``--seconds`` long; rates are
+medians over the runs, latency percentiles are over every sample of each side. ``bench table.cpu`` says
+how much CPU each side's server process and this process used per round trip in that side's windows
+(from /proc); ``bench table.tls`` sets TLS on (ours) against TLS off (plain).
 """
 
 from __future__ import annotations
@@ -42,12 +47,22 @@ from pathlib import Path
 import grpc
 import grpc.aio
 
-from bench.common import MIN_RUNS, Figure, cpu_seconds, open_table_request
+from bench.common import (
+    MIN_RUNS,
+    PLAINTEXT,
+    PLAINTEXT_ENV,
+    BenchTls,
+    Figure,
+    add_port,
+    cpu_seconds,
+    open_table_request,
+)
 from duelmahjong.platform import auth, eventloop
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.embedded import EmbeddedNats
 from duelmahjong.platform.grpc_server import PENDING_CALL_OPTIONS, wait_until_serving
 from duelmahjong.platform.streams import StreamSpec
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2, table_pb2_grpc
 
 TABLES = 64
@@ -59,7 +74,7 @@ WIRE_STREAM = StreamSpec("BENCH_WIRE", ("bench.wire.>",))
 # a write-ahead record of about 200 bytes.
 WIRE_MESSAGE = b"m" * 300
 WIRE_RECORD = b"r" * 200
-SIDES = ("ours", "ref", "wire")
+SIDES = ("ours", "plain", "ref", "wire")
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -124,8 +139,8 @@ def _unpacked(response: table_pb2.PlayResponse) -> Sequence[table_pb2.PlayRespon
     return response.batch.responses if response.HasField("batch") else (response,)
 
 
-async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
+async def _seat(address: str, token: str, ticket: str, window: Window, tls: ClientTls, side: str) -> None:
+    async with tls.channel(address) as channel:
         call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=auth.bearer_metadata(token))
         await call.write(table_pb2.PlayRequest(table_ticket=ticket, accept_batches=True))
         last_seen, sent_at, sent_after = 0, 0.0, -1
@@ -137,12 +152,12 @@ async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
                 if response.HasField("event"):
                     last_seen = max(last_seen, response.event.sequence)
                     if sent_after >= 0 and response.event.sequence > sent_after:
-                        window.record("ours", time.perf_counter() - sent_at)
+                        window.record(side, time.perf_counter() - sent_at)
                         sent_after = -1
                 elif response.HasField("rejected"):
                     sent_after = -1
                 elif response.view.legal_actions.actions and sent_after < 0:
-                    await window.open["ours"].wait()
+                    await window.open[side].wait()
                     action = choose(response.view.legal_actions)
                     # A continue waits for the other seat's by design (the next hand needs both): it is
                     # no action→event latency of the server, so it is sent but not timed.
@@ -151,18 +166,19 @@ async def _seat(address: str, token: str, ticket: str, window: Window) -> None:
                     await call.write(table_pb2.PlayRequest(action=action, last_seen_sequence=last_seen))
 
 
-async def _open_tables(address: str, secret: str) -> list[tuple[str, str]]:
+async def _open_tables(address: str, secret: str, tls: ClientTls, prefix: str) -> list[tuple[str, str]]:
     service = auth.issue_token(secret, player_id="bench-matchmaking", role=auth.Role.SERVICE)
     rules = rules_pb2.RoomRules(
         profile=rules_pb2.PROFILE_DUEL, fan_rate=1, decision_millis=600_000, time_bank_millis=0
     )
     seats: list[tuple[str, str]] = []
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         for number in range(TABLES):
-            players = (f"bench-{number}-{rules_pb2.SEAT_FIRST}", f"bench-{number}-{rules_pb2.SEAT_SECOND}")
+            name = f"{prefix}-{number}"
+            players = (f"{name}-{rules_pb2.SEAT_FIRST}", f"{name}-{rules_pb2.SEAT_SECOND}")
             opened = await stub.OpenTable(
-                open_table_request(f"bench-{number}", f"p{number}", "bench", rules, players, 10**9),
+                open_table_request(name, f"p-{name}", "bench", rules, players, 10**9),
                 metadata=auth.bearer_metadata(service),
             )
             for ticket in opened.tickets:
@@ -190,7 +206,7 @@ async def _serve_bare(
     server = grpc.aio.server(options=PENDING_CALL_OPTIONS)
     handlers = {method: grpc.stream_stream_rpc_method_handler(handler)}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    add_port(server, f"127.0.0.1:{port}", os.environ)  # over TLS, as the table servers it is compared with
     await server.start()
     await server.wait_for_termination()
 
@@ -208,8 +224,8 @@ async def _timed_round_trip(
     return True
 
 
-async def _pinger(address: str, window: Window) -> None:
-    async with grpc.aio.insecure_channel(address) as channel:
+async def _pinger(address: str, window: Window, tls: ClientTls) -> None:
+    async with tls.channel(address) as channel:
         call = channel.stream_stream(ECHO_METHOD)()
         while await _timed_round_trip(call, b"x" * 64, window, "ref"):
             pass
@@ -251,10 +267,10 @@ async def _wire_server(port: int, nats_url: str) -> None:
     await _serve_bare(port, "bench.Wire", "Play", play)
 
 
-async def wire_seat(address: str, table: int, seat: int, window: Window) -> None:
+async def wire_seat(address: str, table: int, seat: int, window: Window, tls: ClientTls) -> None:
     """A seat of the wire floor: the first seat acts, waits for its own answer; the other acts once
     the opponent's action has reached it — players taking turns."""
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with tls.channel(address) as channel:
         call = channel.stream_stream(WIRE_METHOD)()
         await call.write(b"%d" % table + bytes([seat]))
         action = b"a" * 64
@@ -273,7 +289,8 @@ async def wire_seat(address: str, table: int, seat: int, window: Window) -> None
 # --- the run --------------------------------------------------------------------------------------------
 async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
     secret = secrets.token_hex(32)
-    table_port, echo_port, wire_port = free_port(), free_port(), free_port()
+    table_port, plain_port, echo_port, wire_port = free_port(), free_port(), free_port(), free_port()
+    tls = BenchTls.issue(data_dir / "tls")
     with EmbeddedNats(data_dir / "nats") as nats_server:
         env = {
             **os.environ,
@@ -286,25 +303,43 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
             "DRAIN_SECONDS": "1",
             "LOG_LEVEL": "ERROR",
         }
+        plain_env = {
+            **env,
+            **PLAINTEXT_ENV,
+            "GRPC_PORT": str(plain_port),
+            "SERVER_ID": "bench-plain",
+            "TABLE_OWNERS_BUCKET": "BENCH_PLAIN_OWNERS",  # its own: neither server adopts the other's
+        }
+        env.update(tls.server_env())
         # Started once, before anything is timed: a blocking spawn is harmless here.
         table = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=env)  # noqa: ASYNC220
+        plain = subprocess.Popen([sys.executable, "-m", "services.table"], cwd=ROOT, env=plain_env)  # noqa: ASYNC220
+        bare_env = {**os.environ, **tls.server_env()}
         echo_server = [sys.executable, "-m", "bench.table", "--echo-server", str(echo_port)]
-        echo = subprocess.Popen(echo_server, cwd=ROOT)  # noqa: ASYNC220
+        echo = subprocess.Popen(echo_server, cwd=ROOT, env=bare_env)  # noqa: ASYNC220
         wire_server = [sys.executable, "-m", "bench.table", "--wire-server", str(wire_port), nats_server.url]
-        wire = subprocess.Popen(wire_server, cwd=ROOT)  # noqa: ASYNC220
+        wire = subprocess.Popen(wire_server, cwd=ROOT, env=bare_env)  # noqa: ASYNC220
         tasks: list[asyncio.Task[None]] = []
         try:
-            address = f"127.0.0.1:{table_port}"
-            await wait_until_serving(address, within_seconds=60)
+            address, plain_address = f"127.0.0.1:{table_port}", f"127.0.0.1:{plain_port}"
+            await wait_until_serving(address, tls.client, within_seconds=60)
+            await wait_until_serving(plain_address, PLAINTEXT, within_seconds=60)
             for port in (echo_port, wire_port):  # bare servers: no health service, just a listening port
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                async with tls.client.channel(f"127.0.0.1:{port}") as channel:
                     await asyncio.wait_for(channel.channel_ready(), timeout=60)
-            window = Window({"ours": table.pid, "ref": echo.pid, "wire": wire.pid})
-            seats = await _open_tables(address, secret)
-            tasks = [asyncio.create_task(_seat(address, token, ticket, window)) for token, ticket in seats]
-            tasks += [asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window)) for _ in range(TABLES)]
+            window = Window({"ours": table.pid, "plain": plain.pid, "ref": echo.pid, "wire": wire.pid})
+            for side, at, client in (("ours", address, tls.client), ("plain", plain_address, PLAINTEXT)):
+                seats = await _open_tables(at, secret, client, f"bench-{side}")
+                tasks += [
+                    asyncio.create_task(_seat(at, token, ticket, window, client, side))
+                    for token, ticket in seats
+                ]
             tasks += [
-                asyncio.create_task(wire_seat(f"127.0.0.1:{wire_port}", number, seat, window))
+                asyncio.create_task(_pinger(f"127.0.0.1:{echo_port}", window, tls.client))
+                for _ in range(TABLES)
+            ]
+            tasks += [
+                asyncio.create_task(wire_seat(f"127.0.0.1:{wire_port}", number, seat, window, tls.client))
                 for number in range(TABLES)
                 for seat in (0, 1)
             ]
@@ -312,18 +347,19 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
                 await window.measure(side, 0.5)
             window.latencies = {side: [] for side in SIDES}
             window.cpu = {side: [0.0, 0.0, 0] for side in SIDES}
-            ours, theirs, floor = [], [], []
+            ours, theirs, floor, plaintext = [], [], [], []
             for _ in range(runs):
                 theirs.append(await window.measure("ref", seconds))
                 ours.append(await window.measure("ours", seconds))
+                plaintext.append(await window.measure("plain", seconds))
                 floor.append(await window.measure("wire", seconds))
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for process in (table, echo, wire):
+            for process in (table, plain, echo, wire):
                 process.send_signal(signal.SIGTERM)
-            for process in (table, echo, wire):
+            for process in (table, plain, echo, wire):
                 try:
                     process.wait(timeout=15)
                 except subprocess.TimeoutExpired:
@@ -346,7 +382,30 @@ async def measure(data_dir: Path, runs: int, seconds: float) -> list[str]:
         f"bench table.latency wire p50={percentile(window.latencies['wire'], 0.5) * 1e3:.2f}ms "
         f"p99={percentile(window.latencies['wire'], 0.99) * 1e3:.2f}ms",
         f"bench table.cpu wire {_per_round_trip(window.cpu['wire'])}",
+        *_tls_lines(window, statistics.median(ours), statistics.median(plaintext)),
     ]
+
+
+def _tls_lines(window: Window, tls_rate: float, plain_rate: float) -> list[str]:
+    """TLS on (ours) against TLS off (plain), the same table server in the same run."""
+    tls_cpu, plain_cpu = _server_ms(window.cpu["ours"]), _server_ms(window.cpu["plain"])
+    tls_p99, plain_p99 = (
+        percentile(window.latencies["ours"], 0.99),
+        percentile(window.latencies["plain"], 0.99),
+    )
+    return [
+        f"bench table.tls actions tls={tls_rate:.0f}/s plain={plain_rate:.0f}/s "
+        f"ratio={tls_rate / plain_rate if plain_rate else 0.0:.2f}",
+        f"bench table.tls cpu per action (server) tls={tls_cpu:.3f}ms plain={plain_cpu:.3f}ms "
+        f"ratio={tls_cpu / plain_cpu if plain_cpu else 0.0:.2f}",
+        f"bench table.tls p99 tls={tls_p99 * 1e3:.2f}ms plain={plain_p99 * 1e3:.2f}ms "
+        f"ratio={tls_p99 / plain_p99 if plain_p99 else 0.0:.2f}",
+    ]
+
+
+def _server_ms(used: list[float]) -> float:
+    server, _client, count = used
+    return server / max(int(count), 1) * 1e3
 
 
 def _per_round_trip(used: list[float]) -> str:

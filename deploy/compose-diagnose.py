@@ -10,6 +10,7 @@ import time
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from duelmahjong.platform.tls import ClientTls, plaintext_requested
 from duelmahjong.v1 import wallet_pb2, wallet_pb2_grpc
 from services.matchmaking.remote import ServiceToken
 
@@ -36,7 +37,8 @@ def resolve_and_connect() -> None:
 
 
 async def calls() -> None:
-    async with grpc.aio.insecure_channel(f"{WALLET[0]}:{WALLET[1]}") as channel:
+    tls = ClientTls.from_settings(os.environ.get("TLS_CA_FILE"), plaintext_requested(os.environ))
+    async with tls.channel(f"{WALLET[0]}:{WALLET[1]}") as channel:
         started = time.monotonic()
         try:
             await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)

@@ -232,7 +232,10 @@ if [[ $ENGINE == podman ]]; then  # the static addresses' network, labelled as t
     podman network create --subnet "$DUEL_SUBNET.0/24" --ip-range "$DUEL_SUBNET.128/25" \
         --label "com.docker.compose.project=$PROJECT" "$DUEL_NETWORK" >/dev/null
 fi
-say "up: nats, postgres, postgres-roles (one shot), matchmaking, table, scoring, wallet, prometheus"
+# Every service's certificate and the CA (deploy/compose/tls, mounted at /tls), made here on the host;
+# nats-access issues NATS' certificate from the same CA.
+"$PY" -m duelmahjong.platform.pki deploy/compose/tls matchmaking table scoring wallet --readable >/dev/null
+say "up: nats-access and postgres-roles (one shot each), nats, postgres, matchmaking, table, scoring, wallet, prometheus"
 if ! compose up --detach --no-build; then
     diagnose
     exit 1

@@ -11,6 +11,12 @@ temporary directories; they start only when a test asks for them, so unit tests 
   identity, which may do anything (it plays any producer), with the CA that verifies the server.
 - ``postgres_admin_url`` — the session's Postgres admin URL (database ``postgres``).
 - ``token_secret`` — the HMAC key tokens are signed with in tests.
+- ``local_ca`` — the session's certificate authority (``pki.LocalAuthority``): every gRPC server of
+  the suites serves TLS with a certificate it issued (``tls_env``), every client trusts it
+  (``client_tls``). Plaintext exists only in tests about plaintext.
+- ``tls_env`` — ``TLS_CERT_FILE`` / ``TLS_KEY_FILE`` / ``TLS_CA_FILE`` of a server certificate for
+  127.0.0.1 and localhost: what a service started in a test serves.
+- ``client_tls`` — the ``ClientTls`` every test client dials with (verifying ``local_ca``).
 - ``scratch_dir`` — a temporary directory for a server's data (e.g. a whole stack), see below.
 - ``seat_secrets`` — ``seat_secrets(event)``: the fields of a ``SeatEvent`` set that only a seat may
   see (a spectator's copy must have none).
@@ -42,6 +48,8 @@ from hypothesis import settings
 
 from duelmahjong.platform.embedded import EmbeddedNats, EmbeddedPostgres
 from duelmahjong.platform.nats_permissions import HARNESS, SERVICES, TOOLS, LocalAccess
+from duelmahjong.platform.pki import LocalAuthority
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.tables import get_tables
 
 # Property tests check results, not speed: on two loaded cores one example can overrun hypothesis's
@@ -58,11 +66,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 @pytest.fixture(scope="session")
-def nats_access(tmp_path_factory: pytest.TempPathFactory) -> LocalAccess | None:
+def nats_access(tmp_path_factory: pytest.TempPathFactory, local_ca: LocalAuthority) -> LocalAccess | None:
     if os.environ.get("NATS_URL"):
         return None
+    # the session's one CA issues the NATS server's certificate too: a service's TLS_CA_FILE verifies
+    # every server it dials, gRPC's and NATS'
     directory = tmp_path_factory.mktemp("nats-access")
-    return LocalAccess.create(directory / "tls", directory / "nkeys", (*SERVICES, TOOLS, HARNESS))
+    return LocalAccess.create(local_ca.directory, directory / "nkeys", (*SERVICES, TOOLS, HARNESS))
 
 
 @pytest.fixture(scope="session")
@@ -120,6 +130,27 @@ def scratch_dir() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def token_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+@pytest.fixture(scope="session")
+def local_ca() -> Iterator[LocalAuthority]:
+    with scratch_directory("duel-test-ca-") as directory:
+        yield LocalAuthority.open(directory)
+
+
+@pytest.fixture(scope="session")
+def tls_env(local_ca: LocalAuthority) -> dict[str, str]:
+    leaf = local_ca.issue("test-server", ["localhost", "127.0.0.1"])
+    return {
+        "TLS_CERT_FILE": str(leaf.cert),
+        "TLS_KEY_FILE": str(leaf.key),
+        "TLS_CA_FILE": str(local_ca.ca_cert),
+    }
+
+
+@pytest.fixture(scope="session")
+def client_tls(local_ca: LocalAuthority) -> ClientTls:
+    return ClientTls(ca_file=local_ca.ca_cert)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded
 from duelmahjong.platform.logging import get_logger
+from duelmahjong.platform.tls import ClientTls
 from services.matchmaking.core import Matchmaker
 from services.matchmaking.ports import BotsBusy
 from services.matchmaking.remote import BotLogin
@@ -77,8 +78,12 @@ class ClientBots:
         own_address: Callable[[], str],
         matchmaker: Matchmaker,
         pool: BotPool,
+        tls: ClientTls,
+        own_tls: Callable[[], ClientTls],
     ) -> None:
         self._wallet_address = wallet_address
+        self._tls = tls
+        self._own_tls = own_tls
         self._wallet = wallet
         self._own_address = own_address
         self._matchmaker = matchmaker
@@ -89,7 +94,12 @@ class ClientBots:
         bot_id = self.pool.take(self._matchmaker.engaged)
         if bot_id is None:
             raise BotsBusy(f"all {self.pool.size} house bots are playing")
-        client = DuelClient(wallet=self._wallet_address, matchmaking=self._own_address())
+        client = DuelClient(
+            wallet=self._wallet_address,
+            matchmaking=self._own_address(),
+            tls=self._tls,
+            matchmaking_tls=self._own_tls(),
+        )
         try:
             needed = room.needed(room.carry_min)
             # The ticket names the fill: a retried BotLogin for it tops the bot up once at most.

@@ -72,8 +72,9 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
         await leases.start()
 
     token = ServiceToken(config.token_keys())
-    wallet = WalletClient(config.wallet_address, token) if config.wallet_address else WalletMissing()
-    tables = TableClient(token)
+    tls = config.client_tls()
+    wallet = WalletClient(config.wallet_address, token, tls) if config.wallet_address else WalletMissing()
+    tables = TableClient(token, tls)
     directory = TableServerDirectory(ttl_seconds=config.matchmaking_server_ttl_seconds)
     matchmaker = Matchmaker(
         rooms,
@@ -94,7 +95,15 @@ async def wire(runtime: ServiceRuntime[MatchmakingConfig]) -> None:
     bots = None
     if isinstance(wallet, WalletClient):
         pool = BotPool(config.matchmaking_bot_pool)
-        bots = ClientBots(config.wallet_address, wallet, lambda: runtime.server.address, matchmaker, pool)
+        bots = ClientBots(
+            config.wallet_address,
+            wallet,
+            lambda: runtime.server.address,
+            matchmaker,
+            pool,
+            tls,
+            lambda: runtime.server.own_tls(tls),
+        )
         matchmaker.attach_bots(bots)
     runtime.server.add_service(
         SERVICE_NAME,

@@ -1,4 +1,5 @@
-"""Matchmaking's calls to other services over gRPC, with a short-lived service token.
+"""Matchmaking's calls to other services over gRPC (TLS, verified with ``TLS_CA_FILE``), with a
+short-lived service token.
 
 - :class:`WalletClient` — available balance, skill rating, ``PlaceHold`` / ``ReleaseHold``,
   inventories and the house bots' ``BotLogin`` (server to server).
@@ -22,6 +23,7 @@ import grpc.aio
 from duelmahjong.contract import PROFILES
 from duelmahjong.platform import auth
 from duelmahjong.platform.errors import FailedPrecondition, NotFound, Unavailable
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc, wallet_pb2, wallet_pb2_grpc
 from services.matchmaking.directory import TableServer
 from services.matchmaking.ports import OpenedTable, SkillEstimate, TableUnavailable
@@ -99,8 +101,8 @@ class BotLogin:
 
 
 class WalletClient:
-    def __init__(self, address: str, token: ServiceToken) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+    def __init__(self, address: str, token: ServiceToken, tls: ClientTls) -> None:
+        self._channel = tls.channel(address)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._token = token
         self._names: dict[str, str] = {}  # from the last GetBalance of each player (its login name)
@@ -199,14 +201,15 @@ class WalletMissing:
 class TableClient:
     """``OpenTable`` on whichever server allocation picks; one channel per server address."""
 
-    def __init__(self, token: ServiceToken) -> None:
+    def __init__(self, token: ServiceToken, tls: ClientTls) -> None:
         self._token = token
+        self._tls = tls
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     async def open(self, server: TableServer, room: Room, pairing: Pairing) -> OpenedTable:
         channel = self._channels.get(server.address)
         if channel is None:
-            channel = self._channels[server.address] = grpc.aio.insecure_channel(server.address)
+            channel = self._channels[server.address] = self._tls.channel(server.address)
         request = table_pb2.OpenTableRequest(
             table_id=pairing.table_id,
             pairing_id=pairing.pairing_id,

@@ -18,7 +18,8 @@ import grpc
 import pytest
 
 from duelmahjong.platform import auth
-from duelmahjong.platform.stackfile import StackState
+from duelmahjong.platform.stackfile import StackState, client_tls
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import (
     matchmaking_pb2,
     matchmaking_pb2_grpc,
@@ -43,8 +44,20 @@ def addresses(kit: ModuleType, request: pytest.FixtureRequest) -> dict[str, str]
     return {service: state.target(service) for service in variables}
 
 
-def test_duel_status_sees_every_service_serving(kit: ModuleType, addresses: dict[str, str]) -> None:
+@pytest.fixture(scope="module")
+def tls(request: pytest.FixtureRequest) -> ClientTls:
+    """How the stack under test is dialed: TLS_CA_FILE (compose), or the CA of `make run`."""
+    if os.environ.get("DUEL_DEPLOYED_STACK"):
+        return client_tls(environ=os.environ)
+    state: StackState = request.getfixturevalue("make_run_stack")[1]
+    return state.client_tls()
+
+
+def test_duel_status_sees_every_service_serving(
+    kit: ModuleType, addresses: dict[str, str], tls: ClientTls
+) -> None:
     flags = [f"--{service}={address}" for service, address in addresses.items()]
+    flags += [f"--ca-file={tls.ca_file}"] if tls.ca_file else []
     done = subprocess.run(
         [str(Path(sys.executable).parent / "duel"), "status", *flags],
         capture_output=True,
@@ -65,8 +78,10 @@ def _code(call: grpc.UnaryUnaryMultiCallable, request: object, metadata: tuple[t
     return "OK"
 
 
-def test_a_wallet_session_token_is_accepted_by_every_service(addresses: dict[str, str]) -> None:
-    with grpc.insecure_channel(addresses["wallet"]) as channel:
+def test_a_wallet_session_token_is_accepted_by_every_service(
+    addresses: dict[str, str], tls: ClientTls
+) -> None:
+    with tls.blocking_channel(addresses["wallet"]) as channel:
         login = wallet_pb2_grpc.WalletServiceStub(channel).GuestLogin(
             wallet_pb2.GuestLoginRequest(display_name="deploy-check"), timeout=10
         )
@@ -82,7 +97,7 @@ def test_a_wallet_session_token_is_accepted_by_every_service(addresses: dict[str
         "wallet": (wallet_pb2_grpc.WalletServiceStub, "GetBalance", wallet_pb2.GetBalanceRequest()),
     }
     for service, (stub_class, method, request) in calls.items():
-        with grpc.insecure_channel(addresses[service]) as channel:
+        with tls.blocking_channel(addresses[service]) as channel:
             call = getattr(stub_class(channel), method)
             # Without a token every service refuses; with the wallet's, none does (whatever the
             # RPC then answers), so all of them verify with the same key.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlsplit
@@ -132,12 +133,27 @@ def test_images_are_built_here_or_pinned_and_match_the_dev_cluster(
 
 
 def test_mounted_files_exist(compose: Doc) -> None:
-    from pathlib import Path
-
     for name, service in compose["services"].items():
         for source, _target, kind in _volumes(service):
-            if kind == "bind":
+            if kind == "bind" and Path(source).name != "tls":  # the certificates: made before `up`
                 assert Path(source).exists(), f"{name} mounts {source}, which does not exist"
+
+
+def test_every_service_serves_tls_with_its_own_certificate_made_before_up(
+    kit: ModuleType, compose: Doc
+) -> None:
+    """Each service serves /tls/<name>.pem (for its compose name: what the others and the probe dial),
+    trusts /tls/ca.pem, and deploy/compose-test.sh makes them on the host before the stack comes up."""
+    for name in kit.SERVICES:
+        service = compose["services"][name]
+        env = service["environment"]
+        assert env["TLS_CERT_FILE"] == f"/tls/{name}.pem" and env["TLS_KEY_FILE"] == f"/tls/{name}-key.pem"
+        assert env["TLS_CA_FILE"] == "/tls/ca.pem" and "GRPC_PLAINTEXT" not in env, name
+        assert any(target == "/tls" for _source, target, _kind in _volumes(service)), name
+    runner = compose["services"]["test-runner"]
+    assert runner["environment"]["TLS_CA_FILE"] == "/tls/ca.pem"
+    script = (Path(__file__).parents[2] / "deploy" / "compose-test.sh").read_text()
+    assert f"-m duelmahjong.platform.pki deploy/compose/tls {' '.join(kit.SERVICES)}" in script
 
 
 def test_ports_and_health_checks_match_what_the_services_listen_on(kit: ModuleType, compose: Doc) -> None:

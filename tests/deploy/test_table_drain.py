@@ -23,6 +23,7 @@ import pytest
 from duelmahjong.platform import auth
 from duelmahjong.platform.stack import Stack
 from duelmahjong.platform.stackfile import StackState
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -77,11 +78,11 @@ def _scrape(url: str) -> str:
 
 
 async def _sit(
-    address: str, ticket: table_pb2.SeatTicket, secret: str
+    address: str, ticket: table_pb2.SeatTicket, secret: str, tls: ClientTls
 ) -> AsyncIterator[table_pb2.PlayResponse]:
     """A seat that joins and then never acts: the server plays its defaults at each timeout."""
     bearer = auth.bearer_metadata(auth.issue_token(secret, player_id=ticket.player_id))
-    channel = grpc.aio.insecure_channel(address)
+    channel = tls.channel(address)
     requests: asyncio.Queue[table_pb2.PlayRequest | None] = asyncio.Queue()
     await requests.put(table_pb2.PlayRequest(table_ticket=ticket.table_ticket))
 
@@ -114,12 +115,12 @@ async def test_sigterm_refuses_new_tables_finishes_the_live_hand_and_exits_0(
     service = auth.bearer_metadata(
         auth.issue_token(token_secret, player_id="matchmaking", role=auth.Role.SERVICE)
     )
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with state.client_tls().channel(address) as channel:
         tables = table_pb2_grpc.TableServiceStub(channel)
         opened = await tables.OpenTable(_open_request(uuid.uuid4().hex), metadata=service, timeout=10)
         seen: list[list[table_pb2.PlayResponse]] = [[], []]
         seats = [
-            asyncio.create_task(_watch(_sit(opened.address, ticket, token_secret), log))
+            asyncio.create_task(_watch(_sit(opened.address, ticket, token_secret, state.client_tls()), log))
             for ticket, log in zip(opened.tickets, seen, strict=True)
         ]
         deadline = time.monotonic() + 30

@@ -74,7 +74,11 @@ async def pairing_over(clients: list[DuelClient]) -> None:
 async def signed_in(stack: StackState, names: tuple[str, str]) -> AsyncIterator[list[DuelClient]]:
     """Two players logged in to the stack's wallet, closed afterwards."""
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
+        DuelClient(
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
+        )
         for _ in names
     ]
     try:
@@ -135,7 +139,7 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
 
         scoring = stack.services["scoring"].grpc
         for me, client in enumerate(clients):
-            async with MatchHistory(scoring=scoring, token=client.token) as history:
+            async with MatchHistory(scoring=scoring, token=client.token, tls=client.tls) as history:
                 matches = await archived(history, set(tables.values()))
                 by_table = {m.table_id: m for m in matches}
                 assert set(tables.values()) <= set(by_table), matches
@@ -199,10 +203,12 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
 
         # Another signed-in player may see the public hands and their replays.
         async with DuelClient(
-            wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking")
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
         ) as third:
             await third.login("cid")
-            async with MatchHistory(scoring=scoring, token=third.token) as history:
+            async with MatchHistory(scoring=scoring, token=third.token, tls=third.tls) as history:
                 theirs = await history.all_matches(clients[0].player_id)
                 assert set(tables.values()) <= {m.table_id for m in theirs}
                 for table_id in tables.values():
@@ -242,7 +248,9 @@ async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
         played = await play_pairing(clients, "archive-duel", hands=1)
         assert [o.hands_settled for o in played] == [1, 1], [o.ended_reason for o in played]
         hand_id = played[0].hand_ids[-1]
-        async with MatchHistory(scoring=stack.services["scoring"].grpc, token=clients[0].token) as history:
+        async with MatchHistory(
+            scoring=stack.services["scoring"].grpc, token=clients[0].token, tls=clients[0].tls
+        ) as history:
             for _ in range(150):
                 try:
                     replay = await history.replay(hand_id)
@@ -254,6 +262,7 @@ async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(
                 raise AssertionError(f"hand {hand_id} was never archived")
     # As a guest of the stack's wallet, from the scoring service's archive.
     where = ["--scoring", stack.services["scoring"].grpc, "--wallet", stack.services["wallet"].grpc]
+    where += ["--ca-file", stack.ca_file]
 
     code, out, err = await duel("replay", hand_id, *where)
     assert code == 0, err

@@ -188,7 +188,11 @@ async def _play_a_table(
 ) -> Table:
     table = Table()
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
+        DuelClient(
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
+        )
         for _ in table.seats
     ]
     try:

@@ -71,7 +71,9 @@ class Player:
 
     def __init__(self, stack: StackState, name: str) -> None:
         self.client = DuelClient(
-            wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking")
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
         )
         self.name = name
         self.received: list[table_pb2.PlayResponse] = []

@@ -106,7 +106,9 @@ async def _clients(state: StackState, *names: str, matchmaking: str = "") -> lis
     clients = []
     for name in names:
         client = DuelClient(
-            wallet=state.services["wallet"].grpc, matchmaking=matchmaking or state.target("matchmaking")
+            tls=state.client_tls(),
+            wallet=state.services["wallet"].grpc,
+            matchmaking=matchmaking or state.target("matchmaking"),
         )
         await client.login(name)
         clients.append(client)

@@ -76,6 +76,8 @@ def test_a_node_client_plays_both_profiles_and_its_settlements_equal_its_ledger(
         *("--hands", "2", "--multiplier", "2"),
         *("--timeout-seconds", str(NODE_SECONDS)),
         *("--watch", "node-duel"),
+        # The CA: the client finds it in the state file of the stack, as beside `make run`.
+        *("--state-file", str(Path(stack.logs_dir).parent / "stack.json")),
     ]
     try:
         run = subprocess.run(command, capture_output=True, text=True, timeout=NODE_SECONDS + 5, check=False)

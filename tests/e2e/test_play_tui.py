@@ -111,6 +111,7 @@ def _environment(stack: StackState, config: Path) -> dict[str, str]:
         DUEL_PLAY_CONFIG=str(config),
         WALLET_ADDRESS=stack.services["wallet"].grpc,
         MATCHMAKING_ADDRESS=stack.target("matchmaking"),
+        TLS_CA_FILE=stack.ca_file,  # the addresses from the environment: the CA too
     )
     return env
 
@@ -262,12 +263,13 @@ class _Friend:
         self.codes: queue.Queue[str] = queue.Queue()
         self._stop = threading.Event()
         self._args = (stack.services["wallet"].grpc, stack.target("matchmaking"), room_id, carry)
+        self._tls = stack.client_tls()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
         self._thread.start()
 
     async def _run(self) -> None:
         wallet, matchmaking, room_id, carry = self._args
-        client = DuelClient(wallet=wallet, matchmaking=matchmaking)
+        client = DuelClient(wallet=wallet, matchmaking=matchmaking, tls=self._tls)
         try:
             await client.login("Friend")
 

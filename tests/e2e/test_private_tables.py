@@ -53,7 +53,10 @@ def stack(stack_with: Any) -> Iterator[StackState]:
 def _clients(stack: StackState, *names: str) -> list[DuelClient]:
     services = stack.services
     return [
-        DuelClient(wallet=services["wallet"].grpc, matchmaking=stack.target("matchmaking")) for _ in names
+        DuelClient(
+            tls=stack.client_tls(), wallet=services["wallet"].grpc, matchmaking=stack.target("matchmaking")
+        )
+        for _ in names
     ]
 
 
@@ -102,7 +105,7 @@ async def test_a_friend_joins_by_code_they_negotiate_and_play_and_nobody_else_se
             for client, ready in ((host, ready_host), (friend, ready_friend))
         ]
         assert await stranger.live_tables(DUEL["room_id"]) == []
-        async with grpc.aio.insecure_channel(ready_host.address) as channel:
+        async with stranger.tls.channel(ready_host.address) as channel:
             watch = table_pb2_grpc.TableServiceStub(channel).Watch(
                 table_pb2.WatchRequest(table_id=ready_host.table_id), metadata=stranger.metadata
             )
@@ -134,7 +137,7 @@ async def _archived_for_its_players_only(
     scoring = stack.services["scoring"].grpc
     (hand_id,) = played.hand_ids
     for player in players:
-        async with MatchHistory(scoring=scoring, token=player.token) as history:
+        async with MatchHistory(scoring=scoring, token=player.token, tls=player.tls) as history:
             for _ in range(150):  # scoring archives the hand a moment after it ended
                 mine = [m for m in await history.all_matches() if m.table_id == table_id]
                 if mine:
@@ -142,7 +145,7 @@ async def _archived_for_its_players_only(
                 await asyncio.sleep(0.2)
             assert [m.private_table for m in mine] == [True]
             assert (await history.replay(hand_id)).hand_id == hand_id
-    async with MatchHistory(scoring=scoring, token=stranger.token) as history:
+    async with MatchHistory(scoring=scoring, token=stranger.token, tls=stranger.tls) as history:
         for player in players:
             theirs = await history.all_matches(player.player_id)
             assert table_id not in [m.table_id for m in theirs]

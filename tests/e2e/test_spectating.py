@@ -56,7 +56,10 @@ async def test_a_spectator_watches_a_table_delayed_across_its_hand_over_and_sees
 ) -> None:
     services = stack.services
     clients = [
-        DuelClient(wallet=services["wallet"].grpc, matchmaking=stack.target("matchmaking")) for _ in range(3)
+        DuelClient(
+            tls=stack.client_tls(), wallet=services["wallet"].grpc, matchmaking=stack.target("matchmaking")
+        )
+        for _ in range(3)
     ]
     for name, client in zip(("ana", "bo", "watcher"), clients, strict=True):
         await client.login(name)

@@ -144,6 +144,12 @@ def test_make_run_brings_all_four_services_up_and_stops_leaving_nothing(
     assert sorted(state.services) == processes
     replicas = (state.services["matchmaking"].grpc, state.services["matchmaking-2"].grpc)
     assert state.target("matchmaking") == "ipv4:" + ",".join(replicas)  # one target for both
+    # TLS: the local CA in .local/tls/ named by the state file, a certificate of its own per process.
+    assert state.ca_file == str(data_dir / "tls" / "ca.pem") and not state.plaintext
+    for name, endpoint in state.services.items():
+        environ = _environ(endpoint.pid)
+        assert environ["TLS_CERT_FILE"] == str(data_dir / "tls" / f"{name}.pem")
+        assert environ["TLS_CA_FILE"] == state.ca_file and "GRPC_PLAINTEXT" not in environ
 
     status = _duel_status(state_file)
     assert status.returncode == 0, status.stdout + status.stderr
@@ -203,7 +209,8 @@ def test_make_run_restarts_a_service_that_dies_and_lists_every_process(scratch_d
         deadline = time.monotonic() + 10
         while any(_alive(state.services[name].pid) for name in killed) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert check_health(target, 5.0) == "SERVING"  # matchmaking-2, while matchmaking waits its backoff
+        # matchmaking-2, while matchmaking waits its backoff
+        assert check_health(target, 5.0, state.client_tls()) == "SERVING"
         for name in killed:
             printed.wait_for(rf"{name} exited with code -9; restarting it in 1s \(restart 1\)", within=10)
         said = {

@@ -64,7 +64,9 @@ def stack(stack_with: Any, request: pytest.FixtureRequest) -> Iterator[StackStat
 class Seat:
     def __init__(self, stack: StackState, name: str) -> None:
         self.client = DuelClient(
-            wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking")
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
         )
         self.name = name
         self.received: list[table_pb2.PlayResponse] = []

@@ -56,7 +56,7 @@ def stack(stack_with: Any) -> Iterator[StackState]:
 
 async def _seat(client: DuelClient, ready: mm.TableReady) -> AsyncIterator[table_pb2.PlayResponse]:
     """Join the table on a Play stream and yield what it sends; the seat never acts."""
-    async with grpc.aio.insecure_channel(ready.address) as channel:
+    async with client.tls.channel(ready.address) as channel:
         call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=client.metadata)
         await call.write(table_pb2.PlayRequest(table_ticket=ready.table_ticket))
         try:
@@ -86,7 +86,9 @@ async def _archived_void(
     stack: StackState, client: DuelClient, pairing_id: str
 ) -> archive_pb2.GetMatchResponse:
     """The pairing as the archive holds it, once its hand is there (scoring consumes the TableClosed)."""
-    async with MatchHistory(scoring=stack.services["scoring"].grpc, token=client.token) as history:
+    async with MatchHistory(
+        scoring=stack.services["scoring"].grpc, token=client.token, tls=client.tls
+    ) as history:
         for _ in range(100):
             try:
                 match = await history.match(pairing_id)
@@ -115,7 +117,11 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
     stack: StackState, stored_messages: Callable[[str, str], Awaitable[list[bytes]]]
 ) -> None:
     clients = [
-        DuelClient(wallet=stack.services["wallet"].grpc, matchmaking=stack.target("matchmaking"))
+        DuelClient(
+            tls=stack.client_tls(),
+            wallet=stack.services["wallet"].grpc,
+            matchmaking=stack.target("matchmaking"),
+        )
         for _ in range(2)
     ]
     seats: list[asyncio.Task[None]] = []
@@ -160,7 +166,9 @@ async def test_a_killed_table_server_s_players_are_released_and_may_queue_again(
         assert hand.ended_at == closed.envelope.occurred_at
         assert archived.match.table_id == table_id and archived.match.hands_other == 1
         assert archived.match.result == archive_pb2.MATCH_RESULT_EVEN and archived.match.prestige_moved == 0
-        async with MatchHistory(scoring=stack.services["scoring"].grpc, token=clients[1].token) as history:
+        async with MatchHistory(
+            scoring=stack.services["scoring"].grpc, token=clients[1].token, tls=clients[1].tls
+        ) as history:
             replay = await history.replay(hand.hand_id)
         assert replay.result == hand and replay.steps  # up to the last event before the server died
 

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import asyncpg
-import grpc.aio
 import pytest
 
 from duelmahjong.platform import auth, subjects
@@ -71,7 +70,7 @@ async def test_a_paused_wallet_leaves_tables_settling_and_serving(
         paused = time.monotonic()
         try:
             table_id = await _table_id(stack, stored_messages)
-            async with grpc.aio.insecure_channel(stack.services["table"].grpc) as channel:
+            async with stack.client_tls().channel(stack.services["table"].grpc) as channel:
                 stub = table_pb2_grpc.TableServiceStub(channel)
                 request = table_pb2.GetTableStatusRequest(table_id=table_id)
                 while time.monotonic() - paused < PAUSE_SECONDS:

@@ -156,14 +156,16 @@ async def bus(nats_server_url: str, harness_nats: dict[str, str]) -> AsyncIterat
 
 
 @pytest.fixture
-def service_env(nats_server_url: str, harness_nats: dict[str, str], token_secret: str) -> dict[str, str]:
+def service_env(
+    nats_server_url: str, harness_nats: dict[str, str], token_secret: str, tls_env: dict[str, str]
+) -> dict[str, str]:
     return {
+        **tls_env,
         "NATS_URL": nats_server_url,
         # The harness's identity: these services run on a server every test shares, each test with
         # buckets and streams of its own, which no service's permissions name. Each service's own
         # identity is tested in tests/integration/test_nats_permissions.py and the e2e stacks.
         **({"NATS_NKEY_SEED_FILE": harness_nats["seed_file"]} if harness_nats else {}),
-        **({"TLS_CA_FILE": harness_nats["ca_file"]} if harness_nats else {}),
         "TOKEN_SECRET": token_secret,
         "GRPC_HOST": "127.0.0.1",
         "GRPC_PORT": "0",

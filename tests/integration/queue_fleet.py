@@ -16,11 +16,13 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
 import grpc.aio
 
+from duelmahjong.platform.tls import server_credentials
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2
 from tests.integration.relay import Relay
@@ -118,14 +120,16 @@ def _player(context: Context) -> str:
 
 
 class Replica(matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    """One matchmaking replica of ``fleet`` on its own loopback port."""
+    """One matchmaking replica of ``fleet`` on its own loopback port, serving TLS with ``tls_env``'s
+    certificate (as a real replica does)."""
 
-    def __init__(self, fleet: Fleet, name: str, *, follows: bool = True) -> None:
+    def __init__(self, fleet: Fleet, name: str, tls_env: dict[str, str], *, follows: bool = True) -> None:
         self.fleet, self.name, self.follows = fleet, name, follows
         self.server = grpc.aio.server()
         matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server(self, self.server)
         self.relay = Relay()
-        self.relay.upstream = f"127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        credentials, _ = server_credentials(Path(tls_env["TLS_CERT_FILE"]), Path(tls_env["TLS_KEY_FILE"]))
+        self.relay.upstream = f"127.0.0.1:{self.server.add_secure_port('127.0.0.1:0', credentials)}"
         self.address = ""  # the relay's: where clients reach it
         self.cuts = 0  # how many times its streams were cut
         self.how: grpc.StatusCode | str = END

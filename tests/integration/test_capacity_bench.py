@@ -45,7 +45,8 @@ def test_a_quick_capacity_step_reports_sane_figures(tmp_path: Path) -> None:
 def test_the_wire_floor_at_the_seats_pace_is_measured_and_compared(tmp_path: Path) -> None:
     capacity, capacity_wire = load("capacity"), load("capacity_wire")
     with EmbeddedNats(tmp_path / "nats") as nats_server:
-        wire = eventloop.run(capacity_wire.measure(nats_server.url, 4, (0.01, 0.05), 0.5, 3.0))
+        tls = load("common").BenchTls.issue(tmp_path / "tls")
+        wire = eventloop.run(capacity_wire.measure(nats_server.url, 4, (0.01, 0.05), 0.5, 3.0, tls))
     # the window is the loop's own 3 s sleep, which may wake a clock tick early by perf_counter
     assert wire.tables == 4 and 2.9 <= wire.seconds < 4.0
     assert wire.sent / wire.seconds > 20  # 4 tables, one action in flight each, thinking ≤ 50 ms
@@ -65,3 +66,13 @@ def test_the_wire_floor_at_the_seats_pace_is_measured_and_compared(tmp_path: Pat
         f"ratio(wire/ours)={ratio:.2f}"
     )
     assert len(capacity.summary([step], None).splitlines()) == 1  # no reference, no comparison
+
+    # TLS on against TLS off, step by step: the CPU per action and the p99 of each, and their ratios.
+    plain_samples = load("capacity_seats").Samples(latencies=[0.001] * 100, sent=100)
+    plain = capacity.Step(4, 10.0, plain_samples, 0.08, 50.0, NO_PAUSES, 1, 0, 0.5, tls=False)
+    assert plain.line().startswith("bench capacity.plain N=4 actions/s=")
+    compared = capacity.summary([step], None, [plain]).splitlines()
+    assert compared[-1] == (
+        "bench capacity.tls N=4 cpu/action tls=1.000ms plain=0.800ms ratio=1.25 "
+        "p99 tls=2.0ms plain=1.0ms ratio=2.00"
+    )

@@ -23,6 +23,7 @@ from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.grpc_server import ServiceServer
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, play_pb2, server_state_pb2, table_pb2, table_pb2_grpc
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.table.api import SERVICE_NAME, TableApi
@@ -71,6 +72,7 @@ async def test_a_client_follows_its_table_to_another_server_and_finishes_the_han
     service_env: dict[str, str],
     start_matchmaking: Callable[..., Any],
     bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     wallet, matchmaking = await start_matchmaking([ROOM])
     relay = Relay()
@@ -92,7 +94,8 @@ async def test_a_client_follows_its_table_to_another_server_and_finishes_the_han
     )
 
     clients = [
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in range(2)
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in range(2)
     ]
     bots = [CountingBot(), CountingBot()]
     sequences: list[list[int]] = [[], []]

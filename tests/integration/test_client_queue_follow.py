@@ -24,6 +24,7 @@ import pytest
 import pytest_asyncio
 
 from duelmahjong.client.session import DuelClient, QueueEnded, QueueLost
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.tui import lobby
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2
@@ -37,17 +38,19 @@ SHOWN_AGAIN_WITHIN = 1.0
 
 
 @pytest_asyncio.fixture
-async def fleet() -> AsyncIterator[tuple[Fleet, list[Replica]]]:
+async def fleet(tls_env: dict[str, str]) -> AsyncIterator[tuple[Fleet, list[Replica]]]:
     shared = Fleet()
-    replicas = [await Replica(shared, name).start() for name in "ab"]
+    replicas = [await Replica(shared, name, tls_env).start() for name in "ab"]
     yield shared, replicas
     for replica in replicas:
         await replica.close()
 
 
-def _client(replicas: list[Replica], follow_seconds: float = 30.0) -> DuelClient:
+def _client(replicas: list[Replica], client_tls: ClientTls, follow_seconds: float = 30.0) -> DuelClient:
     target = "ipv4:" + ",".join(r.address for r in replicas)
-    client = DuelClient(wallet=replicas[0].address, matchmaking=target, queue_follow_seconds=follow_seconds)
+    client = DuelClient(
+        tls=client_tls, wallet=replicas[0].address, matchmaking=target, queue_follow_seconds=follow_seconds
+    )
     client.use_session(PLAYER, PLAYER)
     return client
 
@@ -81,13 +84,13 @@ async def _serving(fleet: Fleet, replicas: list[Replica]) -> Replica:
     ids=["killed", "stopped", "unavailable", "internal", "ended", "killed-private-table"],
 )
 async def test_a_queue_entry_is_followed_to_its_table_across_a_break(
-    fleet: tuple[Fleet, list[Replica]], how: Any, private: bool
+    fleet: tuple[Fleet, list[Replica]], how: Any, private: bool, client_tls: ClientTls
 ) -> None:
     shared, replicas = fleet
     _accept_and_seat(shared)
     seen: list[str] = []
     breaks: list[str] = []
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         opening = client.open_private_table if private else client.find_table
         finding = asyncio.create_task(
             opening(
@@ -125,11 +128,12 @@ async def test_a_queue_entry_is_followed_to_its_table_across_a_break(
 
 async def test_a_negotiation_step_shown_again_after_a_break_is_answered_once(
     fleet: tuple[Fleet, list[Replica]],
+    client_tls: ClientTls,
 ) -> None:
     """The proposal was taken, but the replica died before the streams were told (the snapshot shows
     the step as it was): the client does not propose again, and plays on when matchmaking moves on."""
     shared, replicas = fleet
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         finding = asyncio.create_task(client.find_table("r", 200, multiplier=5))
         serving = await _serving(shared, replicas)
         entry = shared.only()
@@ -147,14 +151,14 @@ async def test_a_negotiation_step_shown_again_after_a_break_is_answered_once(
 
 @pytest.mark.parametrize("seat", [rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND], ids=["first", "second"])
 async def test_an_answer_whose_reply_was_lost_is_sent_again_and_taken_as_given(
-    fleet: tuple[Fleet, list[Replica]], seat: rules_pb2.Seat.ValueType
+    fleet: tuple[Fleet, list[Replica]], seat: rules_pb2.Seat.ValueType, client_tls: ClientTls
 ) -> None:
     """The answer was applied but its reply lost (UNAVAILABLE): the client sends it again, matchmaking
     answers FAILED_PRECONDITION (not this player's turn any more), and the client takes it as given."""
     shared, replicas = fleet
     shared.lose_next_answer = grpc.StatusCode.UNAVAILABLE
     _accept_and_seat(shared)
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         finding = asyncio.create_task(client.find_table("r", 200, multiplier=2))
         await _serving(shared, replicas)
         entry = shared.only()
@@ -173,10 +177,10 @@ async def test_an_answer_whose_reply_was_lost_is_sent_again_and_taken_as_given(
     ids=["not_found", "permission_denied"],
 )
 async def test_a_refused_follow_is_not_tried_again(
-    fleet: tuple[Fleet, list[Replica]], refusal: grpc.StatusCode
+    fleet: tuple[Fleet, list[Replica]], refusal: grpc.StatusCode, client_tls: ClientTls
 ) -> None:
     shared, replicas = fleet
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         updates = client.queue("r", 200)
         assert (await anext(updates)).HasField("queued")
         entry = shared.only()
@@ -192,10 +196,12 @@ async def test_a_refused_follow_is_not_tried_again(
     assert client.queue_stats.follows == 1 and len(shared.followed_on) == 1
 
 
-async def test_the_client_gives_up_when_no_replica_answers(fleet: tuple[Fleet, list[Replica]]) -> None:
+async def test_the_client_gives_up_when_no_replica_answers(
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
+) -> None:
     shared, replicas = fleet
     breaks: list[str] = []
-    async with _client(replicas, follow_seconds=1.0) as client:
+    async with _client(replicas, client_tls, follow_seconds=1.0) as client:
         updates = client.queue("r", 200, on_break=breaks.append)
         assert (await anext(updates)).HasField("queued")
         loop = asyncio.get_running_loop()
@@ -212,13 +218,15 @@ async def test_the_client_gives_up_when_no_replica_answers(fleet: tuple[Fleet, l
     assert client.queue_stats.resumes == 0 and shared.followed_on == []
 
 
-async def test_a_follow_a_replica_cannot_serve_is_tried_again_until_the_bound() -> None:
+async def test_a_follow_a_replica_cannot_serve_is_tried_again_until_the_bound(
+    client_tls: ClientTls, tls_env: dict[str, str]
+) -> None:
     """Mid-rollout, a replica of an older version answers FollowQueue UNIMPLEMENTED: the client tries
     again as after a break (another replica may serve it), and gives up at its bound if none does."""
     shared = Fleet()
-    replica = await Replica(shared, "old", follows=False).start()
+    replica = await Replica(shared, "old", tls_env, follows=False).start()
     try:
-        async with _client([replica], follow_seconds=1.0) as client:
+        async with _client([replica], client_tls, follow_seconds=1.0) as client:
             updates = client.queue("r", 200)
             assert (await anext(updates)).HasField("queued")
             replica.cut(grpc.StatusCode.UNAVAILABLE)
@@ -230,10 +238,12 @@ async def test_a_follow_a_replica_cannot_serve_is_tried_again_until_the_bound() 
     assert shared.followed_on.count("old") >= 2
 
 
-async def test_a_stream_closed_by_its_reader_is_not_followed(fleet: tuple[Fleet, list[Replica]]) -> None:
+async def test_a_stream_closed_by_its_reader_is_not_followed(
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
+) -> None:
     """Leaving the queue is closing its stream (matchmaking cancels the ticket): no FollowQueue."""
     shared, replicas = fleet
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         updates = client.queue("r", 200)
         assert (await anext(updates)).HasField("queued")
         await updates.aclose()
@@ -258,6 +268,7 @@ class ScreenUi:
 
 async def test_duel_play_says_it_reconnects_and_asks_each_step_once(
     fleet: tuple[Fleet, list[Replica]],
+    client_tls: ClientTls,
 ) -> None:
     """``duel play``'s queue screen over the client library: the replica dies, the screen says it
     reconnects, the state comes back without the lines shown already, and the person's proposal,
@@ -266,7 +277,7 @@ async def test_duel_play_says_it_reconnects_and_asks_each_step_once(
     _accept_and_seat(shared)
     shared.on_answer = lambda entry: None  # taken; the streams are told after the break
     ui = ScreenUi()
-    async with _client(replicas) as client:
+    async with _client(replicas, client_tls) as client:
         queueing = asyncio.create_task(lobby._queue(ui, client, client.queue("r", 200), "r", 200, 0))
         serving = await _serving(shared, replicas)
         entry = shared.only()
@@ -317,8 +328,11 @@ needs_node = pytest.mark.skipif(
 )
 
 
-async def _node_queue(replicas: list[Replica], follow_seconds: float = 30) -> asyncio.subprocess.Process:
+async def _node_queue(
+    replicas: list[Replica], client_tls: ClientTls, follow_seconds: float = 30
+) -> asyncio.subprocess.Process:
     given = {
+        "caFile": str(client_tls.ca_file),
         "wallet": replicas[0].address,
         "matchmaking": "ipv4:" + ",".join(r.address for r in replicas),
         "scoring": "",
@@ -347,13 +361,13 @@ async def _node_result(node: asyncio.subprocess.Process) -> dict[str, Any]:
 
 @needs_node
 async def test_the_node_client_follows_its_entry_to_the_table_and_proposes_once(
-    fleet: tuple[Fleet, list[Replica]],
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
 ) -> None:
     """tests/node/client.js: the proposal was taken but not yet shown when its replica died; the node
     client follows the ticket on the other replica, sees the step again, does not propose again, and
     gets its table."""
     shared, replicas = fleet
-    node = await _node_queue(replicas)
+    node = await _node_queue(replicas, client_tls)
     try:
         serving = await _serving(shared, replicas)
         entry = shared.only()
@@ -377,10 +391,10 @@ async def test_the_node_client_follows_its_entry_to_the_table_and_proposes_once(
 
 @needs_node
 async def test_the_node_client_does_not_follow_a_ticket_matchmaking_does_not_know(
-    fleet: tuple[Fleet, list[Replica]],
+    fleet: tuple[Fleet, list[Replica]], client_tls: ClientTls
 ) -> None:
     shared, replicas = fleet
-    node = await _node_queue(replicas)
+    node = await _node_queue(replicas, client_tls)
     try:
         await _serving(shared, replicas)
         del shared.entries[shared.only().ticket]

@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform.service import ServiceRuntime
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2, wallet_pb2
 from services.matchmaking.config import MatchmakingConfig
@@ -84,8 +85,10 @@ async def stack(
 
 
 @pytest_asyncio.fixture
-async def players(stack: dict[str, str]) -> AsyncIterator[list[DuelClient]]:
-    clients = [DuelClient(wallet=stack["wallet"], matchmaking=stack["matchmaking"]) for _ in range(2)]
+async def players(stack: dict[str, str], client_tls: ClientTls) -> AsyncIterator[list[DuelClient]]:
+    clients = [
+        DuelClient(tls=client_tls, wallet=stack["wallet"], matchmaking=stack["matchmaking"]) for _ in range(2)
+    ]
     for client, name in zip(clients, ("alice", "bob"), strict=True):
         await client.login(name)
     yield clients

@@ -19,6 +19,7 @@ from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.service import ServiceRuntime
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.table.config import TableConfig
@@ -45,9 +46,12 @@ async def _table_server(start_service: Any, env: dict[str, str], server_id: str)
     return server
 
 
-async def _players(matchmaking: ServiceRuntime[Any], wallet: ServiceRuntime[Any], n: int) -> list[DuelClient]:
+async def _players(
+    matchmaking: ServiceRuntime[Any], wallet: ServiceRuntime[Any], n: int, client_tls: ClientTls
+) -> list[DuelClient]:
     clients = [
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in range(n)
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in range(n)
     ]
     for number, client in enumerate(clients):
         await client.login(f"mover-{number}")
@@ -102,11 +106,12 @@ async def test_locate_table_follows_an_adoption_and_answers_only_the_table_s_pla
     start_matchmaking: Callable[..., Any],
     unique_name: Callable[[str], str],
     bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     wallet, matchmaking = await start_matchmaking([ROOM])
     server_id = unique_name("opener")
     table_server = await _table_server(start_service, service_env, server_id)
-    clients = await _players(matchmaking, wallet, 3)
+    clients = await _players(matchmaking, wallet, 3, client_tls)
     try:
         readies = await _seated(clients[:2])
         table_id = readies[0].table_id
@@ -183,6 +188,7 @@ async def test_a_lost_table_closes_after_the_grace_unless_adopted_within_it(
     start_matchmaking: Callable[..., Any],
     unique_name: Callable[[str], str],
     bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     settings = {
         "MATCHMAKING_SERVER_TTL_SECONDS": "1",
@@ -192,7 +198,7 @@ async def test_a_lost_table_closes_after_the_grace_unless_adopted_within_it(
     wallet, matchmaking = await start_matchmaking([ROOM], settings)
     server_id = unique_name("restarting")
     table_server = await _table_server(start_service, service_env, server_id)
-    clients = await _players(matchmaking, wallet, 4)
+    clients = await _players(matchmaking, wallet, 4, client_tls)
     restarted: asyncio.Task[None] | None = None
     try:
         kept = await _seated(clients[:2])

@@ -13,6 +13,7 @@ import grpc.aio
 import pytest
 
 from duelmahjong.client.session import DuelClient
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.table.config import TableConfig
@@ -36,11 +37,13 @@ async def test_a_pairing_waits_for_a_table_server_then_opens_on_an_announced_one
     service_env: dict[str, str],
     unique_name: Callable[[str], str],
     start_matchmaking: Callable[..., Any],
+    client_tls: ClientTls,
 ) -> None:
     wallet, matchmaking = await start_matchmaking(ROOMS)
 
     players = [
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in range(2)
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in range(2)
     ]
     streams: list[asyncio.Queue[mm.QueueUpdate]] = [asyncio.Queue(), asyncio.Queue()]
 
@@ -71,7 +74,7 @@ async def test_a_pairing_waits_for_a_table_server_then_opens_on_an_announced_one
         assert readies[0].table_ticket != readies[1].table_ticket
 
         # The ticket is one the chosen table server accepts on its Play stream.
-        async with grpc.aio.insecure_channel(readies[0].address) as channel:
+        async with client_tls.channel(readies[0].address) as channel:
             call = table_pb2_grpc.TableServiceStub(channel).Play(metadata=players[0].metadata)
             await call.write(table_pb2.PlayRequest(table_ticket=readies[0].table_ticket))
             first = await asyncio.wait_for(call.read(), 10)

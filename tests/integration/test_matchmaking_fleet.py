@@ -20,6 +20,7 @@ import pytest_asyncio
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform.bus import connection_options
 from duelmahjong.platform.service import ServiceRuntime, serve
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import rules_pb2
 from services.matchmaking.config import MatchmakingConfig
@@ -138,10 +139,12 @@ def _reading(updates: AsyncIterator[mm.QueueUpdate]) -> AsyncIterator[mm.QueueUp
 _READERS: set[asyncio.Task[None]] = set()
 
 
-async def _players(wallet: str, matchmaking: list[str], names: list[str]) -> list[DuelClient]:
+async def _players(
+    wallet: str, matchmaking: list[str], names: list[str], client_tls: ClientTls
+) -> list[DuelClient]:
     clients = []
     for name, address in zip(names, matchmaking, strict=True):
-        client = DuelClient(wallet=wallet, matchmaking=address)
+        client = DuelClient(tls=client_tls, wallet=wallet, matchmaking=address)
         await client.login(name)
         clients.append(client)
     return clients
@@ -149,11 +152,14 @@ async def _players(wallet: str, matchmaking: list[str], names: list[str]) -> lis
 
 async def test_players_on_two_replicas_pair_with_each_other_and_the_rooms_are_split(
     fleet: tuple[str, Replica, Replica],
+    client_tls: ClientTls,
 ) -> None:
     wallet, first, second = fleet
     await _until(lambda: _gauge(first, "duel_matchmaking_rooms_owned") == 2)
     await _until(lambda: _gauge(second, "duel_matchmaking_rooms_owned") == 2)
-    players = await _players(wallet, [first.address, second.address] * 4, [f"p{n}" for n in range(8)])
+    players = await _players(
+        wallet, [first.address, second.address] * 4, [f"p{n}" for n in range(8)], client_tls
+    )
     try:
         streams = [_reading(player.queue(f"duel-{n // 2}", 200)) for n, player in enumerate(players)]
         matched = [(await _next(stream, "matched")).matched for stream in streams]
@@ -174,12 +180,13 @@ async def test_players_on_two_replicas_pair_with_each_other_and_the_rooms_are_sp
 
 async def test_a_stopped_replica_s_rooms_are_taken_over_and_its_streams_followed_on_the_other(
     fleet: tuple[str, Replica, Replica],
+    client_tls: ClientTls,
 ) -> None:
     wallet, first, second = fleet
     await _until(lambda: _gauge(first, "duel_matchmaking_rooms_owned") == 2)
     await _until(lambda: _gauge(second, "duel_matchmaking_rooms_owned") == 2)
     both = f"ipv4:{first.address},{second.address}"
-    alice, bob, carol = await _players(wallet, [both] * 3, ["alice", "bob", "carol"])
+    alice, bob, carol = await _players(wallet, [both] * 3, ["alice", "bob", "carol"], client_tls)
     try:
         waiting = _reading(alice.queue("duel-0", 200))
         ticket = (await _next(waiting, "queued")).queued.queue_ticket_id
@@ -244,10 +251,12 @@ def _follow(client: DuelClient, ticket: str) -> AsyncIterator[mm.QueueUpdate]:
     return updates()
 
 
-async def test_a_queue_closed_by_its_client_is_cancelled_at_once(fleet: tuple[str, Replica, Replica]) -> None:
+async def test_a_queue_closed_by_its_client_is_cancelled_at_once(
+    fleet: tuple[str, Replica, Replica], client_tls: ClientTls
+) -> None:
     """Not after the stream grace: the client library cancels the ticket it stops reading."""
     wallet, first, second = fleet
-    (alice,) = await _players(wallet, [f"ipv4:{first.address},{second.address}"], ["alice"])
+    (alice,) = await _players(wallet, [f"ipv4:{first.address},{second.address}"], ["alice"], client_tls)
     try:
         waiting = alice.queue("duel-1", 200)
         await anext(waiting)

@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from duelmahjong.platform import auth, errors
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.service import ServiceRuntime, ServiceSpec
+from duelmahjong.platform.tls import ClientTls
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -83,10 +84,12 @@ PROBE_SPEC = ServiceSpec(wire=_wire, public_methods={f"/{PROBE}/Public"})
 
 
 @pytest_asyncio.fixture
-async def probe(service_env: dict[str, str], start_service: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def probe(
+    service_env: dict[str, str], start_service: Any, client_tls: ClientTls
+) -> AsyncIterator[tuple[Any, Any]]:
     config = ServiceConfig.from_env({**service_env, "SERVICE_NAME": "probe"})
     runtime = await start_service(PROBE_SPEC, config)
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         yield runtime, channel
 
 
@@ -212,14 +215,19 @@ async def test_an_rpc_in_flight_when_the_service_stops_still_completes(
 
 
 @pytest.mark.timeout(60)
-async def test_a_burst_of_new_connections_is_served_not_refused(probe: tuple[Any, Any]) -> None:
+async def test_a_burst_of_new_connections_is_served_not_refused(
+    probe: tuple[Any, Any], client_tls: ClientTls
+) -> None:
     """As the seats of a dead server's tables reconnect to the one that adopts them: thousands of
     players' own connections, each opening its call at once. grpc core refuses calls that arrive
     faster than grpc.aio asks for them beyond its pending-request limit (1,000 by default), which a
     client sees as INTERNAL or CANCELLED; the server's limit is set above such a burst."""
     runtime, _ = probe
     burst = 2500
-    channels = [grpc.aio.insecure_channel(runtime.server.address) for _ in range(burst)]
+    # Each channel its own connection and TLS handshake, as each player's is (channels of one process
+    # share a connection to the same target unless told not to).
+    own = [("grpc.use_local_subchannel_pool", 1)]
+    channels = [client_tls.channel(runtime.server.address, options=own) for _ in range(burst)]
     try:
         outcomes = await asyncio.gather(
             *(_call(channel, "Public")(Request(), timeout=30) for channel in channels), return_exceptions=True

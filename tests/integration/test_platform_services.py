@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.service import ServiceSpec
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 from services.matchmaking.config import MatchmakingConfig
 from services.matchmaking.main import SPEC as MATCHMAKING
@@ -50,11 +51,11 @@ async def _reflected_services(channel: grpc.aio.Channel) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
 async def test_service_comes_up_healthy_and_answers_over_reflection(
-    name: str, service_env: dict[str, str], start_service: Any
+    name: str, service_env: dict[str, str], start_service: Any, client_tls: ClientTls
 ) -> None:
     config_class, make_spec, full_name = SERVICES[name]
     runtime = await start_service(make_spec(), config_class.from_env(service_env))
-    await _check_healthy_reflected_and_measured(runtime, name, full_name)
+    await _check_healthy_reflected_and_measured(runtime, name, full_name, client_tls)
 
 
 # Services that keep data: each on a database of its own, and every gRPC service it offers.
@@ -66,17 +67,19 @@ WITH_DATABASE: dict[str, tuple[type[ServiceConfig], ServiceSpec, tuple[str, ...]
 
 @pytest.mark.parametrize("name", sorted(WITH_DATABASE))
 async def test_a_service_that_keeps_data_comes_up_healthy_on_its_own_database(
-    name: str, service_env: dict[str, str], start_service: Any, database_url: str
+    name: str, service_env: dict[str, str], start_service: Any, database_url: str, client_tls: ClientTls
 ) -> None:
     config_class, spec, offered = WITH_DATABASE[name]
     config = config_class.from_env({**service_env, config_class.database_variable(): database_url})
     runtime = await start_service(spec, config)
     for full_name in offered:
-        await _check_healthy_reflected_and_measured(runtime, name, full_name)
+        await _check_healthy_reflected_and_measured(runtime, name, full_name, client_tls)
 
 
-async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_name: str) -> None:
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+async def _check_healthy_reflected_and_measured(
+    runtime: Any, name: str, full_name: str, client_tls: ClientTls
+) -> None:
+    async with client_tls.channel(runtime.server.address) as channel:
         health = health_pb2_grpc.HealthStub(channel)
         for service in ("", full_name):
             reply = await health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
@@ -89,10 +92,10 @@ async def _check_healthy_reflected_and_measured(runtime: Any, name: str, full_na
 
 
 async def test_a_call_without_a_valid_token_is_unauthenticated(
-    service_env: dict[str, str], start_service: Any, token_secret: str
+    service_env: dict[str, str], start_service: Any, token_secret: str, client_tls: ClientTls
 ) -> None:
     runtime = await start_service(TableServer().spec, TableConfig.from_env(service_env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         with pytest.raises(grpc.aio.AioRpcError) as missing:
             await stub.GetTableStatus(table_pb2.GetTableStatusRequest(), timeout=5)
@@ -106,11 +109,15 @@ async def test_a_call_without_a_valid_token_is_unauthenticated(
 
 
 async def test_malformed_request_bytes_get_invalid_argument_with_a_message(
-    service_env: dict[str, str], start_service: Any, database_url: str, issue: Callable[..., Any]
+    service_env: dict[str, str],
+    start_service: Any,
+    database_url: str,
+    issue: Callable[..., Any],
+    client_tls: ClientTls,
 ) -> None:
     env = {**service_env, "SCORING_DATABASE_URL": database_url}
     runtime = await start_service(SCORING, ScoringConfig.from_env(env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         raw = channel.unary_unary("/duelmahjong.v1.ScoringService/EvaluateHand")
         # Field 1, length-delimited, claims 5 bytes and carries 2: not a parseable message.
         with pytest.raises(grpc.aio.AioRpcError) as err:

@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Role
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import (
     archive_pb2,
     archive_pb2_grpc,
@@ -376,9 +377,9 @@ def wallet_cases(me: str, other: str) -> list[Case]:
 
 
 async def test_wallet_refuses_bad_input_and_keeps_the_ledger(
-    wallet: Any, issue: Any, database_url: str
+    wallet: Any, issue: Any, database_url: str, client_tls: ClientTls
 ) -> None:
-    async with grpc.aio.insecure_channel(wallet.server.address) as channel:
+    async with client_tls.channel(wallet.server.address) as channel:
         stub = wallet_pb2_grpc.WalletServiceStub(channel)
         me, my_token = await login(stub, "小明")
         other, other_token = await login(stub, "小红")
@@ -400,9 +401,11 @@ async def test_wallet_refuses_bad_input_and_keeps_the_ledger(
         assert (balance.player_id, balance.balance, balance.held) == (me, 1000, 0)
 
 
-async def test_wallet_fuzzed_requests_get_domain_answers(wallet: Any, issue: Any, database_url: str) -> None:
+async def test_wallet_fuzzed_requests_get_domain_answers(
+    wallet: Any, issue: Any, database_url: str, client_tls: ClientTls
+) -> None:
     W = wallet_pb2
-    async with grpc.aio.insecure_channel(wallet.server.address) as channel:
+    async with client_tls.channel(wallet.server.address) as channel:
         stub = wallet_pb2_grpc.WalletServiceStub(channel)
         me, my_token = await login(stub, "阿强")
         caller = Caller(
@@ -596,11 +599,15 @@ def scoring_cases() -> list[Case]:
 
 @pytest_asyncio.fixture
 async def scoring(
-    start_service: Any, service_env: dict[str, str], scoring_database_url: str, issue: Any
+    start_service: Any,
+    service_env: dict[str, str],
+    scoring_database_url: str,
+    issue: Any,
+    client_tls: ClientTls,
 ) -> AsyncIterator[Caller]:
     env = {**service_env, "SCORING_DATABASE_URL": scoring_database_url}
     runtime = await start_service(SCORING, ScoringConfig.from_env(env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         tokens = {"me": issue("p-sweep"), "forged": auth.bearer_metadata("not.a.token")}
         yield Caller(channel, scoring_pb2_grpc.ScoringServiceStub(channel), SCORING_NAME, tokens)
 
@@ -721,7 +728,7 @@ SWEEP_ROOM = {
 
 @pytest_asyncio.fixture
 async def matchmaking(
-    start_service: Any, service_env: dict[str, str], wallet: Any
+    start_service: Any, service_env: dict[str, str], wallet: Any, client_tls: ClientTls
 ) -> AsyncIterator[tuple[Caller, wallet_pb2_grpc.WalletServiceStub]]:
     mm_env = {
         **service_env,
@@ -732,8 +739,8 @@ async def matchmaking(
     }
     runtime = await start_service(MATCHMAKING, MatchmakingConfig.from_env(mm_env))
     async with (
-        grpc.aio.insecure_channel(wallet.server.address) as wallet_channel,
-        grpc.aio.insecure_channel(runtime.server.address) as channel,
+        client_tls.channel(wallet.server.address) as wallet_channel,
+        client_tls.channel(runtime.server.address) as channel,
     ):
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(channel)
         yield Caller(channel, stub, MATCHMAKING_NAME, {}), wallet_pb2_grpc.WalletServiceStub(wallet_channel)
@@ -947,7 +954,9 @@ SERVER_ONLY = ("seed", "unused_pool", "wall:")
 
 
 @pytest_asyncio.fixture
-async def table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Caller]:
+async def table_server(
+    start_service: Any, service_env: dict[str, str], client_tls: ClientTls
+) -> AsyncIterator[Caller]:
     # DRAIN_SECONDS: the tables the sweep opened and never played need not hold the teardown.
     env = {
         **service_env,
@@ -957,7 +966,7 @@ async def table_server(start_service: Any, service_env: dict[str, str]) -> Async
         "DRAIN_SECONDS": "1",
     }
     runtime = await start_service(TableServer().spec, TableConfig.from_env(env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         yield Caller(channel, stub, TABLE_NAME, {}, runtime.server.address)
 
@@ -1360,17 +1369,21 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 @pytest_asyncio.fixture
-async def strict_table_server(start_service: Any, service_env: dict[str, str]) -> AsyncIterator[Any]:
+async def strict_table_server(
+    start_service: Any, service_env: dict[str, str], client_tls: ClientTls
+) -> AsyncIterator[Any]:
     """A table server that lets a seat leave at most REPLY_LIMIT replies unread."""
     env = {**service_env, "SEAT_REPLY_LIMIT": str(REPLY_LIMIT), "SERVER_ID": "t-strict"}
     server = TableServer()
     await start_service(server.spec, TableConfig.from_env(env))
-    async with grpc.aio.insecure_channel(server.address) as channel:
+    async with client_tls.channel(server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         yield Caller(channel, stub, TABLE_NAME, {}, server.address), server
 
 
-async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server: Any, issue: Any) -> None:
+async def test_a_seat_that_sends_and_never_reads_is_cut_off(
+    strict_table_server: Any, issue: Any, client_tls: ClientTls
+) -> None:
     """A client sends 3,000 refused actions on its Play stream and reads nothing: the server holds at
     most SEAT_REPLY_LIMIT replies for it, then closes the stream RESOURCE_EXHAUSTED and lets the seat
     go (T10 holds it for a reconnect, which resumes)."""
@@ -1387,7 +1400,7 @@ async def test_a_seat_that_sends_and_never_reads_is_cut_off(strict_table_server:
     # server sent even when its writes were cut off (grpc/grpc#36066).
     # Without BDP probing the connection's window stays at 64 KiB: what the server can push to a client
     # that reads nothing is that, whatever the machine.
-    with grpc.insecure_channel(caller.address, options=[("grpc.http2.bdp_probe", 0)]) as channel:
+    with client_tls.blocking_channel(caller.address, options=[("grpc.http2.bdp_probe", 0)]) as channel:
         responses = table_pb2_grpc.TableServiceStub(channel).Play(
             iter([first, *bad]), metadata=caller.tokens["a"], timeout=3 * WITHIN
         )
@@ -1464,10 +1477,12 @@ async def test_table_fuzzed_open_requests_get_domain_answers(table_server: Calle
 UNAUTHENTICATED_PLAYS = """
 import asyncio, json, sys
 import grpc, grpc.aio
+from pathlib import Path
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 
 async def main():
-    async with grpc.aio.insecure_channel(sys.argv[1]) as channel:
+    async with ClientTls(ca_file=Path(sys.argv[2])).channel(sys.argv[1]) as channel:
         stub, gate = table_pb2_grpc.TableServiceStub(channel), asyncio.Semaphore(30)
         first = table_pb2.PlayRequest(table_ticket="x")
 
@@ -1493,13 +1508,20 @@ asyncio.run(main())
 """
 
 
-async def test_play_without_a_valid_token_is_unauthenticated_under_concurrency(table_server: Caller) -> None:
+async def test_play_without_a_valid_token_is_unauthenticated_under_concurrency(
+    table_server: Caller, client_tls: ClientTls
+) -> None:
     """Every one of 300 concurrent Play streams without a valid token is UNAUTHENTICATED with the
     service's message, as the server logs it (not INTERNAL "Internal error from Core": a refusal sent
     before the client's first message arrived broke the client's write)."""
     for _ in range(2):  # the race was lost by 0 to 130 calls of a client's 300: two clients
         client = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", UNAUTHENTICATED_PLAYS, table_server.address, stdout=asyncio.subprocess.PIPE
+            sys.executable,
+            "-c",
+            UNAUTHENTICATED_PLAYS,
+            table_server.address,
+            str(client_tls.ca_file),
+            stdout=asyncio.subprocess.PIPE,
         )
         async with asyncio.timeout(60):
             out, _ = await client.communicate()

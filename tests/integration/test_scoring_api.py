@@ -14,6 +14,7 @@ import grpc.aio
 import pytest
 import pytest_asyncio
 
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.catalogue_duel import DUEL
 from duelmahjong.rules.catalogue_erren import ERREN
 from duelmahjong.v1 import rules_pb2, scoring_pb2, scoring_pb2_grpc, tiles_pb2
@@ -27,11 +28,15 @@ FIRST, SECOND = rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND
 
 @pytest_asyncio.fixture
 async def scoring(
-    start_service: Any, service_env: dict[str, str], scoring_database_url: str, issue: Callable[..., Any]
+    start_service: Any,
+    service_env: dict[str, str],
+    scoring_database_url: str,
+    issue: Callable[..., Any],
+    client_tls: ClientTls,
 ) -> AsyncIterator[tuple[scoring_pb2_grpc.ScoringServiceStub, Any]]:
     env = {**service_env, "SCORING_DATABASE_URL": scoring_database_url}
     runtime = await start_service(SCORING, ScoringConfig.from_env(env))
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         yield scoring_pb2_grpc.ScoringServiceStub(channel), issue("p-hints")
 
 

@@ -22,6 +22,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from duelmahjong.engine.outcome import Outcome
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, events_pb2, rules_pb2, server_state_pb2, wallet_pb2
 from services.scoring.archive_facts import ArchivedPlayer, HandEntry
 from services.scoring.archive_store import ArchiveStore, Posting, TransactionRow
@@ -132,13 +133,17 @@ async def until(check: Callable[[], Any], within: float = 20.0) -> Any:
 
 @pytest_asyncio.fixture
 async def archive(
-    start_service: Any, service_env: dict[str, str], database_url: str, scoring_database_url: str
+    start_service: Any,
+    service_env: dict[str, str],
+    database_url: str,
+    scoring_database_url: str,
+    client_tls: ClientTls,
 ) -> AsyncIterator[tuple[Any, asyncpg.Connection]]:
     runtime = await start_service(
         SCORING, ScoringConfig.from_env({**service_env, "SCORING_DATABASE_URL": scoring_database_url})
     )
     conn = await asyncpg.connect(database_url)
-    async with grpc.aio.insecure_channel(runtime.server.address) as channel:
+    async with client_tls.channel(runtime.server.address) as channel:
         yield archive_pb2_grpc.ArchiveServiceStub(channel), conn
     await conn.close()
 

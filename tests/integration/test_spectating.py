@@ -20,6 +20,7 @@ import pytest
 from duelmahjong.client.play import MatchPlan
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
 from services.table.config import TableConfig
 from services.table.core import check_open_request
@@ -53,6 +54,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
     start_matchmaking: Callable[..., Any],
     unique_name: Callable[[str], str],
     seat_secrets: Callable[[Any], list[str]],
+    client_tls: ClientTls,
 ) -> None:
     wallet, matchmaking = await start_matchmaking([WATCHED, QUIET])
     table_server = TableServer()
@@ -66,7 +68,8 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
     }
     await start_service(table_server.spec, TableConfig.from_env(settings))
     clients = [
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in range(3)
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in range(3)
     ]
     for name, client in zip(("ana", "bo", "watcher"), clients, strict=True):
         await client.login(name)
@@ -104,7 +107,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
 
         duel = Path(sys.executable).parent / "duel"
         command = [str(duel), "watch", "erren-watched", "--wallet", wallet.server.address]
-        command += ["--matchmaking", matchmaking.server.address]
+        command += ["--matchmaking", matchmaking.server.address, "--ca-file", str(client_tls.ca_file)]
         cli = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         got: list[tuple[float, table_pb2.WatchResponse]] = []
         async with asyncio.timeout(120):
@@ -140,7 +143,7 @@ async def test_a_player_lists_a_rooms_live_tables_and_watches_one_delayed_withou
             f"spectator lag after occurred_at: min {min(lags):.3f} s, max {max(lags):.3f} s (delay {DELAY} s)"
         )
 
-        async with grpc.aio.insecure_channel(table_server.address) as channel:
+        async with client_tls.channel(table_server.address) as channel:
             stub = table_pb2_grpc.TableServiceStub(channel)
             request = table_pb2.WatchRequest(table_id="t-nowhere")
             refused = await _refused(stub.Watch(request, metadata=spectator.metadata))

@@ -17,6 +17,7 @@ from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.auth import Role
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.service import ServiceRuntime
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet.audit import audit_ledger
 from services.wallet.config import WalletConfig
@@ -60,8 +61,10 @@ async def wallet_service(
 
 
 @pytest_asyncio.fixture
-async def client(wallet_service: ServiceRuntime[WalletConfig], issue: Bearer) -> AsyncIterator[Client]:
-    async with grpc.aio.insecure_channel(wallet_service.server.address) as channel:
+async def client(
+    wallet_service: ServiceRuntime[WalletConfig], issue: Bearer, client_tls: ClientTls
+) -> AsyncIterator[Client]:
+    async with client_tls.channel(wallet_service.server.address) as channel:
         yield Client(wallet_pb2_grpc.WalletServiceStub(channel), issue)
 
 
@@ -414,6 +417,7 @@ async def test_guest_logins_are_rate_limited_per_client_address(
     database_url: str,
     wallet_database_url: str,
     unique_name: Callable[[str], str],
+    client_tls: ClientTls,
 ) -> None:
     """Each guest login mints a starting grant: one address gets WALLET_GUEST_LOGIN_BURST at once, then
     WALLET_GUEST_LOGINS_PER_MINUTE; past that RESOURCE_EXHAUSTED says when to retry (in the message and
@@ -434,7 +438,7 @@ async def test_guest_logins_are_rate_limited_per_client_address(
         finally:
             await conn.close()
 
-    async with grpc.aio.insecure_channel(wallet.server.address) as channel:
+    async with client_tls.channel(wallet.server.address) as channel:
         stub = wallet_pb2_grpc.WalletServiceStub(channel)
         login = wallet_pb2.GuestLoginRequest(display_name="guest")
         first = [await stub.GuestLogin(login, timeout=10) for _ in range(3)]

@@ -37,6 +37,7 @@ from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, matchmaking_pb2, play_pb2, rules_pb2, table_pb2
 from services.scoring.config import ScoringConfig
 from services.scoring.main import SPEC as SCORING
@@ -75,6 +76,7 @@ async def stack(
     bus: Bus,
     monkeypatch: pytest.MonkeyPatch,
     unique_name: Callable[[str], str],
+    client_tls: ClientTls,
 ) -> AsyncIterator[SimpleNamespace]:
     seeds = itertools.count(4100)
     monkeypatch.setattr(table_core, "secrets", SimpleNamespace(randbits=lambda _bits: next(seeds)))
@@ -118,7 +120,9 @@ async def stack(
     clients: list[DuelClient] = []
 
     async def guest(name: str) -> DuelClient:
-        client = DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        client = DuelClient(
+            tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address
+        )
         await client.login(name)
         players.add(client.player_id)
         clients.append(client)

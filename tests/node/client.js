@@ -12,7 +12,13 @@
 //
 //   node tests/node/client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM[:CARRY] [--room …]
 //        [--scoring HOST:PORT] [--hands 2] [--carry 500] [--multiplier 2] [--name NAME] [--timeout-seconds 75]
-//        [--watch ROOM] [--follow-seconds 30]
+//        [--watch ROOM] [--follow-seconds 30] [--ca-file CA.pem | --state-file .local/stack.json | --plaintext]
+//
+// Every channel is TLS, the server verified against a CA: --ca-file, else the CA the state file of
+// `make run` names (its ca_file; --state-file, default .local/stack.json when it exists), else the
+// system's trust store. --plaintext (or a state file of a plaintext stack) dials without TLS, for a
+// stack started with GRPC_PLAINTEXT=true only. The server's certificate must name the host dialed; an
+// ipv4: list of replicas is checked against the one host its addresses share.
 //
 // Each --room is played in turn, with its own carry (携带威望) when it names one, else --carry.
 // --watch ROOM: while it plays in ROOM (a watchable room), the client also finds its own table in
@@ -57,6 +63,42 @@ const CHANNEL_OPTIONS = {
 };
 const LEDGER_WAIT_SECONDS = 15; // how long the wallet may take to apply what a table sent it
 const ARCHIVE_WAIT_SECONDS = 15; // how long scoring may take to archive a hand and its settlement
+
+// --- TLS: the CA, and the name a server must prove -----------------------------------------------
+
+// The channel credentials of args: plaintext, or TLS verified with a CA file or the system's roots.
+function channelCredentials(args) {
+  if (args.plaintext) return grpc.credentials.createInsecure();
+  return grpc.credentials.createSsl(args.caFile ? fs.readFileSync(args.caFile) : null);
+}
+
+// An ipv4:/ipv6: list of addresses has no one host name of its own; its servers prove the host the
+// addresses share (several hosts: no name to check, an error).
+function serverNameOptions(target, args) {
+  const match = /^(ipv4|ipv6):(.+)$/.exec(target);
+  if (args.plaintext || !match) return {};
+  const hosts = new Set(match[2].split(',').map((address) => address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '')));
+  if (hosts.size !== 1) throw new ClientError(`${target}: its addresses have no one host name to verify`);
+  const [host] = hosts;
+  return { 'grpc.ssl_target_name_override': host, 'grpc.default_authority': host };
+}
+
+function channelOptions(target, args, options = {}) {
+  return { ...options, ...serverNameOptions(target, args) };
+}
+
+// --ca-file, else the state file's CA (or its plaintext), else the system's roots.
+function resolveTls(args) {
+  if (args.plaintext || args.caFile) return;
+  const stateFile = args.stateFile || path.resolve('.local', 'stack.json');
+  if (!fs.existsSync(stateFile)) {
+    if (args.stateFile) throw new ClientError(`no state file ${stateFile}`);
+    return;
+  }
+  const state = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
+  if (state.plaintext) args.plaintext = true;
+  else if (state.ca_file) args.caFile = state.ca_file;
+}
 
 // --- the contract, loaded from proto/ ---------------------------------------------------------
 
@@ -134,10 +176,16 @@ class Session {
   constructor(contract, args) {
     this.contract = contract;
     this.args = args;
-    const insecure = grpc.credentials.createInsecure();
-    this.wallet = new contract.WalletService(args.wallet, insecure, CHANNEL_OPTIONS);
-    this.matchmaking = new contract.MatchmakingService(args.matchmaking, insecure, CHANNEL_OPTIONS);
-    this.archive = args.scoring ? new contract.ArchiveService(args.scoring, insecure) : null;
+    const credentials = channelCredentials(args);
+    this.wallet = new contract.WalletService(args.wallet, credentials, channelOptions(args.wallet, args, CHANNEL_OPTIONS));
+    this.matchmaking = new contract.MatchmakingService(
+      args.matchmaking,
+      credentials,
+      channelOptions(args.matchmaking, args, CHANNEL_OPTIONS),
+    );
+    this.archive = args.scoring
+      ? new contract.ArchiveService(args.scoring, credentials, channelOptions(args.scoring, args))
+      : null;
     this.playerId = '';
     this.metadata = new grpc.Metadata();
     this.followSeconds = args.followSeconds ?? 30;
@@ -389,7 +437,11 @@ async function checkPrivateTable(session, room, carry, log) {
 // Plays at the table of `ready` until the table ends; returns the hands as the stream showed them.
 function playTable(session, ready, room, log) {
   const contract = session.contract;
-  const table = new contract.TableService(ready.address, grpc.credentials.createInsecure());
+  const table = new contract.TableService(
+    ready.address,
+    channelCredentials(session.args),
+    channelOptions(ready.address, session.args),
+  );
   const stream = table.Play(session.metadata);
   const hands = [];
   const eventKinds = new Map();
@@ -715,7 +767,11 @@ async function watchTable(session, roomId, tableId) {
   const summary = listed.tables.find((t) => t.table_id === tableId);
   if (!summary) throw new ClientError(`ListLiveTables(${roomId}) does not list the table ${tableId}`);
   const delayMillis = summary.spectate_delay_seconds * 1000;
-  const table = new session.contract.TableService(summary.address, grpc.credentials.createInsecure());
+  const table = new session.contract.TableService(
+    summary.address,
+    channelCredentials(session.args),
+    channelOptions(summary.address, session.args),
+  );
   const stream = table.Watch({ table_id: tableId, last_seen_sequence: 0 }, session.metadata);
   const seen = { summary, state: null, kinds: new Map(), last: 0, minLag: Infinity, problems: [] };
   return new Promise((resolve, reject) => {
@@ -859,9 +915,16 @@ function parseArgs(argv) {
     followSeconds: 30,
     proto: path.resolve(__dirname, '..', '..', 'proto'),
     dump: '',
+    caFile: '',
+    stateFile: '',
+    plaintext: false,
   };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
+    if (flag === '--plaintext') {
+      args.plaintext = true;
+      continue;
+    }
     const value = argv[i + 1];
     if (value === undefined) throw new ClientError(`${flag} needs a value`);
     i += 1;
@@ -879,12 +942,15 @@ function parseArgs(argv) {
       case '--dump': args.dump = path.resolve(value); break;
       case '--watch': args.watch = value; break;
       case '--follow-seconds': args.followSeconds = Number(value); break;
+      case '--ca-file': args.caFile = path.resolve(value); break;
+      case '--state-file': args.stateFile = path.resolve(value); break;
       default: throw new ClientError(`unknown option ${flag}`);
     }
   }
   if (!args.wallet || !args.matchmaking || args.rooms.length === 0)
     throw new ClientError('usage: client.js --wallet HOST:PORT --matchmaking HOST:PORT --room ROOM [--room ROOM…]');
   if (!(args.hands >= 1)) throw new ClientError('--hands must be at least 1');
+  resolveTls(args);
   return args;
 }
 

@@ -122,7 +122,12 @@ def test_run_forever_adapts_the_period_to_what_the_collections_take(collector: N
 
 
 def test_the_settings_are_read_and_checked() -> None:
-    environ = {"TOKEN_SECRET": "s" * 32, "NATS_URL": "nats://127.0.0.1:1"}
+    environ = {
+        "TOKEN_SECRET": "s" * 32,
+        "NATS_URL": "nats://127.0.0.1:1",
+        "TLS_CERT_FILE": "server.pem",
+        "TLS_KEY_FILE": "server-key.pem",
+    }
     config = TableConfig.from_env(
         {**environ, "GC_FREEZE_SECONDS": "2.5", "GC_THRESHOLD0": "20000", "GC_PAUSE_TARGET_SECONDS": "0.002"}
     )

@@ -461,14 +461,25 @@ async def test_only_the_table_s_players_may_locate_it(harness: Harness) -> None:
 
 
 async def test_the_adoption_grace_is_a_setting_of_20_seconds() -> None:
-    env = {"NATS_URL": "nats://127.0.0.1:1", "TOKEN_SECRET": "x" * 32}
+    env = {
+        "NATS_URL": "nats://127.0.0.1:1",
+        "TOKEN_SECRET": "x" * 32,
+        "TLS_CERT_FILE": "server.pem",
+        "TLS_KEY_FILE": "server-key.pem",
+    }
     assert MatchmakingConfig.from_env(env).matchmaking_adoption_grace_seconds == 20.0
     with pytest.raises(ConfigError, match="MATCHMAKING_ADOPTION_GRACE_SECONDS must not be negative"):
         MatchmakingConfig.from_env({**env, "MATCHMAKING_ADOPTION_GRACE_SECONDS": "-1"})
 
 
 async def test_the_lost_threshold_must_exceed_the_directory_ttl() -> None:
-    env = {"NATS_URL": "nats://127.0.0.1:1", "TOKEN_SECRET": "x" * 32, "MATCHMAKING_SERVER_TTL_SECONDS": "15"}
+    env = {
+        "NATS_URL": "nats://127.0.0.1:1",
+        "TOKEN_SECRET": "x" * 32,
+        "MATCHMAKING_SERVER_TTL_SECONDS": "15",
+        "TLS_CERT_FILE": "server.pem",
+        "TLS_KEY_FILE": "server-key.pem",
+    }
     assert MatchmakingConfig.from_env(env).matchmaking_server_lost_seconds == 60.0
     with pytest.raises(ConfigError, match="MATCHMAKING_SERVER_LOST_SECONDS must exceed"):
         MatchmakingConfig.from_env({**env, "MATCHMAKING_SERVER_LOST_SECONDS": "15"})

@@ -24,13 +24,25 @@ from duelmahjong.platform.config import ConfigError, ServiceConfig, setting
 from duelmahjong.platform.logging import configure_logging, get_logger, log_context
 from duelmahjong.platform.service import storage_policy
 from duelmahjong.platform.stack import DEFAULT_MATCHMAKING_REPLICAS, Stack, StackError
-from duelmahjong.platform.stackfile import ServiceEndpoint, StackState, grpc_target, service_addresses
+from duelmahjong.platform.stackfile import (
+    ServiceEndpoint,
+    StackState,
+    client_tls,
+    grpc_target,
+    service_addresses,
+)
 from duelmahjong.platform.streams import ConsumerSpec, StoragePolicy
 from duelmahjong.platform.tasks import cancel_and_wait
+from duelmahjong.platform.tls import ClientTls, TlsError, list_server_name
 from duelmahjong.v1 import events_pb2
 
 SECRET = "k" * 40
-BASE_ENV = {"TOKEN_SECRET": SECRET, "NATS_URL": "nats://127.0.0.1:1"}
+BASE_ENV = {
+    "TOKEN_SECRET": SECRET,
+    "NATS_URL": "nats://127.0.0.1:1",
+    "TLS_CERT_FILE": "server.pem",
+    "TLS_KEY_FILE": "server-key.pem",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,6 +302,44 @@ def test_every_event_of_the_contract_has_a_subject() -> None:
         subjects.table_log_subject("t.1")
 
 
+def test_a_service_serves_tls_unless_plaintext_is_asked_for_and_not_both() -> None:
+    without_tls = {"TOKEN_SECRET": SECRET, "NATS_URL": "nats://127.0.0.1:1"}
+    with pytest.raises(ConfigError, match="TLS_CERT_FILE and TLS_KEY_FILE are required"):
+        ServiceConfig.from_env(without_tls)
+    with pytest.raises(ConfigError, match="TLS_CERT_FILE and TLS_KEY_FILE are required"):
+        ServiceConfig.from_env({**without_tls, "TLS_CERT_FILE": "server.pem"})
+    with pytest.raises(ConfigError, match="choose one"):
+        ServiceConfig.from_env({**BASE_ENV, "GRPC_PLAINTEXT": "true"})
+    plaintext = ServiceConfig.from_env({**without_tls, "GRPC_PLAINTEXT": "true"})
+    assert plaintext.client_tls() == ClientTls(plaintext=True)
+    config = ServiceConfig.from_env({**BASE_ENV, "TLS_CA_FILE": "ca.pem"})
+    assert config.client_tls() == ClientTls(ca_file=Path("ca.pem"))
+    assert ServiceConfig.from_env(BASE_ENV).client_tls() == ClientTls()  # the system trust store
+
+
+def test_clients_find_the_ca_from_the_flag_then_the_environment_then_the_state_file(tmp_path: Path) -> None:
+    state_file = tmp_path / "stack.json"
+    StackState(services={}, ca_file="/stack/ca.pem").write(state_file)
+    assert client_tls(state_file, environ={}) == ClientTls(ca_file=Path("/stack/ca.pem"))
+    assert client_tls(state_file, environ={"TLS_CA_FILE": "/env/ca.pem"}).ca_file == Path("/env/ca.pem")
+    chosen = client_tls(state_file, ca_file=Path("/flag/ca.pem"), environ={"TLS_CA_FILE": "/env/ca.pem"})
+    assert chosen.ca_file == Path("/flag/ca.pem")
+    assert client_tls(tmp_path / "none.json", environ={}) == ClientTls()  # no stack: the system's CAs
+    assert client_tls(state_file, environ={"GRPC_PLAINTEXT": "true"}).plaintext
+    StackState(services={}, plaintext=True).write(state_file)
+    assert client_tls(state_file, environ={}).plaintext
+
+
+def test_a_replica_list_is_verified_against_its_one_host_and_several_hosts_need_a_name() -> None:
+    assert list_server_name("ipv4:10.0.0.1:1,10.0.0.1:2") == "10.0.0.1"
+    assert list_server_name("dns:///matchmaking:50051") == ""
+    with pytest.raises(TlsError, match="no one host name"):
+        list_server_name("ipv4:10.0.0.1:1,10.0.0.2:1")
+    with pytest.raises(TlsError, match="no one host name"):
+        ClientTls().channel("ipv4:10.0.0.1:1,10.0.0.2:1")
+    assert ClientTls(plaintext=True).describe() == "plaintext (GRPC_PLAINTEXT=true)"
+
+
 def test_service_addresses_prefer_flags_then_environment_then_the_state_file(tmp_path: Path) -> None:
     state_file = tmp_path / "stack.json"
     StackState(
@@ -486,3 +536,14 @@ def test_rate_limiter_refills_forgets_least_recent_keys_and_can_be_off() -> None
         RateLimiter(per_minute=-1, burst=1)
     assert client_address("ipv4:10.0.0.1:1") == client_address("ipv4:10.0.0.1:2")
     assert client_address("ipv6:[2001:db8::1]:1") == client_address("ipv6:[2001:db8::ffff]:1")
+
+
+def test_make_run_issues_each_process_a_certificate_of_its_own_unless_plaintext(tmp_path: Path) -> None:
+    stack = Stack(tmp_path, ["wallet"], {"TLS_CERT_FILE": "mine.pem"})
+    settings = stack.tls_settings("wallet")
+    assert settings["TLS_CERT_FILE"] == str(tmp_path / "tls" / "wallet.pem")
+    assert settings["TLS_CA_FILE"] == str(tmp_path / "tls" / "ca.pem") == str(stack.client_tls.ca_file)
+    assert stack.tls_settings("table-2")["TLS_KEY_FILE"] == str(tmp_path / "tls" / "table-2-key.pem")
+    plaintext = Stack(tmp_path / "plain", ["wallet"], {"GRPC_PLAINTEXT": "true"})
+    assert plaintext.tls_settings("wallet") == {"GRPC_PLAINTEXT": "true"}
+    assert plaintext.client_tls.plaintext and not (tmp_path / "plain" / "tls").exists()

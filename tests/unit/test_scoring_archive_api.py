@@ -37,7 +37,14 @@ def test_each_service_reads_its_database_url_where_make_run_puts_it() -> None:
 
 def test_scoring_refuses_to_start_without_its_archive_naming_the_variable() -> None:
     with pytest.raises(ConfigError, match="SCORING_DATABASE_URL is required"):
-        ScoringConfig.from_env({"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1"})
+        ScoringConfig.from_env(
+            {
+                "TOKEN_SECRET": "x" * 32,
+                "NATS_URL": "nats://127.0.0.1:1",
+                "TLS_CERT_FILE": "server.pem",
+                "TLS_KEY_FILE": "server-key.pem",
+            }
+        )
 
 
 def test_only_a_replay_reveals_what_play_hid_and_never_as_the_servers_own_state() -> None:

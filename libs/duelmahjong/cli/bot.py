@@ -19,6 +19,7 @@ from duelmahjong.client.narrate import Narrator
 from duelmahjong.client.play import MatchPlan, TableLost
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient, QueueEnded, QueueLost
+from duelmahjong.platform.tls import ClientTls
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
     return run_client(args, _play, failures)
 
 
-async def _play(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
-    async with DuelClient(wallet=wallet, matchmaking=matchmaking) as client:
+async def _play(args: argparse.Namespace, wallet: str, matchmaking: str, tls: ClientTls) -> int:
+    async with DuelClient(wallet=wallet, matchmaking=matchmaking, tls=tls) as client:
         player = await client.login(args.name)
         rooms = {room.room_id: room for room in await client.rooms()}
         if args.room not in rooms:

@@ -35,7 +35,14 @@ from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import eventloop
 from duelmahjong.platform.db import with_database
 from duelmahjong.platform.stack import Stack, available_services
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState, service_addresses
+from duelmahjong.platform.stackfile import (
+    DEFAULT_STATE_FILE,
+    SERVICE_NAMES,
+    StackState,
+    client_tls,
+    service_addresses,
+)
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2
 
 PROFILES = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}
@@ -76,12 +83,16 @@ class DemoError(RuntimeError):
 
 
 @contextlib.asynccontextmanager
-async def _stack(state_file: Path, quiet: bool) -> AsyncIterator[tuple[dict[str, str], str]]:
-    """The addresses of a SERVING stack and its Postgres admin URL ("" if unknown)."""
+async def _stack(state_file: Path, quiet: bool) -> AsyncIterator[tuple[dict[str, str], str, ClientTls]]:
+    """The addresses of a SERVING stack, its Postgres admin URL ("" if unknown) and how its clients
+    secure their channels."""
     addresses = service_addresses(state_file)
-    if all(addresses.values()) and all(check_health(str(a), 3.0) == "SERVING" for a in addresses.values()):
+    tls = client_tls(state_file)
+    if all(addresses.values()) and all(
+        check_health(str(a), 3.0, tls) == "SERVING" for a in addresses.values()
+    ):
         state = StackState.read(state_file)
-        yield {k: str(v) for k, v in addresses.items()}, state.database_url if state else ""
+        yield {k: str(v) for k, v in addresses.items()}, state.database_url if state else "", tls
         return
     data_dir = Path(tempfile.mkdtemp(prefix="duel-demo-"))
     environ = {k: v for k, v in os.environ.items() if not k.endswith("_ADDRESS")}
@@ -91,7 +102,7 @@ async def _stack(state_file: Path, quiet: bool) -> AsyncIterator[tuple[dict[str,
         with contextlib.redirect_stdout(out):
             print("[demo] no running stack: starting one for this demo", flush=True)
             state = await stack.up()
-        yield {name: state.target(name) for name in state.services}, state.database_url
+        yield {name: state.target(name) for name in state.services}, state.database_url, stack.client_tls
     finally:
         with contextlib.redirect_stdout(out):
             stack.down()
@@ -115,9 +126,10 @@ async def ledger_balances(admin_url: str) -> dict[str, int] | None:
 
 async def _demo(args: argparse.Namespace) -> dict[str, Any]:
     say = (lambda line: None) if args.json else (lambda line: print(line, flush=True))
-    async with _stack(args.state_file, args.json) as (addresses, admin_url):
+    async with _stack(args.state_file, args.json) as (addresses, admin_url, tls):
         bots = [
-            DuelClient(wallet=addresses["wallet"], matchmaking=addresses["matchmaking"]) for _ in BOT_NAMES
+            DuelClient(wallet=addresses["wallet"], matchmaking=addresses["matchmaking"], tls=tls)
+            for _ in BOT_NAMES
         ]
         try:
             return await _match(args, bots, admin_url, say)

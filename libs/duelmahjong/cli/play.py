@@ -18,9 +18,11 @@ from pathlib import Path
 
 import grpc
 
+from duelmahjong.cli.client_args import add_tls_arguments, tls_of
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform import eventloop
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
+from duelmahjong.platform.stackfile import service_addresses
+from duelmahjong.platform.tls import ClientTls, TlsError
 from duelmahjong.tui.app import PlayUi, Quit
 from duelmahjong.tui.guest import GuestStore, default_path
 from duelmahjong.tui.lobby import PlayOptions, run_flow
@@ -37,9 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TARGET",
         help="matchmaking address (HOST:PORT; replicas: ipv4:HOST:PORT,HOST:PORT)",
     )
-    parser.add_argument(
-        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
-    )
+    add_tls_arguments(parser)
     parser.add_argument(
         "--drop-after-actions",
         type=int,
@@ -65,15 +65,18 @@ def run(args: argparse.Namespace) -> int:
         drop_after_actions=args.drop_after_actions,
     )
     try:
-        return eventloop.run(_play(wallet, matchmaking, options))
+        return eventloop.run(_play(wallet, matchmaking, tls_of(args), options))
+    except TlsError as err:
+        print(f"TLS: {err}", file=sys.stderr)
+        return 2
     except grpc.RpcError as err:
         print(f"the backend refused: {err.code().name} {err.details()}", file=sys.stderr)
         return 1
 
 
-async def _play(wallet: str, matchmaking: str, options: PlayOptions) -> int:
+async def _play(wallet: str, matchmaking: str, tls: ClientTls, options: PlayOptions) -> int:
     ui = PlayUi()
-    async with DuelClient(wallet=wallet, matchmaking=matchmaking) as client:
+    async with DuelClient(wallet=wallet, matchmaking=matchmaking, tls=tls) as client:
         screen = asyncio.ensure_future(ui.app.run_async())
         try:
             await run_flow(ui, client, options)

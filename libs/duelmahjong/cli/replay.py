@@ -24,9 +24,11 @@ import grpc
 from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
+from duelmahjong.cli.client_args import add_tls_arguments, tls_of
 from duelmahjong.platform import eventloop
 from duelmahjong.platform.auth import bearer_metadata
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, service_addresses
+from duelmahjong.platform.stackfile import service_addresses
+from duelmahjong.platform.tls import ClientTls, TlsError
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc, play_pb2, rules_pb2, wallet_pb2, wallet_pb2_grpc
 
 TOKEN_VARIABLE = "DUEL_TOKEN"
@@ -50,9 +52,7 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--wallet", metavar="HOST:PORT", help="gRPC address of the wallet (guest login)")
     parser.add_argument("--token", help=f"a player's session token (default ${TOKEN_VARIABLE}, else a guest)")
-    parser.add_argument(
-        "--state-file", type=Path, default=DEFAULT_STATE_FILE, help="state file of `make run`"
-    )
+    add_tls_arguments(parser)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for each answer")
 
 
@@ -112,13 +112,14 @@ async def _fetch(args: argparse.Namespace) -> archive_pb2.Replay:
             f"no scoring address: start a stack with `make run` (it writes {args.state_file}), "
             "or give --scoring HOST:PORT, or read a saved replay with --file"
         )
+    tls = tls_of(args)
     try:
         token = (
             args.token
             or os.environ.get(TOKEN_VARIABLE)
-            or await _guest_token(addresses.get("wallet"), args.timeout)
+            or await _guest_token(addresses.get("wallet"), tls, args.timeout)
         )
-        async with grpc.aio.insecure_channel(scoring) as channel:
+        async with tls.channel(scoring) as channel:
             reply = await archive_pb2_grpc.ArchiveServiceStub(channel).GetReplay(
                 archive_pb2.GetReplayRequest(hand_id=args.hand_id),
                 metadata=bearer_metadata(token),
@@ -126,15 +127,17 @@ async def _fetch(args: argparse.Namespace) -> archive_pb2.Replay:
             )
     except grpc.aio.AioRpcError as err:
         raise ReplayUnavailable(f"the archive answered {err.code().name}: {err.details()}") from None
+    except TlsError as err:
+        raise ReplayUnavailable(f"TLS: {err}") from None
     return reply.replay
 
 
-async def _guest_token(wallet: str | None, seconds: float) -> str:
+async def _guest_token(wallet: str | None, tls: ClientTls, seconds: float) -> str:
     if not wallet:
         raise ReplayUnavailable(
             f"no token (--token or ${TOKEN_VARIABLE}) and no wallet address to log in as a guest"
         )
-    async with grpc.aio.insecure_channel(wallet) as channel:
+    async with tls.channel(wallet) as channel:
         reply = await wallet_pb2_grpc.WalletServiceStub(channel).GuestLogin(
             wallet_pb2.GuestLoginRequest(display_name="replay viewer"), timeout=seconds
         )

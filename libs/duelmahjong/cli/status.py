@@ -10,29 +10,26 @@ SERVING.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]  # no py.typed marker
 
-from duelmahjong.platform.stackfile import DEFAULT_STATE_FILE, SERVICE_NAMES, StackState, service_addresses
+from duelmahjong.cli.client_args import add_tls_arguments, tls_of
+from duelmahjong.platform.stackfile import SERVICE_NAMES, StackState, service_addresses
+from duelmahjong.platform.tls import ClientTls
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--state-file",
-        type=Path,
-        default=DEFAULT_STATE_FILE,
-        help=f"state file of a stack started by `make run` (default {DEFAULT_STATE_FILE})",
-    )
+    add_tls_arguments(parser)
     for name in SERVICE_NAMES:
         parser.add_argument(f"--{name}", metavar="HOST:PORT", help=f"gRPC address of the {name} service")
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for each answer")
 
 
-def check_health(address: str, timeout: float) -> str:
-    """The overall health of the server at ``address``: SERVING, NOT_SERVING, … or UNREACHABLE."""
-    with grpc.insecure_channel(address) as channel:
+def check_health(address: str, timeout: float, tls: ClientTls) -> str:
+    """The overall health of the server at ``address``: SERVING, NOT_SERVING, … or UNREACHABLE
+    (a server whose certificate does not verify is unreachable too: grpc says so in its log)."""
+    with tls.blocking_channel(address) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=timeout
@@ -61,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
     if not any(addresses.values()):
         print(f"no running stack found: start one with `make run` (it writes {args.state_file}),")
         print("or give addresses with --wallet/--matchmaking/--table/--scoring or WALLET_ADDRESS…")
+    tls = tls_of(args)
     all_serving = True
     width = max(12, *(len(name) + 1 for name in addresses))
     for name in addresses:
         address = addresses[name]
-        health = check_health(address, args.timeout) if address else "NO ADDRESS"
+        health = check_health(address, args.timeout, tls) if address else "NO ADDRESS"
         all_serving = all_serving and health == "SERVING"
         print(f"{name:<{width}} {address or '-':<22} {health}")
     return 0 if all_serving else 1

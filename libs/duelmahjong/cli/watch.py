@@ -17,6 +17,7 @@ from duelmahjong.cli.client_args import add_client_arguments, run_client
 from duelmahjong.client.narrate import Narrator, seat_index
 from duelmahjong.client.session import DuelClient
 from duelmahjong.client.spectate import TableGone
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, table_pb2
 
@@ -56,8 +57,8 @@ def state_line(state: play_pb2.PublicTableState) -> str:
     return f"── the table as of the delay: {hand} (sequence {state.sequence}); {seats}"
 
 
-async def _watch(args: argparse.Namespace, wallet: str, matchmaking: str) -> int:
-    async with DuelClient(wallet=wallet, matchmaking=matchmaking) as client:
+async def _watch(args: argparse.Namespace, wallet: str, matchmaking: str, tls: ClientTls) -> int:
+    async with DuelClient(wallet=wallet, matchmaking=matchmaking, tls=tls) as client:
         await client.login(args.name)
         table = await _find(client, args.target)
         if table is None:

@@ -3,7 +3,7 @@ and replays").
 
 ::
 
-    async with MatchHistory(scoring="127.0.0.1:7004", token=client.token) as history:
+    async with MatchHistory(scoring="127.0.0.1:7004", token=client.token, tls=client.tls) as history:
         matches = await history.all_matches()            # the caller's pairings, newest first
         hands = (await history.match(matches[0].pairing_id)).hands
         replay = await history.replay(hands[-1].hand_id)
@@ -11,18 +11,17 @@ and replays").
 
 from __future__ import annotations
 
-import grpc.aio
-
 from duelmahjong.client.closing import Closing
 from duelmahjong.platform.auth import bearer_metadata
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import archive_pb2, archive_pb2_grpc
 
 
 class MatchHistory(Closing):
-    def __init__(self, *, scoring: str, token: str) -> None:
+    def __init__(self, *, scoring: str, token: str, tls: ClientTls) -> None:
         if not token:
             raise ValueError("the archive serves signed-in players: log in first")
-        self._channel = grpc.aio.insecure_channel(scoring)
+        self._channel = tls.channel(scoring)
         self.archive = archive_pb2_grpc.ArchiveServiceStub(self._channel)
         self._metadata = bearer_metadata(token)
 

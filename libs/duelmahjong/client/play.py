@@ -31,6 +31,7 @@ import grpc
 import grpc.aio
 
 from duelmahjong.client.policy import Policy
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, table_pb2, table_pb2_grpc
 
@@ -283,6 +284,7 @@ async def play_table(
     policy: Policy,
     plan: MatchPlan,
     *,
+    tls: ClientTls,
     watch: Watcher | None = None,
     stream_seconds: float = 600.0,
     locate: Locator | None = None,
@@ -303,7 +305,7 @@ async def play_table(
     try:
         while True:
             if address not in channels:
-                channels[address] = grpc.aio.insecure_channel(address)
+                channels[address] = tls.channel(address)
             stub = table_pb2_grpc.TableServiceStub(channels[address])
             seen = seat.outcome.messages
             broke: grpc.aio.AioRpcError | None = None

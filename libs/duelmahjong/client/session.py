@@ -2,7 +2,8 @@
 
 ::
 
-    async with DuelClient(wallet="127.0.0.1:7001", matchmaking="127.0.0.1:7002") as client:
+    tls = ClientTls(ca_file=Path(".local/tls/ca.pem"))  # what `make run` made; ClientTls() = system CAs
+    async with DuelClient(wallet="127.0.0.1:7001", matchmaking="127.0.0.1:7002", tls=tls) as client:
         await client.login("alice")
         ready = await client.find_table("duel-novice", carry=500, multiplier=2)
         outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=3))
@@ -49,6 +50,7 @@ from duelmahjong.client.play import BreakWatcher, MatchPlan, PlayOutcome, Watche
 from duelmahjong.client.policy import Policy
 from duelmahjong.client.spectate import watch_table
 from duelmahjong.platform.auth import bearer_metadata
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import matchmaking_pb2_grpc, rules_pb2, table_pb2, wallet_pb2, wallet_pb2_grpc
 
@@ -206,13 +208,23 @@ class QueueUpdates:
 class DuelClient(Closing):
     """``wallet`` and ``matchmaking`` are gRPC targets: ``host:port``, or several replicas
     (``ipv4:127.0.0.1:5001,127.0.0.1:5002``, a Kubernetes Service's name). A queue stream that breaks
-    is followed again for up to ``queue_follow_seconds`` (see the module's doc)."""
+    is followed again for up to ``queue_follow_seconds`` (see the module's doc). ``tls`` says how
+    every channel of the session (wallet, matchmaking, the tables) is secured and verified;
+    ``matchmaking_tls``, when given, is matchmaking's alone (the house bots dial their own replica at
+    an address its certificate may not name)."""
 
     def __init__(
-        self, *, wallet: str, matchmaking: str, queue_follow_seconds: float = QUEUE_FOLLOW_SECONDS
+        self,
+        *,
+        wallet: str,
+        matchmaking: str,
+        tls: ClientTls,
+        matchmaking_tls: ClientTls | None = None,
+        queue_follow_seconds: float = QUEUE_FOLLOW_SECONDS,
     ) -> None:
-        self._wallet_channel = grpc.aio.insecure_channel(wallet, options=CHANNEL_OPTIONS)
-        self._mm_channel = grpc.aio.insecure_channel(matchmaking, options=CHANNEL_OPTIONS)
+        self.tls = tls
+        self._wallet_channel = tls.channel(wallet, options=CHANNEL_OPTIONS)
+        self._mm_channel = (matchmaking_tls or tls).channel(matchmaking, options=CHANNEL_OPTIONS)
         self.wallet = wallet_pb2_grpc.WalletServiceStub(self._wallet_channel)
         self.matchmaking = matchmaking_pb2_grpc.MatchmakingServiceStub(self._mm_channel)
         self.player_id = ""
@@ -425,6 +437,7 @@ class DuelClient(Closing):
             self.metadata,
             policy,
             plan or MatchPlan(),
+            tls=self.tls,
             watch=watch,
             locate=self.locate_table,
             on_break=on_break,
@@ -454,4 +467,6 @@ class DuelClient(Closing):
     ) -> AsyncIterator[table_pb2.WatchResponse]:
         """A spectator's stream of ``table`` (``Watch``), following it should it move (see
         :func:`duelmahjong.client.spectate.watch_table`)."""
-        return watch_table(table, self.metadata, self.live_tables, last_seen=last_seen, on_move=on_move)
+        return watch_table(
+            table, self.metadata, self.live_tables, tls=self.tls, last_seen=last_seen, on_move=on_move
+        )

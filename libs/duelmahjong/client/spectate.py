@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 import grpc
 import grpc.aio
 
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import table_pb2, table_pb2_grpc
 
@@ -43,6 +44,7 @@ async def watch_table(
     metadata: Sequence[tuple[str, str]],
     list_tables: ListTables,
     *,
+    tls: ClientTls,
     last_seen: int = 0,
     follow_seconds: float = 30.0,
     on_move: Callable[[str], None] | None = None,
@@ -52,7 +54,7 @@ async def watch_table(
     address = table.address
     broke_at = 0.0
     while True:
-        channel = grpc.aio.insecure_channel(address)
+        channel = tls.channel(address)
         try:
             stub = table_pb2_grpc.TableServiceStub(channel)
             request = table_pb2.WatchRequest(table_id=table.table_id, last_seen_sequence=last_seen)

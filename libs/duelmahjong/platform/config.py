@@ -7,7 +7,8 @@ them by their annotated type (``str``, ``int``, ``float``, ``bool``, ``Path``, `
 and fails fast with one :class:`ConfigError` listing every problem, so a service never starts half
 configured and no other module reads ``os.environ``.
 
->>> env = {"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1", "GRPC_PORT": "7001"}
+>>> env = {"TOKEN_SECRET": "x" * 32, "NATS_URL": "nats://127.0.0.1:1", "GRPC_PORT": "7001",
+...        "TLS_CERT_FILE": "wallet.pem", "TLS_KEY_FILE": "wallet-key.pem"}
 >>> config = ServiceConfig.from_env(env)
 >>> (config.grpc_port, config.log_level)
 (7001, 'INFO')
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from duelmahjong.platform.auth import TokenKeys
+from duelmahjong.platform.tls import ClientTls
 
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 _SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -69,6 +71,11 @@ class ServiceConfig:
     grpc_host: str = setting("127.0.0.1", help="address the gRPC server binds")
     grpc_port: int = setting(0, help="gRPC port; 0 picks a free one")
     metrics_port: int = setting(0, help="port of the Prometheus /metrics endpoint; 0 picks a free one")
+    grpc_health_port: int = setting(
+        0,
+        help="a second gRPC port serving only the health service, in plaintext, for probes that cannot "
+        "speak TLS (Kubernetes' gRPC probe); 0 = none",
+    )
     nats_url: str = setting("", help="NATS server URL(s), comma separated (JetStream enabled)")
     database_url: str = setting(
         "",
@@ -88,13 +95,24 @@ class ServiceConfig:
         secret=True,
     )
     tls_cert_file: str = setting(
-        "", help="this service's certificate chain (PEM) its gRPC server serves; reloaded when it changes"
+        "",
+        help="PEM certificate chain the gRPC server serves (its leaf first); read again when the file "
+        "changes. Required unless GRPC_PLAINTEXT=true",
     )
-    tls_key_file: str = setting("", help="the private key (PEM) of TLS_CERT_FILE; reloaded with it")
+    tls_key_file: str = setting(
+        "",
+        help="PEM private key of TLS_CERT_FILE; read again when it changes. Required unless "
+        "GRPC_PLAINTEXT=true",
+    )
     tls_ca_file: str = setting(
         "",
-        help="CA bundle (PEM) this process verifies the servers it dials with (gRPC peers, NATS, "
-        "Postgres); '' = the system trust store",
+        help="PEM bundle of the CAs this process verifies the servers it dials with (gRPC peers, NATS, "
+        "Postgres); empty: the system trust store",
+    )
+    grpc_plaintext: bool = setting(
+        False,
+        help="development only: serve and dial gRPC without TLS (a warning is logged at start); tokens "
+        "then cross the network in clear",
     )
     nats_nkey_seed_file: str = setting(
         "", help="file holding this service's NATS user nkey seed: its identity on the bus"
@@ -122,7 +140,12 @@ class ServiceConfig:
         problems: list[str] = []
         if not _SERVICE_NAME.match(self.service_name):
             problems.append(f"SERVICE_NAME={self.service_name!r} must be lower case letters, digits and _")
-        for name, port in (("GRPC_PORT", self.grpc_port), ("METRICS_PORT", self.metrics_port)):
+        ports = (
+            ("GRPC_PORT", self.grpc_port),
+            ("METRICS_PORT", self.metrics_port),
+            ("GRPC_HEALTH_PORT", self.grpc_health_port),
+        )
+        for name, port in ports:
             if not 0 <= port <= 65535:
                 problems.append(f"{name}={port} is outside 0..65535")
         if len(self.token_secret.encode()) < MIN_TOKEN_SECRET_BYTES:
@@ -135,6 +158,7 @@ class ServiceConfig:
                 "TOKEN_SECRET_ACCEPTED equals TOKEN_SECRET: it is the other key of a rotation (the next "
                 "or the previous one), or empty"
             )
+        problems.extend(self._tls_problems())
         if self.log_level not in _LOG_LEVELS:
             problems.append(f"LOG_LEVEL={self.log_level!r} must be one of {', '.join(_LOG_LEVELS)}")
         if self.shutdown_grace_seconds < 0:
@@ -160,6 +184,22 @@ class ServiceConfig:
     def token_keys(self) -> TokenKeys:
         """The key this service signs tokens and table tickets with, and the keys it accepts."""
         return TokenKeys(self.token_secret, accepted=self.token_secret_accepted)
+
+    def _tls_problems(self) -> list[str]:
+        if self.grpc_plaintext:
+            if self.tls_cert_file or self.tls_key_file:
+                return ["GRPC_PLAINTEXT=true and TLS_CERT_FILE/TLS_KEY_FILE are both set: choose one"]
+            return []
+        if not self.tls_cert_file or not self.tls_key_file:
+            return [
+                "TLS_CERT_FILE and TLS_KEY_FILE are required: the certificate and key the gRPC server "
+                "serves (GRPC_PLAINTEXT=true turns TLS off, in development only)"
+            ]
+        return []
+
+    def client_tls(self) -> ClientTls:
+        """How this service dials other services' gRPC servers (TLS_CA_FILE, GRPC_PLAINTEXT)."""
+        return ClientTls.from_settings(self.tls_ca_file, self.grpc_plaintext)
 
     def at_least_one(self, *names: str) -> list[str]:
         """A problem for each of the named settings (field names) below 1: ``NAME=0 must be at least 1``."""

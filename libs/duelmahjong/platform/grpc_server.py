@@ -10,13 +10,17 @@ Usage (a service's composition root does this through :func:`duelmahjong.platfor
     await server.stop()                # health: NOT_SERVING, in-flight RPCs get the grace period
 
 Health answers for the overall server (service name ``""``) and for each added service by its full
-name; reflection lists every added service plus health, so ``grpcurl -plaintext host:port list`` works.
+name; reflection lists every added service plus health, so ``grpcurl -cacert ca.pem host:port list``
+works. The server serves TLS with ``TLS_CERT_FILE`` / ``TLS_KEY_FILE``, reloaded when they change
+(:mod:`duelmahjong.platform.tls`); plaintext only with ``GRPC_PLAINTEXT=true``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -28,6 +32,7 @@ from duelmahjong.platform.config import ServiceConfig
 from duelmahjong.platform.interceptors import ServiceInterceptor
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.metrics import ServiceMetrics
+from duelmahjong.platform.tls import ClientTls, ReloadingCertificate, server_credentials, warn_if_plaintext
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -76,8 +81,15 @@ class ServiceServer:
         )
         self.health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        # Kubernetes' gRPC probe speaks no TLS: the same health answers, alone on a plaintext port of
+        # their own (nothing else is served there, and no token or player data crosses it).
+        self._health_server: grpc.aio.Server | None = None
+        if config.grpc_health_port:
+            self._health_server = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health, self._health_server)
         self._service_names: list[str] = []
         self._port: int | None = None
+        self.certificate: ReloadingCertificate | None = None  # None when plaintext
         self._serving = False
         self._stopping = False
 
@@ -105,16 +117,46 @@ class ServiceServer:
         reflection.enable_server_reflection(
             (*self._service_names, health.SERVICE_NAME, reflection.SERVICE_NAME), self._server
         )
-        port = self._server.add_insecure_port(f"{self.config.grpc_host}:{self.config.grpc_port}")
+        bind = f"{self.config.grpc_host}:{self.config.grpc_port}"
+        if self.config.grpc_plaintext:
+            warn_if_plaintext(True)
+            port = self._server.add_insecure_port(bind)
+        else:
+            credentials, self.certificate = server_credentials(
+                Path(self.config.tls_cert_file), Path(self.config.tls_key_file)
+            )
+            port = self._server.add_secure_port(bind, credentials)
         if port == 0:
             raise OSError(f"cannot bind gRPC on {self.config.grpc_host}:{self.config.grpc_port}")
+        if self._health_server is not None:
+            health_bind = f"{self.config.grpc_host}:{self.config.grpc_health_port}"
+            if self._health_server.add_insecure_port(health_bind) == 0:
+                raise OSError(f"cannot bind the health port on {health_bind}")
+            await self._health_server.start()
         await self._server.start()
         self._port = port
         await self.mark(serving=True)
         _log.info(
-            "grpc serving", extra={"fields": {"address": self.address, "services": self._service_names}}
+            "grpc serving",
+            extra={
+                "fields": {
+                    "address": self.address,
+                    "services": self._service_names,
+                    "tls": not self.config.grpc_plaintext,
+                }
+            },
         )
         return port
+
+    def own_tls(self, tls: ClientTls) -> ClientTls:
+        """``tls`` for dialing this server at :attr:`address`: a server bound to every interface
+        (``0.0.0.0``) is dialed at an address its certificate does not name, so the name checked is
+        the certificate's own first name."""
+        if self.certificate is None or not self.certificate.names or tls.plaintext:
+            return tls
+        if self.config.grpc_host in self.certificate.names:
+            return tls
+        return dataclasses.replace(tls, server_name=self.certificate.names[0])
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful stop: NOT_SERVING first (load balancers stop routing), then let in-flight RPCs end."""
@@ -123,6 +165,8 @@ class ServiceServer:
         self._stopping = True
         _log.info("grpc stopping", extra={"fields": {"grace_seconds": grace}})
         await self._server.stop(grace)
+        if self._health_server is not None:
+            await self._health_server.stop(0)
 
     async def mark(self, *, serving: bool) -> None:
         """Health SERVING or NOT_SERVING for every service: a service whose dependency it cannot do
@@ -139,10 +183,12 @@ class ServiceServer:
         await self._server.wait_for_termination()
 
 
-async def wait_until_serving(target: str, *, service: str = "", within_seconds: float = 30.0) -> None:
+async def wait_until_serving(
+    target: str, tls: ClientTls, *, service: str = "", within_seconds: float = 30.0
+) -> None:
     """Poll ``target``'s health until ``service`` is SERVING; ``TimeoutError`` after ``within_seconds``."""
     deadline = asyncio.get_running_loop().time() + within_seconds
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with tls.channel(target) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:

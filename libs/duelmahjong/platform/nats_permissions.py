@@ -343,15 +343,18 @@ def deployment_authorization(uses: Mapping[str, BusUse] | None = None) -> str:
     )
 
 
-def compose_files(server: Path, clients: Path, hosts: Sequence[str]) -> None:
-    """docker-compose's NATS access: the CA (its key stays in ``server``, which only the NATS
-    container mounts), the server's certificate, the configuration, and each identity's seed."""
-    local = LocalAccess.create(server / "ca", clients / "nkeys", (*SERVICES, TOOLS), hosts=hosts)
+def compose_files(server: Path, clients: Path, hosts: Sequence[str], ca_dir: Path | None = None) -> None:
+    """docker-compose's NATS access: the server's certificate from the CA in ``ca_dir`` (the one that
+    issued the services' gRPC certificates, so one ``TLS_CA_FILE`` verifies every server; without it
+    a CA of its own in ``server``, which only the NATS container mounts), the configuration, and each
+    identity's seed."""
+    tls_dir = ca_dir or server / "ca"
+    local = LocalAccess.create(tls_dir, clients / "nkeys", (*SERVICES, TOOLS), hosts=hosts)
     (server / "nats.conf").write_text(local.config())
     shutil.copyfile(local.ca_file, clients / "ca.pem")
-    # The NATS image runs as a user of its own: its files are readable by others in this volume,
-    # which no service mounts.
-    for path in (server / "nats.conf", *(server / "ca").iterdir()):
+    # The NATS image runs as a user of its own: its files are readable by others (the server volume,
+    # which no service mounts; the CA directory of a local topology, whose keys are readable anyway).
+    for path in (server / "nats.conf", *tls_dir.iterdir()):
         if not path.name.startswith("ca-key"):
             path.chmod(0o644)
 
@@ -381,12 +384,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     compose.add_argument("clients", type=Path)
     compose.add_argument("--host", action="append", default=[], help="a name NATS is reached at")
     compose.add_argument("--owner", default="", help="UID:GID the services run as: CLIENTS' files go to them")
+    compose.add_argument("--ca", type=Path, default=None, help="the directory of the CA to issue from")
     args = parser.parse_args(argv)
     if args.command == "authorization":
         print(deployment_authorization(), end="")
         return 0
     if args.command == "compose":
-        compose_files(args.server, args.clients, args.host or ["nats", "localhost", "127.0.0.1"])
+        compose_files(args.server, args.clients, args.host or ["nats", "localhost", "127.0.0.1"], args.ca)
         if args.owner:
             uid, _, gid = args.owner.partition(":")
             for path in (args.clients, *args.clients.rglob("*")):

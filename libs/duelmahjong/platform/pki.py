@@ -178,3 +178,31 @@ class LocalAuthority:
         chain = cert.public_bytes(pem) + self._cert.public_bytes(pem)
         _write_public(leaf.cert, chain)
         return leaf
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m duelmahjong.platform.pki DIR NAME...``: the CA in DIR (made if missing) and a
+    certificate for each NAME (``wallet``, or ``wallet=wallet,wallet.internal``: the names it is good
+    for), each also good for ``localhost`` and ``127.0.0.1`` (published ports, health probes).
+    ``--readable`` makes the keys readable by every user: for containers whose user is not this one
+    (deploy/compose mounts DIR), never for anything but a throwaway local topology."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m duelmahjong.platform.pki", description=main.__doc__)
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("names", nargs="+", metavar="NAME[=HOST,HOST]")
+    parser.add_argument("--readable", action="store_true", help="keys readable by every user (containers)")
+    args = parser.parse_args(argv)
+    authority = LocalAuthority.open(args.directory)
+    for spec in args.names:
+        name, _, hosts = spec.partition("=")
+        leaf = authority.issue(name, [*(hosts.split(",") if hosts else [name]), "localhost", "127.0.0.1"])
+        if args.readable:
+            leaf.key.chmod(0o644)
+        print(f"{leaf.cert} {leaf.key}")
+    print(f"CA: {authority.ca_cert}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -10,6 +10,11 @@ processes (``python -m services.<name>``) on free ports, waits until each is SER
 endpoints and writes them to ``.local/stack.json`` for ``duel status``. Service logs (JSON lines) go
 to ``.local/logs/<service>.log``.
 
+Every gRPC server serves TLS: the stack keeps a local CA in ``.local/tls/`` (made once, reused, so a
+client that trusts it keeps trusting it) and issues each process a certificate for ``localhost`` and
+``127.0.0.1`` at every start. The state file names the CA (``ca_file``), where ``duel`` commands and
+the Node.js client find it. ``GRPC_PLAINTEXT=true`` runs the stack without TLS (development only).
+
 ``TABLE_SERVERS=N`` starts N table servers (``table``, ``table-2``…, each its own ``SERVER_ID``);
 ``MATCHMAKING_REPLICAS=N`` N matchmaking processes (``matchmaking``, ``matchmaking-2``…, each its own
 ``MATCHMAKING_REPLICA_ID``), which clients and the other services reach as one gRPC target listing
@@ -55,6 +60,7 @@ from duelmahjong.platform.stackfile import (
     database_variable,
     grpc_target,
 )
+from duelmahjong.platform.tls import ClientTls, plaintext_requested
 
 HOST = "127.0.0.1"
 # Settings the local stack gives its services unless the environment sets them: it serves one machine,
@@ -66,6 +72,8 @@ LOCAL_DEFAULTS = {"WALLET_GUEST_LOGINS_PER_MINUTE": "6000", "WALLET_GUEST_LOGIN_
 # matchmaking as a fleet, as Kubernetes does (docs/architecture.md "Matchmaking as a fleet").
 DEFAULT_MATCHMAKING_REPLICAS = 2
 MAX_PROCESSES_PER_SERVICE = 16
+# The names every local certificate carries: what clients dial on this machine.
+LOCAL_NAMES = ("localhost", HOST)
 # Services any of whose processes serves any client: one gRPC target lists them all. Not table
 # servers: each hosts its own tables, which matchmaking points clients at.
 INTERCHANGEABLE = frozenset({"matchmaking"})
@@ -106,8 +114,10 @@ class ServiceProcess:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""
 
 
-async def _wait_serving(service: ServiceProcess) -> None:
-    waiting = asyncio.create_task(wait_until_serving(service.address, within_seconds=READY_WITHIN_SECONDS))
+async def _wait_serving(service: ServiceProcess, tls: ClientTls) -> None:
+    waiting = asyncio.create_task(
+        wait_until_serving(service.address, tls, within_seconds=READY_WITHIN_SECONDS)
+    )
     while not waiting.done():
         if service.process.poll() is not None:
             waiting.cancel()
@@ -194,6 +204,34 @@ class Stack:
         self.nats_url = ""
         self.admin_url = ""
         self.targets: dict[str, str] = {}
+        self.plaintext = plaintext_requested(environ)
+        self.tls_dir = data_dir / "tls"
+        self._authority: LocalAuthority | None = None
+
+    @property
+    def client_tls(self) -> ClientTls:
+        """How a client of this stack secures its channels: trusting the stack's local CA."""
+        if self.plaintext:
+            return ClientTls(plaintext=True)
+        return ClientTls(ca_file=self.authority.ca_cert)
+
+    @property
+    def authority(self) -> LocalAuthority:
+        """The local CA in ``.local/tls/`` (created on first use, reused after)."""
+        if self._authority is None:
+            self._authority = LocalAuthority.open(self.tls_dir)
+        return self._authority
+
+    def tls_settings(self, name: str) -> dict[str, str]:
+        """The TLS settings of process ``name``: a certificate of its own, issued now, and the CA."""
+        if self.plaintext:
+            return {"GRPC_PLAINTEXT": "true"}
+        leaf = self.authority.issue(name, LOCAL_NAMES)
+        return {
+            "TLS_CERT_FILE": str(leaf.cert),
+            "TLS_KEY_FILE": str(leaf.key),
+            "TLS_CA_FILE": str(self.authority.ca_cert),
+        }
 
     async def up(self) -> StackState:
         started = time.monotonic()
@@ -202,14 +240,13 @@ class Stack:
         if not self.nats_url:
             # The local CA under tls/ (the one every local server's certificate comes from), the
             # identities' seeds with the server's data: both kept, so a restart changes nothing.
-            self.nats_access = LocalAccess.create(self.data_dir / "tls", self.data_dir / "nats" / "nkeys")
+            self.nats_access = LocalAccess.create(self.tls_dir, self.data_dir / "nats" / "nkeys")
             server = EmbeddedNats(self.data_dir / "nats", access=self.nats_access)
             self.nats_url = self._servers.enter_context(server).url
             _say(f"nats      {self.nats_url}  (embedded, data in {self.data_dir / 'nats'})")
         self.admin_url = self.environ.get("DATABASE_URL") or ""
         if not self.admin_url:
-            authority = LocalAuthority.open(self.data_dir / "tls")
-            postgres = EmbeddedPostgres(self.data_dir / "postgres", authority=authority)
+            postgres = EmbeddedPostgres(self.data_dir / "postgres", authority=self.authority)
             self.admin_url = self._servers.enter_context(postgres).url
             shown = without_password(self.admin_url)
             _say(f"postgres  {shown}  (embedded, TLS only, data in {self.data_dir / 'postgres'})")
@@ -235,12 +272,19 @@ class Stack:
         }
         for variable in {"DATABASE_URL", *DATABASE_VARIABLES.values()}:
             common.pop(variable, None)  # each service gets its own database, or none
+        for variable in ("TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_CA_FILE", "GRPC_PLAINTEXT"):
+            common.pop(variable, None)  # each process gets its own certificate (tls_settings)
         logs_dir = self.data_dir / "logs"
         logs_dir.mkdir(exist_ok=True)
         for service in self.services:
             for name in self._instances(service):
                 grpc_port, metrics_port = ports[name]
-                env = {**common, "GRPC_PORT": str(grpc_port), "METRICS_PORT": str(metrics_port)}
+                env = {
+                    **common,
+                    **self.tls_settings(name),
+                    "GRPC_PORT": str(grpc_port),
+                    "METRICS_PORT": str(metrics_port),
+                }
                 if service in database_urls:
                     env[database_variable(service)] = database_urls[service]
                 if self.nats_access is not None:
@@ -265,7 +309,9 @@ class Stack:
             stack_pid=os.getpid(),
             logs_dir=str(self.data_dir / "logs"),
             targets=dict(self.targets),
-            ca_file=str(self.nats_access.ca_file) if self.nats_access else "",
+            # one CA verifies every server of the stack: gRPC's, NATS', Postgres'
+            ca_file=str(self.authority.ca_cert),
+            plaintext=self.plaintext,
             nats_seeds={
                 identity.name: str(self.nats_access.seed_file(identity.name))
                 for identity in self.nats_access.access.identities
@@ -332,11 +378,12 @@ class Stack:
             raise StackError(f"{name} is still running")
         new = self._spawn(old.service, name, old.env or {}, old.grpc_port, old.metrics_port, old.log_path)
         self.processes[self.processes.index(old)] = new
-        await _wait_serving(new)
+        await _wait_serving(new, self.client_tls)
         return new
 
     async def _wait_until_serving(self) -> None:
-        await asyncio.gather(*(_wait_serving(service) for service in self.processes))
+        tls = self.client_tls
+        await asyncio.gather(*(_wait_serving(service, tls) for service in self.processes))
 
     def print_endpoints(self) -> None:
         width = max(len(p.name) for p in self.processes) if self.processes else 0
@@ -345,6 +392,10 @@ class Stack:
         for name, target in self.targets.items():
             if len(self._instances(name)) > 1:
                 _say(f"clients reach every {name} replica at {target}")
+        if self.plaintext:
+            _say("WARNING: GRPC_PLAINTEXT=true: every service serves gRPC without TLS")
+        else:
+            _say(f"TLS: every service's certificate is issued by the CA {self.authority.ca_cert}")
         _say(f"logs in {self.data_dir / 'logs'}; state in {self.state_file}")
         _say("check with `.venv/bin/duel status`; stop with Ctrl-C")
 

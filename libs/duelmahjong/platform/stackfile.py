@@ -6,7 +6,9 @@ Each service's address can also be given by an environment variable (``WALLET_AD
 
 ``services`` names every process (``matchmaking``, ``matchmaking-2``, ``table-2``…) with its own
 address; ``targets`` the one gRPC target a client dials for a service whose replicas are
-interchangeable (matchmaking): every replica's address in one (:func:`grpc_target`).
+interchangeable (matchmaking): every replica's address in one (:func:`grpc_target`). ``ca_file`` is
+the local CA that issued every service's certificate: what a client of the stack trusts
+(:func:`client_tls`).
 
 >>> state = StackState(services={"table": ServiceEndpoint("127.0.0.1:7002", "http://127.0.0.1:9002/metrics")})
 >>> StackState.from_json(state.to_json()) == state
@@ -24,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from duelmahjong.platform.tls import ClientTls, plaintext_requested
 
 # Every service of the product, in the order they start and are listed.
 SERVICE_NAMES = ("wallet", "matchmaking", "table", "scoring")
@@ -86,6 +90,7 @@ class StackState:
     logs_dir: str = ""
     extra: dict[str, str] = field(default_factory=dict)
     targets: dict[str, str] = field(default_factory=dict)  # service -> one target for all its replicas
+    plaintext: bool = False  # the stack serves gRPC without TLS (GRPC_PLAINTEXT=true)
     ca_file: str = ""  # the local CA's certificate: what verifies the stack's servers
     nats_seeds: dict[str, str] = field(default_factory=dict)  # NATS identity -> its nkey seed file
 
@@ -103,6 +108,12 @@ class StackState:
     def target(self, service: str) -> str:
         """What a client dials for ``service``: the target of all its replicas, else its one process."""
         return self.targets.get(service) or self.services[service].grpc
+
+    def client_tls(self) -> ClientTls:
+        """How a client of this stack secures its channels: its CA, or plaintext if it serves so."""
+        if self.plaintext:
+            return ClientTls(plaintext=True)
+        return ClientTls(ca_file=Path(self.ca_file) if self.ca_file else None)
 
     def instances(self, service: str) -> list[str]:
         """The processes of ``service`` this state names: ``matchmaking``, ``matchmaking-2``…"""
@@ -157,3 +168,24 @@ def service_addresses(
             chosen = state.target(name)
         addresses[name] = chosen or None
     return addresses
+
+
+def client_tls(
+    state_file: Path = DEFAULT_STATE_FILE,
+    *,
+    ca_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClientTls:
+    """How a client of the stack secures its channels: plaintext when ``GRPC_PLAINTEXT`` is true (or
+    the running stack serves plaintext); else verified TLS with ``ca_file``, else ``TLS_CA_FILE``,
+    else the state file's CA (``make run``'s local CA), else the system trust store (a real
+    deployment's publicly trusted certificates)."""
+    env = os.environ if environ is None else environ
+    if plaintext_requested(env):
+        return ClientTls(plaintext=True)
+    chosen = ca_file or (Path(env["TLS_CA_FILE"]) if env.get("TLS_CA_FILE") else None)
+    if chosen is None:
+        state = StackState.read(state_file)
+        if state is not None:
+            return state.client_tls()
+    return ClientTls(ca_file=chosen)

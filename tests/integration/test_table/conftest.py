@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc, tiles_pb2
 from services.scoring import codec as scoring_codec
 from services.scoring.replay import ReplayedHand, replay_hand
@@ -220,9 +221,12 @@ async def table_server(
 
 @pytest_asyncio.fixture
 async def open_table(
-    table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], unique_name: Callable[[str], str]
+    table_server: Any,
+    issue: Callable[..., tuple[tuple[str, str]]],
+    unique_name: Callable[[str], str],
+    client_tls: ClientTls,
 ) -> AsyncIterator[Callable[..., Any]]:
-    channel = grpc.aio.insecure_channel(table_server.address)
+    channel = client_tls.channel(table_server.address)
     clients: list[SeatClient] = []
 
     async def open_(rules: rules_pb2.RoomRules | None = None) -> tuple[str, SeatClient, SeatClient]:

@@ -19,6 +19,7 @@ import pytest
 
 from duelmahjong.client.play import MatchPlan, play_table
 from duelmahjong.client.policy import BaselineBot
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 
@@ -103,7 +104,7 @@ async def test_the_draw_after_a_discard_waits_the_window_over_grpc(
 
 
 async def test_the_client_library_and_its_bot_play_in_a_window_room(
-    table_server: Any, open_table: Callable[..., Any]
+    table_server: Any, open_table: Callable[..., Any], client_tls: ClientTls
 ) -> None:
     """The SDK's seat loop and the baseline bot (the house bots' policy) answer within the windows; a
     seat that drops its stream mid-hand resumes inside a window and plays on."""
@@ -124,6 +125,7 @@ async def test_the_client_library_and_its_bot_play_in_a_window_room(
                     client.token,
                     BaselineBot(),
                     plan,
+                    tls=client_tls,
                 )
                 for client, plan in zip((first, second), plans, strict=True)
             )

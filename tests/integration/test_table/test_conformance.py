@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
-import grpc.aio
 import pytest
 import pytest_asyncio
 
@@ -26,6 +25,7 @@ from duelmahjong.engine.state import EXTRA_DRAW, TURN
 from duelmahjong.engine.table import Table
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.tiles import parse_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, tiles_pb2
 from duelmahjong.views import codec
@@ -150,6 +150,7 @@ async def stack(
     table_server: Any,
     bus: Bus,
     kit: SimpleNamespace,
+    client_tls: ClientTls,
 ) -> AsyncIterator[SimpleNamespace]:
     """Wallet, matchmaking, scoring and the table server; the wallet reads a private copy of the event
     subjects (tests share one NATS), so what it consumes is relayed to it and its answers back."""
@@ -196,7 +197,8 @@ async def stack(
     host.settlement_wait = 20.0  # scoring replays each hand's log first
     host.clock = kit.FakeClock(asyncio.get_running_loop().time())
     players = [
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in NAMES
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in NAMES
     ]
     for client, name in zip(players, NAMES, strict=True):
         await client.login(name)
@@ -239,7 +241,7 @@ async def _play_seat(client: Any, *, hands: int, drop_and_escape: bool) -> None:
 
 @pytest.mark.parametrize("room", ["conf-duel", "conf-erren"])
 async def test_a_whole_match_keeps_every_documented_field(
-    room: str, stack: SimpleNamespace, kit: SimpleNamespace
+    room: str, stack: SimpleNamespace, kit: SimpleNamespace, client_tls: ClientTls
 ) -> None:
     alice, bob = stack.players
     readies = await asyncio.wait_for(
@@ -252,7 +254,7 @@ async def test_a_whole_match_keeps_every_documented_field(
     stack.host.seeds = lambda _table, number: seeds[number - 1]
     clients, channels = [], []
     for player, ready in zip(stack.players, readies, strict=True):
-        channel = grpc.aio.insecure_channel(ready.address)
+        channel = client_tls.channel(ready.address)
         channels.append(channel)
         seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
         clients.append(kit.SeatClient(channel, player.metadata, ready.table_ticket, seat))

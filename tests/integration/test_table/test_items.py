@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 from types import SimpleNamespace
 from typing import Any
 
-import grpc.aio
 import pytest
 import pytest_asyncio
 
@@ -18,6 +17,7 @@ from duelmahjong.client.session import DuelClient
 from duelmahjong.engine.events import HandStarted
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.tiles import parse_tiles, tile_name
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, wallet_pb2, wallet_pb2_grpc
 from services.wallet.sources import Namespace
@@ -33,16 +33,20 @@ ROOMS = [
 
 @pytest_asyncio.fixture
 async def items_stack(
-    start_matchmaking: Callable[..., Any], table_server: Any, issue: Callable[..., tuple[tuple[str, str]]]
+    start_matchmaking: Callable[..., Any],
+    table_server: Any,
+    issue: Callable[..., tuple[tuple[str, str]]],
+    client_tls: ClientTls,
 ) -> AsyncIterator[SimpleNamespace]:
     """Wallet, matchmaking and the table server; alice holds 2 偷天换日 and 1 乾坤大挪移, bob none."""
     wallet, matchmaking = await start_matchmaking(ROOMS)
     alice, bob = (
-        DuelClient(wallet=wallet.server.address, matchmaking=matchmaking.server.address) for _ in "ab"
+        DuelClient(tls=client_tls, wallet=wallet.server.address, matchmaking=matchmaking.server.address)
+        for _ in "ab"
     )
     await alice.login("alice")
     await bob.login("bob")
-    channel = grpc.aio.insecure_channel(wallet.server.address)
+    channel = client_tls.channel(wallet.server.address)
     stub = wallet_pb2_grpc.WalletServiceStub(channel)
     grant = wallet_pb2.AdminGrantRequest(
         player_id=alice.player_id,
@@ -57,14 +61,16 @@ async def items_stack(
     await channel.close()
 
 
-async def _seated(stack: SimpleNamespace, kit: SimpleNamespace, room: str) -> tuple[Any, Any, str]:
+async def _seated(
+    stack: SimpleNamespace, kit: SimpleNamespace, room: str, client_tls: ClientTls
+) -> tuple[Any, Any, str]:
     """Both players paired in ``room``: (alice's seat client, bob's, table id), not yet connected."""
     readies = await asyncio.wait_for(
         asyncio.gather(stack.alice.find_table(room, 200), stack.bob.find_table(room, 200)), 20
     )
     clients = []
     for client, ready in zip((stack.alice, stack.bob), readies, strict=True):
-        channel = grpc.aio.insecure_channel(ready.address)
+        channel = client_tls.channel(ready.address)
         seat = 0 if ready.seat == rules_pb2.SEAT_FIRST else 1
         clients.append(kit.SeatClient(channel, client.metadata, ready.table_ticket, seat))
     return clients[0], clients[1], readies[0].table_id
@@ -83,7 +89,7 @@ def _held(view: play_pb2.SeatView) -> Counter[int]:
 
 
 async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
-    items_stack: SimpleNamespace, kit: SimpleNamespace, bus: Bus
+    items_stack: SimpleNamespace, kit: SimpleNamespace, bus: Bus, client_tls: ClientTls
 ) -> None:
     stack = items_stack
     namespace = Namespace(stack.wallet.config.event_namespace)
@@ -106,7 +112,7 @@ async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
         await bus.client.subscribe(subjects.ITEM_USED, cb=redeliver),
         await bus.client.subscribe(namespace.subject(subjects.SETTLEMENT_APPLIED), cb=answer),
     ]
-    alice, bob, table_id = await _seated(stack, kit, "duel-items")
+    alice, bob, table_id = await _seated(stack, kit, "duel-items", client_tls)
     table = kit.live(stack.table_server, table_id)
     assert {i.item: i.count for i in table.state.request.players[alice.seat].items} == {SWAP: 2, GRAND: 1}
     assert not table.state.request.players[bob.seat].items
@@ -207,10 +213,10 @@ async def test_items_reach_the_seat_are_applied_and_spent_once_by_the_wallet_t6(
 
 
 async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
-    items_stack: SimpleNamespace, kit: SimpleNamespace
+    items_stack: SimpleNamespace, kit: SimpleNamespace, client_tls: ClientTls
 ) -> None:
     stack = items_stack
-    alice, bob, table_id = await _seated(stack, kit, "duel-plain")
+    alice, bob, table_id = await _seated(stack, kit, "duel-plain", client_tls)
     table = kit.live(stack.table_server, table_id)
     assert not table.state.request.players[0].items and not table.state.request.players[1].items
     await alice.connect(grand_shift=True)  # asked for, but the room plays no items: not used
@@ -232,7 +238,7 @@ async def test_a_room_without_items_offers_none_and_the_inventory_stays_t6(
 
 
 async def test_grand_shift_is_chosen_at_continue_and_refused_without_the_item_t6(
-    items_stack: SimpleNamespace, kit: SimpleNamespace, bus: Bus
+    items_stack: SimpleNamespace, kit: SimpleNamespace, bus: Bus, client_tls: ClientTls
 ) -> None:
     stack = items_stack
     used: list[events_pb2.ItemUsed] = []
@@ -241,7 +247,7 @@ async def test_grand_shift_is_chosen_at_continue_and_refused_without_the_item_t6
         used.append(events_pb2.ItemUsed.FromString(message.data))
 
     subscription = await bus.client.subscribe(subjects.ITEM_USED, cb=collect)
-    alice, bob, table_id = await _seated(stack, kit, "duel-items")
+    alice, bob, table_id = await _seated(stack, kit, "duel-items", client_tls)
     table = kit.live(stack.table_server, table_id)
     await alice.connect()  # no 乾坤大挪移 in the first hand
     await bob.connect()

@@ -14,6 +14,7 @@ import pytest
 
 from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.tiles import format_tiles, parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, server_state_pb2, table_pb2, table_pb2_grpc
 
@@ -66,14 +67,17 @@ async def test_a_full_table_queue_answers_busy_and_loses_nothing_else(
 
 
 async def test_open_table_is_idempotent_and_status_shows_only_public_state(
-    kit: SimpleNamespace, table_server: Any, issue: Callable[..., tuple[tuple[str, str]]]
+    kit: SimpleNamespace,
+    table_server: Any,
+    issue: Callable[..., tuple[tuple[str, str]]],
+    client_tls: ClientTls,
 ) -> None:
     players = [
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_FIRST, player_id="idem-a"),
         rules_pb2.SeatPlayer(seat=rules_pb2.SEAT_SECOND, player_id="idem-b"),
     ]
     request = table_pb2.OpenTableRequest(table_id="idem-1", rules=kit.rules(), players=players, negotiated=1)
-    async with grpc.aio.insecure_channel(table_server.address) as channel:
+    async with client_tls.channel(table_server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         service = issue("matchmaking", auth.Role.SERVICE)
         once = await stub.OpenTable(request, metadata=service)
@@ -175,7 +179,11 @@ async def test_a_seat_gone_past_the_grace_period_has_left_mid_hand_t10(
 
 
 async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play(
-    kit: SimpleNamespace, table_server: Any, issue: Callable[..., tuple[tuple[str, str]]], bus: Bus
+    kit: SimpleNamespace,
+    table_server: Any,
+    issue: Callable[..., tuple[tuple[str, str]]],
+    bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     closed: list[events_pb2.TableClosed] = []
     draining: list[events_pb2.TableServerAnnounced] = []
@@ -197,7 +205,7 @@ async def test_draining_refuses_new_tables_and_closes_those_with_no_hand_in_play
     service = issue("matchmaking", auth.Role.SERVICE)
     host = table_server.host
     try:
-        async with grpc.aio.insecure_channel(table_server.address) as channel:
+        async with client_tls.channel(table_server.address) as channel:
             stub = table_pb2_grpc.TableServiceStub(channel)
             request = table_pb2.OpenTableRequest(table_id="drain-1", rules=kit.rules(), players=players)
             await stub.OpenTable(request, metadata=service)

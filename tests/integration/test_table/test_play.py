@@ -14,6 +14,7 @@ import pytest
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.rules.tiles import parse_tiles
 from duelmahjong.v1 import events_pb2, play_pb2, table_pb2, table_pb2_grpc
 
@@ -141,9 +142,10 @@ async def test_a_ticket_of_another_player_is_refused(
     table_server: Any,
     open_table: Callable[..., Any],
     issue: Callable[..., tuple[tuple[str, str]]],
+    client_tls: ClientTls,
 ) -> None:
     _table_id, first, _second = await open_table()
-    channel = grpc.aio.insecure_channel(table_server.address)
+    channel = client_tls.channel(table_server.address)
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)
         call = stub.Play(

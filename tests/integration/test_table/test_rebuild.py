@@ -8,11 +8,11 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-import grpc.aio
 import pytest
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2
 from services.table import main as table_main
 from services.table.config import TableConfig
@@ -44,6 +44,7 @@ async def test_a_table_rebuilt_from_its_log_on_a_fresh_server_resumes_both_seats
     start_service: Any,
     service_env: dict[str, str],
     bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     table_server.host.clock = kit.FakeClock(asyncio.get_running_loop().time())  # no timeout meanwhile
     table_id, first, second = await open_table()
@@ -74,7 +75,7 @@ async def test_a_table_rebuilt_from_its_log_on_a_fresh_server_resumes_both_seats
     assert rebuilt == table.state.engine.events[: len(rebuilt)]
     assert len(rebuilt) < len(table.state.engine.events)  # the discard never reached the log
 
-    channel = grpc.aio.insecure_channel(fresh.address)
+    channel = client_tls.channel(fresh.address)
     seats = []
     try:
         for old in (first, second):

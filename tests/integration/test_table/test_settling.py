@@ -13,11 +13,11 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-import grpc.aio
 import pytest
 
 from duelmahjong.platform import subjects
 from duelmahjong.platform.bus import Bus
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc
 
 pytestmark = pytest.mark.asyncio
@@ -50,6 +50,7 @@ async def test_a_settling_table_serves_everything_and_takes_its_settlement_from_
     open_table: Callable[..., Any],
     issue: Callable[..., Any],
     bus: Bus,
+    client_tls: ClientTls,
 ) -> None:
     table_server.host.settlement_wait = 60.0  # the wallet is late, not gone
     table_id, first, second = await open_table(kit.rules(watchable=True, spectate_delay_seconds=1))
@@ -66,7 +67,7 @@ async def test_a_settling_table_serves_everything_and_takes_its_settlement_from_
     assert not any(_last_view(c).legal_actions.actions for c in (first, second))
 
     # Status answers at once, many times over, while the settlement is awaited.
-    channel = grpc.aio.insecure_channel(table_server.address)
+    channel = client_tls.channel(table_server.address)
     stub = table_pb2_grpc.TableServiceStub(channel)
     latencies = []
     for _ in range(100):

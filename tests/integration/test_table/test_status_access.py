@@ -14,6 +14,7 @@ import grpc.aio
 import pytest
 
 from duelmahjong.platform import auth
+from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import rules_pb2, table_pb2, table_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
@@ -21,7 +22,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
 @pytest.mark.parametrize("private", [False, True], ids=["public watchable table", "private table"])
 async def test_only_the_players_services_and_operators_read_a_tables_status(
-    private: bool, kit: SimpleNamespace, table_server: Any, issue: Callable[..., tuple[tuple[str, str]]]
+    private: bool,
+    kit: SimpleNamespace,
+    table_server: Any,
+    issue: Callable[..., tuple[tuple[str, str]]],
+    client_tls: ClientTls,
 ) -> None:
     table_id = f"status-{'private' if private else 'public'}"
     players = [
@@ -36,7 +41,7 @@ async def test_only_the_players_services_and_operators_read_a_tables_status(
         private_table=private,
     )
     status = table_pb2.GetTableStatusRequest(table_id=table_id)
-    async with grpc.aio.insecure_channel(table_server.address) as channel:
+    async with client_tls.channel(table_server.address) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)
         await stub.OpenTable(request, metadata=issue("matchmaking", auth.Role.SERVICE), timeout=10)
 
