@@ -222,15 +222,26 @@ class Stack:
             self._authority = LocalAuthority.open(self.tls_dir)
         return self._authority
 
+    @property
+    def trust_file(self) -> Path:
+        """The CA bundle every process of the stack verifies servers with: the local CA, and the CA of
+        a NATS this stack was given (its own issued by another CA, as a test's cluster is) after it."""
+        local = self.authority.ca_cert
+        if self.nats_access is None or self.nats_access.ca_file.read_bytes() == local.read_bytes():
+            return local
+        bundle = self.tls_dir / "trust.pem"
+        bundle.write_bytes(local.read_bytes() + self.nats_access.ca_file.read_bytes())
+        return bundle
+
     def tls_settings(self, name: str) -> dict[str, str]:
-        """The TLS settings of process ``name``: a certificate of its own, issued now, and the CA."""
+        """The TLS settings of process ``name``: a certificate of its own, issued now, and the CAs."""
         if self.plaintext:
             return {"GRPC_PLAINTEXT": "true"}
         leaf = self.authority.issue(name, LOCAL_NAMES)
         return {
             "TLS_CERT_FILE": str(leaf.cert),
             "TLS_KEY_FILE": str(leaf.key),
-            "TLS_CA_FILE": str(self.authority.ca_cert),
+            "TLS_CA_FILE": str(self.trust_file),
         }
 
     async def up(self) -> StackState:
@@ -289,6 +300,8 @@ class Stack:
                     env[database_variable(service)] = database_urls[service]
                 if self.nats_access is not None:
                     env.update(self.nats_access.service_env(service))
+                    if not self.plaintext:  # one bundle verifies gRPC's servers and NATS
+                        env["TLS_CA_FILE"] = str(self.trust_file)
                 if service == "table" and name != "table":  # several servers: each its own id
                     env["SERVER_ID"] = name
                 if service == "matchmaking":
@@ -309,8 +322,8 @@ class Stack:
             stack_pid=os.getpid(),
             logs_dir=str(self.data_dir / "logs"),
             targets=dict(self.targets),
-            # one CA verifies every server of the stack: gRPC's, NATS', Postgres'
-            ca_file=str(self.authority.ca_cert),
+            # one bundle verifies every server of the stack: gRPC's, NATS', Postgres'
+            ca_file=str(self.trust_file),
             plaintext=self.plaintext,
             nats_seeds={
                 identity.name: str(self.nats_access.seed_file(identity.name))
