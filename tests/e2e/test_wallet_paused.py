@@ -1,4 +1,5 @@
-"""The wallet paused (SIGSTOP) for 30 s mid-match, on the whole stack (real NATS and Postgres).
+"""The wallet paused (SIGSTOP) mid-match until a hand has waited 5 s on it (30 s at most), on the
+whole stack (real NATS and Postgres).
 
 A hand that ends while the wallet cannot answer leaves its table SETTLING, not stuck: the table server
 answers ``GetTableStatus`` at once all the while (p99 < 50 ms) and shows SETTLING; when the wallet
@@ -29,6 +30,7 @@ from tests.e2e.conftest import StackWith
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
 PAUSE_SECONDS = 30.0
+SETTLING_SECONDS = 5.0  # a hand waits this long on the paused wallet, served all the while
 SECRET = secrets.token_urlsafe(48)
 ROOM = {
     "room_id": "paused-duel",
@@ -73,13 +75,18 @@ async def test_a_paused_wallet_leaves_tables_settling_and_serving(
             async with stack.client_tls().channel(stack.services["table"].grpc) as channel:
                 stub = table_pb2_grpc.TableServiceStub(channel)
                 request = table_pb2.GetTableStatusRequest(table_id=table_id)
+                settling_since = 0.0
+                # paused until a hand has waited SETTLING for SETTLING_SECONDS, PAUSE_SECONDS at most
                 while time.monotonic() - paused < PAUSE_SECONDS:
+                    if settling_since and time.monotonic() - settling_since >= SETTLING_SECONDS:
+                        break
                     started = time.perf_counter()
                     status = await stub.GetTableStatus(request, metadata=auth.bearer_metadata(token))
                     seen["latencies"].append(time.perf_counter() - started)
                     if status.status == table_pb2.TABLE_STATUS_SETTLING:
                         assert status.state.phase == play_pb2.HAND_PHASE_SETTLING
                         seen["settling"] += 1
+                        settling_since = settling_since or time.monotonic()
                     await asyncio.sleep(0.02)
         finally:
             os.kill(wallet, signal.SIGCONT)

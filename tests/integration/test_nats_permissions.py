@@ -166,10 +166,10 @@ async def test_a_reader_cannot_change_a_stream_it_does_not_own(connect_as: Conne
     config = subjects.TABLE_STREAM.config(wallet.storage)
     config.max_age = 1.0  # what would expire every table event within a second
     with pytest.raises(nats.errors.TimeoutError):
-        await wallet.js.update_stream(config=config)
+        await wallet.client.jetstream(timeout=1.0).update_stream(config=config)
     await _until_counted(metrics, "wallet", 1)
     with pytest.raises(nats.errors.TimeoutError):
-        await wallet.js.purge_stream(subjects.TABLE_STREAM.name)
+        await wallet.client.jetstream(timeout=1.0).purge_stream(subjects.TABLE_STREAM.name)
     await _until_counted(metrics, "wallet", 2)
     info = await table.js.stream_info(subjects.TABLE_STREAM.name)
     assert not info.config.max_age  # untouched
@@ -193,5 +193,5 @@ async def test_the_tools_identity_reads_but_writes_nothing(connect_as: Connect) 
         await tools.publish(subjects.TABLE_CLOSED, b"forged", msg_id="perm-tools-forged", within_seconds=1.0)
     await _until_counted(metrics, TOOLS, 1)
     with pytest.raises(nats.errors.TimeoutError):
-        await tools.js.delete_stream(subjects.TABLE_STREAM.name)
+        await tools.client.jetstream(timeout=1.0).delete_stream(subjects.TABLE_STREAM.name)
     await _until_counted(metrics, TOOLS, 2)

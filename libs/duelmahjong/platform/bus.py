@@ -52,6 +52,7 @@ _WRONG_LAST_SEQUENCE = 10071  # JetStream: "wrong last sequence" (an expected-la
 # plus a JetStream leader election (a few seconds when a cluster node is lost), so losing the node a
 # service is connected to, or the one leading a stream, only delays a publish.
 PUBLISH_WITHIN_SECONDS = 20.0
+PUBLISH_ATTEMPT_SECONDS = 5.0  # one publish's wait for its ack: nats-py's own default
 _RETRY_FIRST_SECONDS, _RETRY_MOST_SECONDS = 0.05, 1.0  # between attempts: doubling, at most the latter
 # NATS away for a moment (a reconnect, a stream electing its leader): the same message may be sent
 # again (the stream did not store it, or drops the second copy as a duplicate of its message id), and
@@ -258,8 +259,12 @@ class Bus:
         id. While NATS reconnects or the stream elects a leader the publish is sent again, with the same
         message id (so the stream keeps one copy), until ``within_seconds`` have passed; then the last
         error is raised."""
+        # one attempt waits at most the whole write's budget (nats-py's default is 5 s)
+        attempt_seconds = min(within_seconds, PUBLISH_ATTEMPT_SECONDS)
         ack = await self.until_stored(
-            lambda: self.js.publish(subject, payload, headers=_with_msg_id(msg_id, headers)),
+            lambda: self.js.publish(
+                subject, payload, timeout=attempt_seconds, headers=_with_msg_id(msg_id, headers)
+            ),
             what={"subject": subject, "msg_id": msg_id},
             within_seconds=within_seconds,
         )
