@@ -1,11 +1,13 @@
 """Players' consent to share their hands (SetDataSharing, GetDataSharing, ListDataSharing) on the
 wallet as its process runs it, over real gRPC and Postgres (as the wallet's own role): off by default;
 a player sets their own and no one else's (nor may an admin or a service set it for them); each change
-is one audit row with its time; only admin and service tokens list who shares."""
+is one audit row with its time; only admin and service tokens list who shares; ``duel consent``
+shows and sets it as the player."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -16,10 +18,12 @@ import pytest_asyncio
 
 from duelmahjong.platform import auth
 from duelmahjong.platform.auth import Role
+from duelmahjong.platform.pki import LocalAuthority
 from duelmahjong.platform.service import ServiceRuntime
 from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import wallet_pb2, wallet_pb2_grpc
 from services.wallet.config import WalletConfig
+from tests.cli import duel
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio]
 
@@ -166,3 +170,37 @@ async def test_the_exporter_lists_who_shares_of_the_players_asked_or_of_everyone
     await refused(
         invalid, stub.ListDataSharing(W.ListDataSharingRequest(player_ids=["x"], page_size=2), metadata=admin)
     )
+
+
+async def test_duel_consent_shows_and_sets_the_players_own_setting(
+    wallet_service: ServiceRuntime[WalletConfig],
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    local_ca: LocalAuthority,
+    tmp_path: Path,
+) -> None:
+    reply = await stub.GuestLogin(W.GuestLoginRequest(display_name="cli"))
+    address = wallet_service.server.address
+    # matchmaking is never called: the command needs the wallet only, but takes both addresses as
+    # every client command does.
+    where = ["--wallet", address, "--matchmaking", address, "--ca-file", str(local_ca.ca_cert)]
+    where += ["--state-file", str(tmp_path / "none.json"), "--config", str(tmp_path / "guest.json")]
+    token = ["--token", reply.session.token]
+
+    code, out, err = await duel("consent", *token, *where)
+    assert (code, out.strip()) == (
+        0,
+        "sharing your hands for research: off (never chosen: your hands are not shared)",
+    ), err
+    code, out, err = await duel("consent", "on", *token, *where)
+    assert code == 0 and out.startswith("sharing your hands for research: on (since "), err
+    got = await stub.GetDataSharing(
+        W.GetDataSharingRequest(), metadata=auth.bearer_metadata(reply.session.token)
+    )
+    assert got.sharing.share_hands
+    code, out, err = await duel("consent", "off", *token, *where)
+    assert code == 0 and out.startswith("sharing your hands for research: off (since "), err
+
+    code, out, err = await duel("consent", "on", *where)  # no token, no remembered guest
+    assert code == 1 and "no session" in err and "duel play" in err
+    code, out, err = await duel("consent", "on", "--token", "not.a.token", *where)
+    assert code == 1 and "UNAUTHENTICATED" in err
