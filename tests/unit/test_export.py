@@ -5,8 +5,9 @@
 - the record's view is the same whatever the opponent's concealed tiles, the wall and the pool are
   (the encoder cannot leak them), and its action is one of its legal actions, in text that parses back;
 - a seat's reward is what the wallet's postings moved for the hand's result, in 1番;
-- the exporter writes only seats whose players share, leaves out hands not settled, void, private or
-  of another profile or time, keeps to its limit, and refuses an encoder that writes its fields.
+- the exporter writes only seats whose players share, leaves out hands not settled, void, private,
+  not served by the archive or of another profile or time, keeps to its limit, and refuses an encoder
+  that writes its fields.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import pytest
 
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.table import Table
-from duelmahjong.export.archive import ArchivedHandOf
+from duelmahjong.export.archive import ArchivedHandOf, HandUnavailable
 from duelmahjong.export.decisions import HandNotReplayable, decisions
 from duelmahjong.export.encoding import view_encoder
-from duelmahjong.export.exporter import NOT_SETTLED, VOID, ExportOptions, export
+from duelmahjong.export.exporter import NOT_SERVED, NOT_SETTLED, VOID, ExportOptions, export
 from duelmahjong.export.records import EncoderError
 from duelmahjong.export.rewards import seat_rewards
 from duelmahjong.v1 import archive_pb2, rules_pb2
@@ -143,6 +144,7 @@ class FakeArchive:
         self.by_id = {replay.hand_id: replay for replay in hands}
         self._sharing = sharing
         self.fetched: list[str] = []
+        self.refused: set[str] = set()  # hands whose replay the archive does not serve now
         self.found: list[ArchivedHandOf] = []
         for number, replay in enumerate(hands):
             match = archive_pb2.MatchSummary(
@@ -162,6 +164,8 @@ class FakeArchive:
 
     async def replay(self, hand_id: str) -> archive_pb2.Replay:
         self.fetched.append(hand_id)
+        if hand_id in self.refused:
+            raise HandUnavailable(f"hand {hand_id}: the archive answered FAILED_PRECONDITION: not yet")
         return self.by_id[hand_id]
 
 
@@ -220,6 +224,11 @@ def test_the_exporter_leaves_out_unsettled_void_private_and_unwanted_hands() -> 
     assert {r["hand"] for r in records} == {"h-ready"}
     assert summary.left_out == {NOT_SETTLED: 1, VOID: 1}
     assert archive.fetched == ["h-ready"]  # a replay is only read for a hand to write
+
+    archive.refused.add("h-ready")  # e.g. an earlier hand of its table not archived yet
+    records, summary = run_export(archive)
+    assert records == [] and summary.left_out[NOT_SERVED] == 1 and "h-ready" in summary.problems[0]
+    archive.refused.clear()
 
     assert run_export(FakeArchive([ready], {"ann"}, private=True))[0] == []
     assert run_export(archive, ExportOptions(profile="erren"))[0] == []

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import grpc
+import grpc.aio
+
 from duelmahjong.client.closing import Closing
 from duelmahjong.client.history import MatchHistory
 from duelmahjong.platform.auth import bearer_metadata
@@ -19,6 +22,13 @@ from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import archive_pb2, wallet_pb2, wallet_pb2_grpc
 
 PAGE = 1000  # ListDataSharing's largest page
+# What GetReplay answers for one hand it will not serve now (an earlier hand of its table not archived
+# yet; a private table's hand): that hand is left out, the export goes on.
+HAND_REFUSALS = frozenset({grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.PERMISSION_DENIED})
+
+
+class HandUnavailable(Exception):
+    """The archive does not serve this hand's replay now (the message is its answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,4 +74,11 @@ class ExportSource(Closing):
         return found
 
     async def replay(self, hand_id: str) -> archive_pb2.Replay:
-        return await self._history.replay(hand_id)
+        try:
+            return await self._history.replay(hand_id)
+        except grpc.aio.AioRpcError as err:
+            if err.code() not in HAND_REFUSALS:
+                raise
+            raise HandUnavailable(
+                f"hand {hand_id}: the archive answered {err.code().name}: {err.details()}"
+            ) from None

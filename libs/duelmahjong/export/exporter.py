@@ -8,18 +8,18 @@ appear nowhere, since a record holds only what the deciding seat saw.
 
 Left out, and counted in the summary by why: hands of another profile or ended before ``since``
 (not counted), hands not settled yet (their reward is not known: a later run exports them) and void
-hands (nothing was scored), hands the engine cannot play again (logged by the caller).
+hands (nothing was scored), hands the engine cannot play again or the archive does not serve now
+(each named in ``problems``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, TextIO
 
-from duelmahjong.export.archive import ArchivedHandOf
+from duelmahjong.export.archive import ArchivedHandOf, HandUnavailable
 from duelmahjong.export.decisions import HandNotReplayable, decisions
 from duelmahjong.export.encoding import DecisionEncoder, view_encoder
 from duelmahjong.export.records import json_line, record
@@ -30,6 +30,7 @@ from duelmahjong.views import codec
 NOT_SETTLED = "not settled yet"
 VOID = "void"
 NOT_REPLAYABLE = "not replayable"
+NOT_SERVED = "not served by the archive"
 
 
 class Source(Protocol):
@@ -82,8 +83,6 @@ async def export(
     sink: TextIO,
     options: ExportOptions | None = None,
     encoder: DecisionEncoder = view_encoder,
-    *,
-    progress: Callable[[str], None] | None = None,
 ) -> ExportSummary:
     """Write the records of every hand ``options`` select to ``sink``; what was written and left out."""
     options = options or ExportOptions()
@@ -106,7 +105,12 @@ async def export(
         if not hand.settled:
             summary.left_out[NOT_SETTLED] += 1
             continue
-        replay = await source.replay(hand.hand_id)
+        try:
+            replay = await source.replay(hand.hand_id)
+        except HandUnavailable as err:
+            summary.left_out[NOT_SERVED] += 1
+            summary.problems.append(str(err))
+            continue
         rewards = seat_rewards(replay)
         if rewards is None:
             summary.left_out[NOT_SETTLED] += 1
@@ -128,6 +132,4 @@ async def export(
         sink.writelines(lines)
         summary.hands += 1
         summary.records += len(lines)
-        if progress is not None:
-            progress(f"hand {hand.hand_id}: {len(lines)} decisions")
     return summary
