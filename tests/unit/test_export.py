@@ -26,7 +26,7 @@ from duelmahjong.engine.actions import Action
 from duelmahjong.engine.table import Table
 from duelmahjong.export.archive import ArchivedHandOf, HandUnavailable
 from duelmahjong.export.decisions import HandNotReplayable, decisions
-from duelmahjong.export.encoding import view_encoder
+from duelmahjong.export.encoding import combined, view_encoder
 from duelmahjong.export.exporter import NOT_SERVED, NOT_SETTLED, VOID, ExportOptions, export
 from duelmahjong.export.records import EncoderError
 from duelmahjong.export.rewards import seat_rewards
@@ -252,3 +252,23 @@ def test_an_encoder_may_not_write_the_exporters_fields_and_a_broken_hand_is_left
         list(decisions(broken, {0, 1}, view_encoder))
     records, summary = run_export(FakeArchive([broken], {"ann"}))
     assert records == [] and summary.left_out == {"not replayable": 1} and "h1" in summary.problems[0]
+
+
+def test_encoders_combine_and_may_not_write_the_same_field() -> None:
+    replay = replays("duel", 9, 0.3)[0]
+
+    def indices(table: Table, seat: int, action: Action) -> dict[str, Any]:
+        return {
+            "action_indices": [table.legal_actions(seat).index(action)]
+            if action in table.legal_actions(seat)
+            else []
+        }
+
+    both = list(decisions(replay, {0}, combined(view_encoder, indices)))
+    alone = list(decisions(replay, {0}, view_encoder))
+    assert [{k: v for k, v in d.fields.items() if k != "action_indices"} for d in both] == [
+        d.fields for d in alone
+    ]
+    assert all("action_indices" in d.fields for d in both)
+    with pytest.raises(ValueError, match="action"):
+        list(decisions(replay, {0}, combined(view_encoder, view_encoder)))

@@ -10,7 +10,8 @@ The table holds the whole truth of the hand (both hands, the wall): an encoder m
 seat could know. :func:`view_encoder` does so by building on the engine's seat view
 (:func:`duelmahjong.engine.view.seat_view`), which never holds the opponent's concealed tiles, the wall,
 the pool or the seed. The training environment's numeric encoding (``duelmahjong.env``) is meant to
-plug in behind the same type, adding ``"observation"`` / ``"action_indices"`` beside these fields.
+plug in behind the same type, adding ``"observation"`` / ``"action_indices"`` beside these fields:
+``combined(view_encoder, env_encoder)`` writes both.
 """
 
 from __future__ import annotations
@@ -42,3 +43,21 @@ def view_encoder(table: Table, seat: int, action: Action) -> dict[str, Any]:
     view = seat_view(table.state, seat, legal)
     del view["legal_actions"]
     return {"view": view, "legal": [str(option) for option in legal], "action": str(action)}
+
+
+def combined(*encoders: DecisionEncoder) -> DecisionEncoder:
+    """One encoder writing the fields of all of ``encoders`` (e.g. the seat view beside the training
+    environment's ``observation`` and ``action_indices``); a field two of them write is a bug, refused
+    (ValueError) rather than one silently replacing the other."""
+
+    def encode(table: Table, seat: int, action: Action) -> dict[str, Any]:
+        fields: dict[str, Any] = {}
+        for encoder in encoders:
+            more = encoder(table, seat, action)
+            twice = fields.keys() & more.keys()
+            if twice:
+                raise ValueError(f"two encoders write the fields {sorted(twice)}")
+            fields.update(more)
+        return fields
+
+    return encode
