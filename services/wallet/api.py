@@ -19,6 +19,8 @@ from services.wallet import codec
 from services.wallet.core import Session, WalletCore
 from services.wallet.leaderboard import RankedPlayer
 from services.wallet.rating_board import RatedPlayer
+from services.wallet.sharing import DataSharing
+from services.wallet.sharing_store import Consent
 
 SERVICE_NAME = wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name
 # The only RPCs callable without a session token.
@@ -34,9 +36,19 @@ def _session(session: Session) -> wallet_pb2.SessionToken:
     )
 
 
+def _sharing(consent: Consent) -> wallet_pb2.DataSharing:
+    sharing = wallet_pb2.DataSharing(player_id=consent.player_id, share_hands=consent.share_hands)
+    if consent.changed_at is not None:
+        sharing.changed_at.CopyFrom(codec.timestamp(consent.changed_at))
+    return sharing
+
+
 class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
-    def __init__(self, core: WalletCore, guest_logins: RateLimiter | None = None) -> None:
+    def __init__(
+        self, core: WalletCore, sharing: DataSharing, guest_logins: RateLimiter | None = None
+    ) -> None:
         self.core = core
+        self.sharing = sharing
         # Each guest login mints a starting grant: per client address, at most so many a minute.
         self.guest_logins = guest_logins or RateLimiter(
             per_minute=core.config.guest_logins_per_minute, burst=core.config.guest_login_burst
@@ -186,4 +198,26 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             session=_session(bot.session),
             available=bot.available,
             topped_up=bot.topped_up,
+        )
+
+    async def SetDataSharing(
+        self, request: wallet_pb2.SetDataSharingRequest, context: Any
+    ) -> wallet_pb2.SetDataSharingResponse:
+        consent = await self.sharing.set(current_principal(), request.player_id, request.share_hands)
+        return wallet_pb2.SetDataSharingResponse(sharing=_sharing(consent))
+
+    async def GetDataSharing(
+        self, request: wallet_pb2.GetDataSharingRequest, context: Any
+    ) -> wallet_pb2.GetDataSharingResponse:
+        consent = await self.sharing.get(current_principal(), request.player_id)
+        return wallet_pb2.GetDataSharingResponse(sharing=_sharing(consent))
+
+    async def ListDataSharing(
+        self, request: wallet_pb2.ListDataSharingRequest, context: Any
+    ) -> wallet_pb2.ListDataSharingResponse:
+        found, next_token = await self.sharing.sharing(
+            current_principal(), list(request.player_ids), request.page_size, request.page_token
+        )
+        return wallet_pb2.ListDataSharingResponse(
+            players=[_sharing(consent) for consent in found], next_page_token=next_token
         )

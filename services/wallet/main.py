@@ -17,6 +17,8 @@ from services.wallet.ledger_store import LedgerStore
 from services.wallet.monitor import LedgerAudit
 from services.wallet.players import PlayerStore
 from services.wallet.rating_board import RatingBoard
+from services.wallet.sharing import DataSharing
+from services.wallet.sharing_store import SharingStore
 from services.wallet.sources import Namespace
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -28,7 +30,9 @@ async def wire(runtime: ServiceRuntime[WalletConfig]) -> None:
     ledger = LedgerStore(pool, runtime.metrics)
     core = WalletCore(ledger, PlayerStore(pool, ledger), Leaderboard(pool), RatingBoard(pool), config)
     runtime.server.add_service(
-        SERVICE_NAME, wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(core)
+        SERVICE_NAME,
+        wallet_pb2_grpc.add_WalletServiceServicer_to_server,
+        WalletApi(core, DataSharing(SharingStore(pool))),
     )
     consumer = SettlementConsumer(
         runtime.require_bus(),

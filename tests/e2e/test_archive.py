@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from duelmahjong.client.policy import BaselineBot
 from duelmahjong.client.session import DuelClient
 from duelmahjong.platform.stackfile import StackState
 from duelmahjong.v1 import archive_pb2, rules_pb2, wallet_pb2
+from tests.cli import duel
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio]
 
@@ -229,16 +229,6 @@ async def test_the_players_histories_and_replays_are_the_hands_they_played(stack
                     await history.replay(f"{tables['duel']}-h99")
                 assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
     assert not service_errors(stack), "\n".join(service_errors(stack))
-
-
-async def duel(*args: str) -> tuple[int, str, str]:
-    """``duel ARGS`` as a player runs it (the installed command, in a process of its own)."""
-    command = Path(sys.executable).parent / "duel"
-    process = await asyncio.create_subprocess_exec(
-        str(command), *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=120)
-    return process.returncode or 0, out.decode(), err.decode()
 
 
 async def test_duel_replay_and_verify_read_a_hand_just_played_from_the_archive(

@@ -188,6 +188,7 @@ def test_a_person_plays_a_whole_hand(stack: StackState, tmp_path: Path) -> None:
         term.press("Tester\r")
         rooms = _to_the_table(term)
         assert "Tester" in rooms and "威望 1000" in rooms and "rating duel 1500 ±" in rooms, rooms
+        assert "your hands are not shared for research" in rooms, rooms  # off until the player says so
         assert "决斗麻将 · 测试" in rooms and "[tui-duel] · duel" in rooms, rooms
         assert "1番=10 威望 · fee 2 · carry 100–1000" in rooms, rooms
         assert "[tui-extras] · duel" in rooms and "猜大小" in rooms, rooms

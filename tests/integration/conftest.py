@@ -12,6 +12,8 @@
   :class:`~duelmahjong.platform.service.ServiceRuntime` once it serves; stopped after the test, or
   before by ``await start_service.stop(runtime)`` (as SIGTERM would: a rolling restart).
 - ``issue`` — ``issue(player_id, role)`` → bearer metadata for calls that need a session token.
+- ``wallet_service`` — the wallet as its process runs it, on a fresh database (its own role) with a
+  private event namespace; its :class:`~duelmahjong.platform.service.ServiceRuntime`.
 - ``wallet_ledger`` — the wallet's :class:`~services.wallet.ledger_store.LedgerStore` on a fresh, migrated
   database; the ledger's audit must find nothing wrong when the test ends.
 - ``start_matchmaking`` — ``await start_matchmaking(rooms)`` runs a wallet (fresh database, private event
@@ -146,6 +148,23 @@ async def wallet_ledger(wallet_database_url: str) -> AsyncIterator[LedgerStore]:
     yield ledger
     assert await audit_ledger(pool) == []
     await pool.close()
+
+
+@pytest_asyncio.fixture
+async def wallet_service(
+    start_service: StartService,
+    service_env: dict[str, str],
+    wallet_database_url: str,
+    unique_name: Callable[[str], str],
+) -> ServiceRuntime[WalletConfig]:
+    env = {
+        **service_env,
+        "DATABASE_URL": wallet_database_url,
+        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
+        "WALLET_CONSUMER_WORKERS": "2",
+    }
+    runtime: ServiceRuntime[WalletConfig] = await start_service(WALLET, WalletConfig.from_env(env))
+    return runtime
 
 
 @pytest_asyncio.fixture

@@ -373,6 +373,30 @@ def wallet_cases(me: str, other: str) -> list[Case]:
             PRECONDITION,
         )
     )
+    # Consent to share hands: the player's own to set; who shares is for the servers to list.
+    for who in ("nobody", "forged"):
+        cases.append(case("on", "SetDataSharing", W.SetDataSharingRequest(share_hands=True), who, UNAUTH))
+    for who in ("service", "admin"):
+        cases.append(
+            case("for a player", "SetDataSharing", W.SetDataSharingRequest(player_id=me), who, DENIED)
+        )
+    cases.append(case("other's", "SetDataSharing", W.SetDataSharingRequest(player_id=other), "me", DENIED))
+    cases.append(case("other's", "GetDataSharing", W.GetDataSharingRequest(player_id=other), "me", DENIED))
+    cases.append(case("empty", "ListDataSharing", W.ListDataSharingRequest(), "me", DENIED))
+    cases.extend(
+        case(
+            f"id {p[:8]!r}", "GetDataSharing", W.GetDataSharingRequest(player_id=p), "admin", MISSING, INVALID
+        )
+        for p in GARBAGE[1:]
+    )
+    for label, request in [
+        ("huge page", W.ListDataSharingRequest(page_size=UINT32_MAX)),
+        ("too many ids", W.ListDataSharingRequest(player_ids=[me] * 1001)),
+        ("ids and a page", W.ListDataSharingRequest(player_ids=[me], page_size=5)),
+        *((f"id {p[:8]!r}", W.ListDataSharingRequest(player_ids=[me, p])) for p in GARBAGE),
+        *((f"token {t[:8]!r}", W.ListDataSharingRequest(page_token=t)) for t in GARBAGE[1:]),
+    ]:
+        cases.append(case(label, "ListDataSharing", request, "admin", INVALID))
     return cases + raw_cases(wallet_pb2, "WalletService", "me")
 
 

@@ -45,22 +45,6 @@ class Client:
 
 
 @pytest_asyncio.fixture
-async def wallet_service(
-    start_service: Any,
-    service_env: dict[str, str],
-    wallet_database_url: str,
-    unique_name: Callable[[str], str],
-) -> ServiceRuntime[WalletConfig]:
-    env = {
-        **service_env,
-        "DATABASE_URL": wallet_database_url,
-        "WALLET_EVENT_NAMESPACE": unique_name("w").lower(),
-        "WALLET_CONSUMER_WORKERS": "2",
-    }
-    return await start_service(SPEC, WalletConfig.from_env(env))
-
-
-@pytest_asyncio.fixture
 async def client(
     wallet_service: ServiceRuntime[WalletConfig], issue: Bearer, client_tls: ClientTls
 ) -> AsyncIterator[Client]:

@@ -34,6 +34,10 @@ _register("replay", "duelmahjong.cli.replay", "a finished hand turn by turn (arc
 _register("verify", "duelmahjong.cli.verify", "check a finished hand's wall and steps against its seed")
 _register("watch", "duelmahjong.cli.watch", "watch a live table as a spectator, delayed")
 _register("play", "duelmahjong.cli.play", "play whole hands yourself in the terminal")
+_register("export", "duelmahjong.cli.export", "archived hands of players who share them, as training data")
+_register(
+    "consent", "duelmahjong.cli.consent", "show, give or withdraw consent to share your hands for research"
+)
 
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:

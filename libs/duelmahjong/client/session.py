@@ -270,6 +270,18 @@ class DuelClient(Closing):
             wallet_pb2.GetRatingRequest(player_id=player_id or self.player_id), metadata=self.metadata
         )
 
+    async def data_sharing(self) -> wallet_pb2.DataSharing:
+        """Whether this player shares their hands for research (docs/wallet.md; default: not)."""
+        reply = await self.wallet.GetDataSharing(wallet_pb2.GetDataSharingRequest(), metadata=self.metadata)
+        return reply.sharing
+
+    async def set_data_sharing(self, share_hands: bool) -> wallet_pb2.DataSharing:
+        """Give (True) or withdraw (False) this player's consent to share their hands for research."""
+        reply = await self.wallet.SetDataSharing(
+            wallet_pb2.SetDataSharingRequest(share_hands=share_hands), metadata=self.metadata
+        )
+        return reply.sharing
+
     async def rooms(
         self, profile: rules_pb2.Profile.ValueType = rules_pb2.PROFILE_UNSPECIFIED
     ) -> list[mm.Room]:

@@ -68,7 +68,8 @@ async def run_flow(ui: PlayUi, client: DuelClient, options: PlayOptions) -> None
         balance = await client.balance()
         money = f"威望 {balance.balance} (available {balance.available}) · {balance.level_name or ''}"
         about = f"player {guest.player_id}{await _ratings(client)}"
-        what, room = await ui.ask(RoomsScreen(rooms, guest.display_name, money, about))
+        screen = RoomsScreen(rooms, guest.display_name, money, about, await _sharing(client))
+        what, room = await ui.ask(screen)
         if what == "quit":
             return
         if what == "join":
@@ -126,6 +127,18 @@ async def _ratings(client: DuelClient) -> str:
         return ""
     shown = [f"{PROFILE_NAMES.get(r.profile, '?')} {r.rating:.0f} ± {r.deviation:.0f}" for r in reply.ratings]
     return " · rating " + " · ".join(shown) if shown else ""
+
+
+async def _sharing(client: DuelClient) -> str:
+    """Whether the player's hands are shared for research, and how to change it (`duel consent`), seen
+    where they see their balance ("" if the wallet does not tell)."""
+    try:
+        sharing = await client.data_sharing()
+    except grpc.aio.AioRpcError:
+        return ""
+    if sharing.share_hands:
+        return "your hands are shared for research (duel consent off stops it)"
+    return "your hands are not shared for research (duel consent on shares them)"
 
 
 async def _ask_carry(

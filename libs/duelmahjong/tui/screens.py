@@ -106,16 +106,21 @@ class RoomsScreen(Screen):
 
     title = "rooms"
 
-    def __init__(self, rooms: list[mm.Room], player: str, balance: str, about: str = "") -> None:
+    def __init__(
+        self, rooms: list[mm.Room], player: str, balance: str, about: str = "", sharing: str = ""
+    ) -> None:
         super().__init__()
         self.rooms, self.player, self.balance, self.about, self.selected = rooms, player, balance, about, 0
+        self.sharing = sharing  # whether the player's hands are shared for research, in words
 
     def lines(self, width: int) -> list[Line]:
         body: list[Line] = [
             [("class:me", f" {self.player}"), ("class:balance", f" · {self.balance}")],
             [("class:dim", f" {self.about}")],
-            [("", "")],
         ]
+        if self.sharing:
+            body.append([("class:dim", f" {self.sharing}")])
+        body.append([("", "")])
         for index, room in enumerate(self.rooms):
             first, second = room_lines(room)
             picked = index == self.selected
