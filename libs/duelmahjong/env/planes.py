@@ -11,7 +11,9 @@ observation does not hold. ``CHANNELS`` is the table docs/env.md shows.
 
 from __future__ import annotations
 
+import functools
 import math
+from itertools import compress
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +42,6 @@ CHANNELS: tuple[tuple[str, str], ...] = (
     ("own_melds", "tiles of own melds, count / 4"),
     ("own_concealed_kongs", "kinds of own concealed kongs, one-hot"),
     ("opponent_melds", "tiles of the opponent's melds as shown (concealed kongs hidden), count / 4"),
-    ("opponent_hidden_kongs", "scalar: the opponent's concealed kongs not shown, number / 4"),
     ("own_river", "own discards, claimed ones included, count / 4"),
     ("opponent_river", "the opponent's discards, claimed ones included, count / 4"),
     ("own_claimed", "own discards the opponent claimed, count / 4"),
@@ -60,6 +61,8 @@ CHANNELS: tuple[tuple[str, str], ...] = (
     ("offer_tile", "the kind of the triplet offered to this seat (T5), one-hot"),
     ("selected", "tiles selected so far in a choice of several tiles, count / 4"),
     ("swap_source", "the tile a 偷天换日 in progress changes, one-hot"),
+    ("task_pattern", "a 番型 task's pattern, one-hot on columns 0-5: " + ", ".join(TASK_PATTERNS)),
+    ("opponent_hidden_kongs", "scalar: the opponent's concealed kongs not shown, number / 4"),
     ("own_dealer", "scalar: this seat deals"),
     ("own_ready", "scalar: this seat declared 报听"),
     ("opponent_ready", "scalar: the opponent declared 报听"),
@@ -85,38 +88,72 @@ CHANNELS: tuple[tuple[str, str], ...] = (
     ("erren", "scalar: the profile is erren"),
     *((f"task_{kind}", f"scalar: the erren task is {kind} (T8)") for kind in TASK_KINDS),
     ("task_multiplier", "scalar: the task's multiplier / 8 (at most 1)"),
-    ("task_pattern", "a 番型 task's pattern, one-hot on columns 0-5: " + ", ".join(TASK_PATTERNS)),
 )
 CHANNEL = {name: index for index, (name, _) in enumerate(CHANNELS)}
 SHAPE = (len(CHANNELS), 34)
 # Channels whose entries count copies: scaled by 1/4 after counting.
 _COUNTED = ("hand", "own_melds", "opponent_melds", "own_river", "opponent_river", "own_claimed",
             "opponent_drawn_discards", "bonus", "seen", "selected")  # fmt: skip
-_SCALE = np.ones((len(CHANNELS), 1), np.float32)
+_SIZE = len(CHANNELS) * 34
+_SCALE = np.ones(SHAPE, np.float32)  # per entry: what one unit counted is worth
 for _name in _COUNTED:
     _SCALE[CHANNEL[_name]] = 0.25
-_SIZE = len(CHANNELS) * 34
-_PHASE_ROW = {phase: CHANNEL[f"phase_{phase}"] for phase in _PHASES}
-_CHOICE_ROW = {kind: CHANNEL[f"choosing_{kind}"] for kind in _CHOICES}
+_SCALE = _SCALE.reshape(_SIZE)
+# Tile channels first, then the scalar ones (one value per row), filled in one assignment.
+_FIRST_SCALAR = CHANNEL["opponent_hidden_kongs"]
 _NO_CHOICE = Choice()
+_KINDS = range(34)
+_CACHED = 4096  # rivers and melds of recent observations (a few hundred per hand)
 
 
 def _row(name: str) -> int:
     return CHANNEL[name] * 34
 
 
-def _melded(at: int, melds: tuple[Meld, ...], put: list[int]) -> int:
-    """Count the tiles of shown melds at row offset ``at``; returns the hidden concealed kongs."""
+@functools.lru_cache(maxsize=_CACHED)
+def _meld_units(melds: tuple[Meld, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """The units a seat's melds put in its own planes and in its opponent's, and how many concealed
+    kongs they hide. Melds change a few times a hand: counted once per change for both seats (cached)."""
+    own: list[int] = []
+    opponent: list[int] = []
     hidden = 0
     for meld in melds:
         kind, tile = meld.kind, meld.tile
         if tile == HIDDEN_KONG:
             hidden += 1
-        elif kind == "chi":
-            put += (at + tile, at + tile + 1, at + tile + 2)
+            continue
+        tiles = (tile, tile + 1, tile + 2) if kind == "chi" else (tile,) * MELD_SIZES[kind]
+        seen = [_SEEN + t for t in tiles]
+        own += [_OWN_MELDS + t for t in tiles] + seen
+        opponent += [_OPP_MELDS + t for t in tiles] + seen
+        if kind == "concealed_kong":
+            own.append(_OWN_CKONGS + tile)
+    return tuple(own), tuple(opponent), hidden
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _river_units(river: tuple[int, ...], flags: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The units a seat's river puts in its own planes and in its opponent's; counted once per discard
+    for both seats (cached)."""
+    own: list[int] = []
+    opponent: list[int] = []
+    for tile, flag in zip(river, flags, strict=True):
+        own.append(_OWN_RIVER + tile)
+        opponent.append(_OPP_RIVER + tile)
+        if flag & DISCARD_CLAIMED:
+            own.append(_OWN_CLAIMED + tile)
         else:
-            put += [at + tile] * MELD_SIZES[kind]
-    return hidden
+            own.append(_SEEN + tile)
+            opponent.append(_SEEN + tile)
+        if flag & DISCARD_READY:
+            own.append(_OWN_READY_DISCARD + tile)
+            opponent.append(_OPP_READY_DISCARD + tile)
+        if flag & DISCARD_DRAWN:
+            opponent.append(_OPP_DRAWN + tile)
+    for back, tile in enumerate(river[-1 : -RECENT - 1 : -1]):
+        own.append(_OWN_RECENT + back * 34 + tile)
+        opponent.append(_OPP_RECENT + back * 34 + tile)
+    return tuple(own), tuple(opponent)
 
 
 def planes(obs: SeatObservation, choice: Choice = _NO_CHOICE) -> Planes:
@@ -124,39 +161,17 @@ def planes(obs: SeatObservation, choice: Choice = _NO_CHOICE) -> Planes:
     own, opp = obs.seat, 1 - obs.seat
     put: list[int] = []  # flat indices, one per unit counted (copies of a tile, a one-hot)
     hand = obs.hand
-    for tile in range(34):
+    for tile in compress(_KINDS, hand):
         copies = hand[tile]
-        if copies:
-            put += [_HAND + tile] * copies
-            put += [_SEEN + tile] * copies
+        put += [_HAND + tile] * copies
+        put += [_SEEN + tile] * copies
     if obs.drawn >= 0:
         put.append(_DRAWN + obs.drawn)
-    own_melds, opp_melds = obs.melds[own], obs.melds[opp]
-    _melded(_OWN_MELDS, own_melds, put)
-    _melded(_SEEN, own_melds, put)
-    hidden = _melded(_OPP_MELDS, opp_melds, put)
-    _melded(_SEEN, opp_melds, put)
-    for meld in own_melds:
-        if meld.kind == "concealed_kong":
-            put.append(_OWN_CKONGS + meld.tile)
-    for seat, river_row, recent_row, ready_row in (
-        (own, _OWN_RIVER, _OWN_RECENT, _OWN_READY_DISCARD),
-        (opp, _OPP_RIVER, _OPP_RECENT, _OPP_READY_DISCARD),
-    ):
-        river, flags = obs.rivers[seat], obs.river_flags[seat]
-        for tile, flag in zip(river, flags, strict=True):
-            put.append(river_row + tile)
-            if flag & DISCARD_CLAIMED:
-                if seat == own:
-                    put.append(_OWN_CLAIMED + tile)
-            else:
-                put.append(_SEEN + tile)
-            if flag & DISCARD_READY:
-                put.append(ready_row + tile)
-            if flag & DISCARD_DRAWN and seat == opp:
-                put.append(_OPP_DRAWN + tile)
-        for back, tile in enumerate(river[-1 : -RECENT - 1 : -1]):
-            put.append(recent_row + back * 34 + tile)
+    put += _meld_units(obs.melds[own])[0]
+    _, opponent_melds, hidden = _meld_units(obs.melds[opp])
+    put += opponent_melds
+    put += _river_units(obs.rivers[own], obs.river_flags[own])[0]
+    put += _river_units(obs.rivers[opp], obs.river_flags[opp])[1]
     if obs.last_discard >= 0:
         put.append(_LAST_DISCARD + obs.last_discard)
     put += [_BONUS + tile for tile in obs.bonus_tiles if tile < 34]
@@ -172,53 +187,51 @@ def planes(obs: SeatObservation, choice: Choice = _NO_CHOICE) -> Planes:
     task = obs.task
     if task is not None and task.pattern in TASK_PATTERNS:
         put.append(_TASK_PATTERN + TASK_PATTERNS.index(task.pattern))
-    out = np.bincount(put, minlength=_SIZE).astype(np.float32).reshape(SHAPE)
-    out *= _SCALE
-    _scalars(obs, choice, out, hidden)
+    # One pass in numpy: count the units, scale them to float32 (the cheapest of the ways measured).
+    counts = np.bincount(np.array(put, np.intp), minlength=_SIZE)
+    out = np.multiply(counts, _SCALE, dtype=np.float32).reshape(SHAPE)
+    out[_FIRST_SCALAR:] = np.array(_scalars(obs, choice, hidden), np.float32)[:, None]
     return out
 
 
-def _scalars(obs: SeatObservation, choice: Choice, out: Planes, hidden_kongs: int) -> None:
-    """Fill the scalar rows (only the non-zero ones: the rest are zero already)."""
+def _scalars(obs: SeatObservation, choice: Choice, hidden_kongs: int) -> list[float]:
+    """The scalar channels' values, in their order (from ``opponent_hidden_kongs`` on)."""
     own, opp = obs.seat, 1 - obs.seat
-    values = [
-        (_C["opponent_hidden_kongs"], hidden_kongs / 4),
-        (_C["own_dealer"], float(obs.dealer == own)),
-        (_C["own_ready"], float(obs.ready[own])),
-        (_C["opponent_ready"], float(obs.ready[opp])),
-        (_C["own_doubled"], float(obs.doubling[own] is True)),
-        (_C["opponent_doubled"], float(obs.doubling[opp] is True)),
-        (_C["opponent_doubling_unknown"], float(obs.profile == "erren" and obs.doubling[opp] is None)),
-        (_C["own_win_doublings"], obs.win_doublings[own] / 8),
-        (_C["opponent_win_doublings"], obs.win_doublings[opp] / 8),
-        (_C["wall_remaining"], min(1.0, obs.wall_remaining / 100)),
-        (_C["pool_remaining"], min(1.0, obs.pool_remaining / 100)),
-        (_C["progressive"], min(1.0, math.log2(max(obs.progressive, 1)) / 8)),
-        (_C["own_hand_size"], obs.hand_sizes[own] / 14),
-        (_C["opponent_hand_size"], obs.hand_sizes[opp] / 14),
-        (_C["own_flowers"], len(obs.flowers[own]) / 8),
-        (_C["opponent_flowers"], len(obs.flowers[opp]) / 8),
-        (_C["offer_triplet"], float(obs.offer == "triplet")),
-        (_C["offer_rub"], float(obs.offer == "rub")),
-        (_C["own_move"], float(obs.to_move == own)),
-        (_C["erren"], float(obs.profile == "erren")),
-    ]
-    if obs.items:
-        values.append((_C["swap_items"], min(1.0, obs.item_count("swap_item") / 4)))
-        values.append((_C["shuffle_items"], min(1.0, obs.item_count("shuffle_item") / 4)))
-    phase_row = _PHASE_ROW.get(obs.phase)
-    if phase_row is not None:
-        values.append((phase_row, 1.0))
-    if choice.kind or (obs.phase == "exchange" and any(a.kind == A.EXCHANGE for a in obs.legal)):
-        values.append((_CHOICE_ROW[choice.kind or A.EXCHANGE], 1.0))
+    erren = obs.profile == "erren"
+    items = obs.items
     task = obs.task
-    if task is not None:
-        if task.kind in TASK_KINDS:
-            values.append((_C[f"task_{task.kind}"], 1.0))
-        values.append((_C["task_multiplier"], min(1.0, task.multiplier / 8)))
-    for row, value in values:
-        if value:
-            out[row] = value
+    phase = obs.phase
+    choosing = choice.kind or (
+        A.EXCHANGE if phase == "exchange" and any(a.kind == A.EXCHANGE for a in obs.legal) else ""
+    )
+    return [
+        hidden_kongs / 4,
+        float(obs.dealer == own),
+        float(obs.ready[own]),
+        float(obs.ready[opp]),
+        float(obs.doubling[own] is True),
+        float(obs.doubling[opp] is True),
+        float(erren and obs.doubling[opp] is None),
+        obs.win_doublings[own] / 8,
+        obs.win_doublings[opp] / 8,
+        min(1.0, obs.wall_remaining / 100),
+        min(1.0, obs.pool_remaining / 100),
+        min(1.0, math.log2(max(obs.progressive, 1)) / 8),
+        obs.hand_sizes[own] / 14,
+        obs.hand_sizes[opp] / 14,
+        len(obs.flowers[own]) / 8,
+        len(obs.flowers[opp]) / 8,
+        min(1.0, obs.item_count("swap_item") / 4) if items else 0.0,
+        min(1.0, obs.item_count("shuffle_item") / 4) if items else 0.0,
+        float(obs.offer == "triplet"),
+        float(obs.offer == "rub"),
+        *(float(phase == name) for name in _PHASES),
+        float(obs.to_move == own),
+        *(float(choosing == kind) for kind in _CHOICES),
+        float(erren),
+        *(float(task is not None and task.kind == kind) for kind in TASK_KINDS),
+        min(1.0, task.multiplier / 8) if task is not None else 0.0,
+    ]
 
 
 _C = CHANNEL
