@@ -95,10 +95,9 @@ SHAPE = (len(CHANNELS), 34)
 _COUNTED = ("hand", "own_melds", "opponent_melds", "own_river", "opponent_river", "own_claimed",
             "opponent_drawn_discards", "bonus", "seen", "selected")  # fmt: skip
 _SIZE = len(CHANNELS) * 34
-_SCALE = np.ones(SHAPE, np.float32)  # per entry: what one unit counted is worth
+_SCALE = np.ones(_SIZE, np.float32)  # per entry: what one unit counted is worth
 for _name in _COUNTED:
-    _SCALE[CHANNEL[_name]] = 0.25
-_SCALE = _SCALE.reshape(_SIZE)
+    _SCALE[CHANNEL[_name] * 34 : CHANNEL[_name] * 34 + 34] = 0.25
 # Tile channels first, then the scalar ones (one value per row), filled in one assignment.
 _FIRST_SCALAR = CHANNEL["opponent_hidden_kongs"]
 _NO_CHOICE = Choice()
