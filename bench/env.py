@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from bench.common import MIN_RUNS, Figure, compare, rate
+from bench.engine import riichienv_random_kyoku
 
 if TYPE_CHECKING:
     from duelmahjong.engine.table import Table
@@ -113,25 +114,7 @@ def _recorded_tables(profile: str, seed: int) -> list[tuple[Table, int]]:
 
 def riichienv_steps(seed: int = 1) -> Callable[[], int]:
     """One kyoku of riichienv's random agent, every returned observation encoded with its mask."""
-    from riichienv import RiichiEnv
-    from riichienv.agents import RandomAgent
-
-    agent = RandomAgent()
-    env = RiichiEnv()
-    random.seed(seed)
-
-    def one_kyoku() -> int:
-        observations = env.reset()
-        steps = 0
-        while not env.done():
-            for observation in observations.values():
-                observation.encode()
-                observation.mask()
-            observations = env.step({pid: agent.act(obs) for pid, obs in observations.items()})
-            steps += 1
-        return steps
-
-    return one_kyoku
+    return riichienv_random_kyoku(seed, observations=True)
 
 
 def riichienv_observations(seed: int = 1) -> Callable[[], int]:
