@@ -20,7 +20,7 @@ install: $(STAMP) $(GEN_STAMP) $(RULE_TABLES)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[local,dev]'
+	$(PIP) install --quiet -e '.[local,dev,env]'
 	touch $@
 
 # The rules library's lookup tables take seconds to build; duelmahjong.rules.tables builds them on
@@ -95,7 +95,7 @@ run: install
 	$(PY) -m duelmahjong.platform.stack
 
 bench: install
-	$(PIP) install --quiet -e '.[local,dev,bench]'
+	$(PIP) install --quiet -e '.[local,dev,env,bench]'
 	$(VENV)/bin/duel bench all
 
 soak: install

@@ -39,7 +39,9 @@ def our_random_hands(profile: str, seed: int = 1) -> Callable[[], int]:
     return one_hand
 
 
-def riichienv_random_kyoku(seed: int = 1) -> Callable[[], int]:
+def riichienv_random_kyoku(seed: int = 1, *, observations: bool = False) -> Callable[[], int]:
+    """One kyoku of riichienv's random agent; with ``observations``, every observation it returns is
+    encoded with its mask before the step (``duel bench env``)."""
     from riichienv import RiichiEnv
     from riichienv.agents import RandomAgent
 
@@ -48,10 +50,14 @@ def riichienv_random_kyoku(seed: int = 1) -> Callable[[], int]:
     random.seed(seed)
 
     def one_kyoku() -> int:
-        observations = env.reset()
+        seen = env.reset()
         steps = 0
         while not env.done():
-            observations = env.step({pid: agent.act(obs) for pid, obs in observations.items()})
+            if observations:
+                for observation in seen.values():
+                    observation.encode()
+                    observation.mask()
+            seen = env.step({pid: agent.act(obs) for pid, obs in seen.items()})
             steps += 1
         return steps
 

@@ -1,8 +1,9 @@
 """Scoring's domain: evaluate hands and settle hand results (no gRPC, no NATS).
 
 The fan evaluation is the rules library's (``rules.evaluate``), the money math is ``rules.settlement``
-(H1 duel transfer, H2 erren doubling, H3 escape): this module only feeds them a hand result and
-gathers their answers. Stateless: every answer is a function of its input.
+(H1 duel transfer, H2 erren doubling, H3 escape) applied to a hand by ``rules.hand_settlement``: this
+module only feeds them a hand result and gathers their answers. Stateless: every answer is a function
+of its input.
 
 Scoring never caps by the carries: a settlement here is **as scored** — the uncapped amount (fan ×
 multipliers × N, or the escape penalty) and its breakdown. The wallet alone caps (H1, H3), with the
@@ -31,9 +32,10 @@ from duelmahjong.platform.errors import InvalidArgument
 from duelmahjong.rules.description import HandDescription
 from duelmahjong.rules.errors import RulesError
 from duelmahjong.rules.evaluate import Evaluation, evaluate
+from duelmahjong.rules.hand_settlement import escape_amount, win_amount
 from duelmahjong.rules.patterns import Catalogue
 from duelmahjong.rules.profiles import get_profile
-from duelmahjong.rules.settlement import Doubling, duel_transfer, erren_doubling, erren_transfer
+from duelmahjong.rules.settlement import Doubling
 from services.scoring.replay import ReplayedHand
 
 # The rule profiles of the product: id → ruleset.
@@ -118,19 +120,6 @@ class SettlementFigures:
 def _shown(amount: int) -> int:
     """An amount as the contract carries it: at most MAX_AMOUNT (more than any carry can cap to)."""
     return min(amount, MAX_AMOUNT)
-
-
-def _uncapped(total_fan: int, fan_rate: int, negotiated: int, progressive: int) -> int:
-    """H1's amount, total fan × negotiated × progressive × N, before any cap: the caps are the wallet's,
-    on the carries it holds, so scoring passes no carries and uses only the uncapped fan amount."""
-    return duel_transfer(
-        total_fan,
-        fan_rate=fan_rate,
-        negotiated=negotiated,
-        progressive=progressive,
-        winner_carry=0,
-        loser_carry=0,
-    ).fan_amount
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,63 +210,55 @@ class ScoringCore:
 
     def _win(self, claim: HandClaim, evaluation: Breakdown) -> ScoredHand:
         winner, loser = claim.players[claim.winner], claim.players[1 - claim.winner]
-        doubling = None
-        if claim.profile == "erren":
-            # H2 then H1 with negotiated = progressive = 1 (the erren table has no T7 multipliers).
-            task = claim.task
-            completed = task is not None and task.completed and task.multiplier > 0
-            doubling, transfer = erren_transfer(
-                evaluation.total_fan,
-                fan_rate=claim.fan_rate,
-                start_doublers=len(claim.start_doubled),
-                win_doublings=claim.win_declines,
-                task_multiplier=task.multiplier if completed and task is not None else None,
-                winner_carry=0,  # the caps are the wallet's: only the uncapped fan_amount is used
-                loser_carry=0,
-            )
-            total, negotiated, progressive = doubling.doubled_fan, 1, 1
-            fan_amount = transfer.fan_amount
-        else:
-            total, negotiated, progressive = evaluation.total_fan, claim.negotiated, claim.progressive
-            fan_amount = _uncapped(total, claim.fan_rate, negotiated, progressive)
+        task = claim.task
+        completed = task is not None and task.completed and task.multiplier > 0
+        amount = win_amount(
+            claim.profile,
+            evaluation.total_fan,
+            fan_rate=claim.fan_rate,
+            negotiated=claim.negotiated,
+            progressive=claim.progressive,
+            start_doublers=len(claim.start_doubled),
+            win_doublings=claim.win_declines,
+            task_multiplier=task.multiplier if completed and task is not None else None,
+        )
         figures = SettlementFigures(
             claim.hand_id,
-            total,
-            negotiated,
-            progressive,
+            amount.total_fan,
+            amount.negotiated,
+            amount.progressive,
             claim.fan_rate,
-            fan_amount=_shown(fan_amount),
+            fan_amount=_shown(amount.fan_amount),
             payer=loser.player_id,
             payee=winner.player_id,
             reason="hand",
-            doubling=doubling,
+            doubling=amount.doubling,
             fee=claim.fee,
         )
         return ScoredHand(claim, figures, evaluation)
 
     def _escape(self, claim: HandClaim) -> SettlementFigures:
-        """H3: the profile's highest fan × the hand's multipliers × N, uncapped (the wallet caps it by
-        the escaper's carry). The multipliers: duel negotiated × progressive (T7); erren the 开始加倍
-        factor S of H2 (seed 000: 该倍数为当局倍数), shown as the doubling of the highest fan."""
+        """H3 (``rules.hand_settlement.escape_amount``), uncapped: the wallet caps it by the escaper's
+        carry."""
         escaper, opponent = claim.players[claim.escaper], claim.players[1 - claim.escaper]
-        highest = get_profile(claim.profile).escape_fan
-        doubling = None
-        if claim.profile == "erren":
-            doubling = erren_doubling(highest, start_doublers=len(claim.start_doubled))
-            total, negotiated, progressive = doubling.doubled_fan, 1, 1
-        else:
-            total, negotiated, progressive = highest, claim.negotiated, claim.progressive
+        amount = escape_amount(
+            claim.profile,
+            fan_rate=claim.fan_rate,
+            negotiated=claim.negotiated,
+            progressive=claim.progressive,
+            start_doublers=len(claim.start_doubled),
+        )
         return SettlementFigures(
             claim.hand_id,
-            total,
-            negotiated,
-            progressive,
+            amount.total_fan,
+            amount.negotiated,
+            amount.progressive,
             claim.fan_rate,
-            fan_amount=_shown(_uncapped(total, claim.fan_rate, negotiated, progressive)),
+            fan_amount=_shown(amount.fan_amount),
             payer=escaper.player_id,
             payee=opponent.player_id,
             reason="escape",
-            doubling=doubling,
+            doubling=amount.doubling,
         )
 
 

@@ -23,7 +23,7 @@ def _melds(state: TableState, seat: int, viewer: int) -> list[dict[str, str]]:
     return out
 
 
-def _shown_turn(state: TableState, viewer: int) -> tuple[str, int]:
+def shown_turn(state: TableState, viewer: int) -> tuple[str, int]:
     """The phase and the seat to move as ``viewer`` may know them.
 
     A claim or robbing window exists only when the deciding seat has an option (T2, D13), so the other
@@ -57,7 +57,7 @@ def seat_view(state: TableState, viewer: int, legal: list[Action]) -> dict[str, 
         if mine or doubling_public:
             entry["doubling"] = state.doubling[seat]
         seats.append(entry)
-    phase, to_move = _shown_turn(state, viewer)
+    phase, to_move = shown_turn(state, viewer)
     view: dict[str, Any] = {
         "profile": state.settings.profile,
         "seat": viewer,
