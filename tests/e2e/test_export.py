@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from duelmahjong.client.history import MatchHistory
+from duelmahjong.env.records import samples
 from duelmahjong.platform.stackfile import StackState
-from duelmahjong.rules.tiles import parse_tiles
+from duelmahjong.rules.tiles import counts_of, parse_tiles
 from duelmahjong.v1 import archive_pb2, rules_pb2
 from tests.cli import duel
 from tests.e2e.test_archive import play_pairing, service_errors, signed_in
@@ -130,7 +131,7 @@ async def test_only_the_consenting_seat_is_exported_and_nothing_of_the_other(
         ) as history:
             replays = await archived_replays(history, played[0].table_id)
 
-        records, summary = await export(stack, tmp_path / "hands.jsonl")
+        records, summary = await export(stack, tmp_path / "hands.jsonl", "--format", "both")
         by_hand = {r.hand_id: r for r in replays}
         assert {record["hand"] for record in records} == set(by_hand)
         total_reward, total_moved = 0.0, 0
@@ -156,6 +157,13 @@ async def test_only_the_consenting_seat_is_exported_and_nothing_of_the_other(
                 assert view["seats"][theirs]["hand_size"] == len(
                     parse_tiles(hidden.concealed + hidden.drawn_tile)
                 )
+                # The env's record of the same decision: the seat's own tiles as counts, the other's
+                # size only, and steps a learner reads back as the env's planes, mask and index.
+                observation = record["observation"]
+                assert observation["hand"] == counts_of(parse_tiles(own.concealed + own.drawn_tile))
+                assert observation["hand_sizes"][theirs] == view["seats"][theirs]["hand_size"]
+                replayed = list(samples(record))
+                assert replayed and all(sample.mask[sample.index] for sample in replayed)
                 if len(parse_tiles(hidden.concealed)) >= 5:
                     assert hidden.concealed not in json.dumps(record, ensure_ascii=False)
             rate = replay.multipliers.fan_rate or replay.rules.fan_rate

@@ -25,6 +25,7 @@ import grpc
 
 from duelmahjong.cli.client_args import add_tls_arguments, tls_of
 from duelmahjong.export.archive import ExportSource
+from duelmahjong.export.encoding import FORMATS, encoder_for
 from duelmahjong.export.exporter import ExportOptions, ExportSummary, export
 from duelmahjong.platform import eventloop
 from duelmahjong.platform.auth import Role, issue_token
@@ -60,6 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", choices=("duel", "erren"), help="only hands of this profile")
     parser.add_argument("--out", type=Path, help="write the lines to this file (default: stdout)")
     parser.add_argument("--limit", type=positive, help="at most this many hands, oldest first")
+    parser.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="env",
+        help="env: the training env's observation and steps (default; needs the env extra); "
+        "view: the seat's engine view and actions as text; both",
+    )
     parser.add_argument("--wallet", metavar="HOST:PORT", help="gRPC address of the wallet")
     parser.add_argument("--scoring", metavar="HOST:PORT", help="gRPC address of the scoring service")
     parser.add_argument(
@@ -89,10 +97,14 @@ async def _export(args: argparse.Namespace, sink: TextIO) -> ExportSummary:
             "no wallet/scoring address: start a stack with `make run` or give --wallet/--scoring"
         )
     options = ExportOptions(since=args.since, profile=args.profile, limit=args.limit)
+    try:
+        encoder = encoder_for(args.format)
+    except ImportError as missing:
+        raise ExportFailed(str(missing)) from None
     async with ExportSource(
         wallet=wallet, scoring=scoring, token=admin_token(args), tls=tls_of(args)
     ) as source:
-        return await export(source, sink, options)
+        return await export(source, sink, options, encoder)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,13 +9,15 @@ encoder must not return those keys.
 The table holds the whole truth of the hand (both hands, the wall): an encoder must show only what the
 seat could know. :func:`view_encoder` does so by building on the engine's seat view
 (:func:`duelmahjong.engine.view.seat_view`), which never holds the opponent's concealed tiles, the wall,
-the pool or the seed. The training environment's numeric encoding (``duelmahjong.env``) is meant to
-plug in behind the same type, adding ``"observation"`` / ``"action_indices"`` beside these fields:
-``combined(view_encoder, env_encoder)`` writes both.
+the pool or the seed. :func:`env_encoder` writes the decision in the training environment's terms
+(``duelmahjong.env.records``: the seat's observation and the env steps the decision took, which
+``duelmahjong.env.records.samples`` turns back into planes, masks and indices); ``combined`` writes
+several encoders' fields side by side. :data:`FORMATS` names them for ``duel export --format``.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -61,3 +63,23 @@ def combined(*encoders: DecisionEncoder) -> DecisionEncoder:
         return fields
 
     return encode
+
+
+def env_encoder(table: Table, seat: int, action: Action) -> dict[str, Any]:
+    """The env's record of the decision: ``observation`` and ``steps`` (``duelmahjong.env.records``).
+    Needs the ``env`` extra (numpy): :func:`encoder_for` says so when it is missing."""
+    records = importlib.import_module("duelmahjong.env.records")
+    fields: dict[str, Any] = records.env_fields(table, seat, action)
+    return fields
+
+
+FORMATS = {"env": (env_encoder,), "view": (view_encoder,), "both": (env_encoder, view_encoder)}
+
+
+def encoder_for(format_name: str) -> DecisionEncoder:
+    """The encoder of a ``--format``; ``env`` and ``both`` need ``duelmahjong.env`` (ImportError saying
+    which extra brings it)."""
+    encoders = FORMATS[format_name]
+    if env_encoder in encoders:
+        importlib.import_module("duelmahjong.env")  # its ImportError names the extra to install
+    return encoders[0] if len(encoders) == 1 else combined(*encoders)
