@@ -150,3 +150,16 @@ def test_a_game_reports_its_decision_times() -> None:
     game = play_game(RoomSettings(), 11, (resolve_agent("strong"), resolve_agent("house")))
     assert game.times[0] and game.times[1]
     assert sum(game.nets) <= 0 or game.outcome.guess is not None  # the loser pays the winner
+
+
+def test_the_command_line_prints_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    from duelmahjong.cli import main
+
+    assert main(["evaluate", "house", "house", "--hands", "20", "--profile", "erren"]) == 0
+    out = capsys.readouterr().out
+    assert "house vs house: +0.000 番/hand, 95% CI [+0.000, +0.000] over wall pairs" in out
+    assert "decision p50" in out
+    assert main(["evaluate", "house", "nobody", "--hands", "20"]) == 2
+    assert main(["evaluate", "house", "house", "--room-settings", '{"bonus_tile_count": 9}']) == 2
+    assert main(["evaluate", "house", "house", "--hands", "4", "--json"]) == 0
+    assert '"mean_per_hand": 0.0' in capsys.readouterr().out
