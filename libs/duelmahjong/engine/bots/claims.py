@@ -1,5 +1,7 @@
 """The strong bot's claims on the opponent's discard (T2): kong, pong or chi only when the hand gets
-closer to winning without losing acceptance; otherwise pass."""
+closer to winning without losing half its acceptance, and from a concealed hand only when the claim
+makes it ready: a concealed hand is worth fan in both profiles (duel 门清, 门清报听, 门清自摸; erren
+门前清, 不求人), more than a step of shanten early on (measured: docs/evaluation.md)."""
 
 from __future__ import annotations
 
@@ -40,10 +42,13 @@ def claim(state: TableState, seat: int, by_kind: dict[str, list[Action]]) -> Act
     current = shape.shanten()
     acceptance = shape.acceptance(current)
     discard = state.last_discard
+    opened = any(kind != "concealed_kong" for kind, _ in state.melds[seat])
     best: tuple[int, int, Action] | None = None
     for action in options:
         shanten, after = _after(shape, action, discard)
         better = shanten < current or (action.kind == A.KONG and shanten == current)
+        if not opened and shanten > 0:
+            continue
         if better and after >= acceptance // 2 and (best is None or (shanten, -after) < best[:2]):
             best = (shanten, -after, action)
     return best[2] if best is not None else None

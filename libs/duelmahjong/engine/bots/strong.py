@@ -6,8 +6,10 @@ Against the baseline (:mod:`duelmahjong.engine.bot`) it
 - folds against a declared-ready opponent when far from ready, discarding the safest tile
   (:mod:`duelmahjong.engine.bots.safety`);
 - claims only when the claim brings the hand closer and keeps at least its acceptance;
-- exchanges isolated tiles at the start when that is free (T4): a random tile is worth at least as
-  much as a tile that joins nothing;
+- exchanges lone tiles at the start when that is free (T4): a random tile is worth at least as much
+  as a tile that joins nothing;
+- in erren, declines a win (胡加倍) when the expected later win is worth more
+  (:mod:`duelmahjong.engine.bots.doubling`);
 - declares 报听 on the ready discard with the most live waits, takes 猜大小's big guess (positive
   expectation), and trades (T5 offers, T6 items) as the baseline does.
 Decision time stays well under a millisecond: one pass of suit-key shanten per candidate and draw.
@@ -19,10 +21,11 @@ from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import isolation
-from duelmahjong.engine.bots import claims, discards
+from duelmahjong.engine.bots import claims, discards, doubling
 from duelmahjong.engine.bots.shape import Shape
 from duelmahjong.engine.state import TableState
 
+LONE = 3  # the baseline isolation score of a tile with no neighbour within two ranks
 _TRADES = frozenset({A.TAKE_TRIPLET, A.RUB, A.SWAP_ITEM, A.SHUFFLE_ITEM})
 
 
@@ -31,7 +34,11 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
     sees (its own tiles, the public table)."""
     by_kind = bot.group(legal)
     if A.SELF_DRAW_WIN in by_kind or A.WIN in by_kind:
-        return (by_kind.get(A.SELF_DRAW_WIN) or by_kind[A.WIN])[0]
+        win = (by_kind.get(A.SELF_DRAW_WIN) or by_kind[A.WIN])[0]
+        if not doubling.decline_win(state, seat, win.tile):
+            return win
+        # 胡加倍: a locked hand declines by passing, or by discarding the drawn tile (its only discard)
+        return (by_kind.get(A.PASS) or by_kind[A.DISCARD])[0]
     if A.EXCHANGE in by_kind:
         return exchange(state, seat)
     if A.CHOOSE_DOUBLING in by_kind:
@@ -53,24 +60,21 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
 
 
 def exchange(state: TableState, seat: int) -> Action:
-    """T4: give back the tiles that join nothing (a lone honour, a lone terminal), as many as are free;
-    a bonus tile (D1) is kept."""
+    """T4: give back every lone tile (one copy, nothing within two ranks; a lone honour), the loneliest
+    first, as many as are free; a bonus tile (D1) is kept. A lone tile is worth no more than the random
+    tile that replaces it, which may join the hand."""
     settings = state.settings
     free = settings.effective_exchange_limit  # None: unlimited (duel)
     if settings.exchange_fee:  # only the first exchange is free (T4)
         free = 1 if free is None else min(free, 1)
+    if settings.is_duel:
+        free = len(state.pool) if free is None else min(free, len(state.pool))
     counts = state.hands[seat]
-    shape = Shape.of(state, seat)
     bonus = set(state.bonus) if settings.is_duel else set()
     lone = [
         kind
-        for kind in shape.kinds
-        if counts[kind] == 1
-        and kind not in bonus
-        and (kind >= 27 or kind % 9 in (0, 8))
-        and isolation(counts, kind) >= 3
+        for kind in Shape.of(state, seat).kinds
+        if counts[kind] == 1 and kind not in bonus and isolation(counts, kind) >= LONE
     ]
-    if settings.is_duel:
-        lone = lone[: len(state.pool)]
-    give = tuple(sorted(lone[:free] if free is not None else lone))
-    return Action(seat, A.EXCHANGE, tiles=give)
+    lone.sort(key=lambda kind: -isolation(counts, kind))
+    return Action(seat, A.EXCHANGE, tiles=tuple(sorted(lone[:free])))
