@@ -7,6 +7,8 @@ names ``duel evaluate`` accepts:
 - ``house``: today's house bot (:func:`duelmahjong.engine.bot.choose`);
 - ``strong``: the stronger bot (:func:`duelmahjong.engine.bots.strong.choose`);
 - ``random``: uniform among the legal actions other than leaving (a sanity floor);
+- ``strong@contract``, ``baseline@contract``: the client policies room bots run, playing through the
+  seat's contract view (:mod:`duelmahjong.evaluation.contract`);
 - ``module:callable``: an importable callable with the engine bot's signature
   ``(state, seat, legal) -> Action``, called with the seat's state. An observation-based policy (an
   environment's ``callable(observation) -> action index``) plugs in as one more resolver here.
@@ -27,7 +29,7 @@ from duelmahjong.engine.bots import strong
 from duelmahjong.engine.state import TableState
 
 Decide = Callable[[TableState, int, list[Action]], Action]
-BUILT_IN = ("house", "strong", "random")
+BUILT_IN = ("house", "strong", "random", "strong@contract", "baseline@contract")
 
 
 class Agent(Protocol):
@@ -72,6 +74,13 @@ def resolve_agent(name: str, *, seed: int = 0) -> Agent:
         return CallableAgent(name, strong.choose)
     if name == "random":
         return RandomAgent(seed)
+    if name.endswith("@contract"):
+        from duelmahjong.evaluation.contract import contract_agent  # protobuf only when asked for
+
+        agent = contract_agent(name)
+        if agent is None:
+            raise AgentError(f"unknown contract policy {name!r}: use strong@contract or baseline@contract")
+        return agent
     module_name, colon, attribute = name.partition(":")
     if not colon or not module_name or not attribute:
         raise AgentError(f"unknown agent {name!r}: use {', '.join(BUILT_IN)} or module:callable")

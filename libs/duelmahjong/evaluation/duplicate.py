@@ -35,6 +35,10 @@ class Game:
 def play_game(settings: RoomSettings, seed: int, agents: tuple[Agent, Agent]) -> Game:
     """Play the hand of ``seed`` with ``agents[seat]`` in each seat, each seeing only its seat."""
     table = Table(settings)
+    for agent in agents:
+        bind = getattr(agent, "bind", None)
+        if bind is not None:  # an agent that plays through the contract builds its view from the table
+            bind(table)
     table.start_hand(seed)
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(MAX_STEPS):

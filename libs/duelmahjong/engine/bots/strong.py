@@ -35,7 +35,15 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
     by_kind = bot.group(legal)
     if A.SELF_DRAW_WIN in by_kind or A.WIN in by_kind:
         win = (by_kind.get(A.SELF_DRAW_WIN) or by_kind[A.WIN])[0]
-        if not doubling.decline_win(state, seat, win.tile):
+        # The winning tile: the contract's win actions name none (a client's board has the draw).
+        tile = (
+            win.tile
+            if win.tile >= 0
+            else state.last_draw
+            if win.kind == A.SELF_DRAW_WIN
+            else state.last_discard
+        )
+        if not doubling.decline_win(state, seat, tile):
             return win
         # 胡加倍: a locked hand declines by passing, or by discarding the drawn tile (its only discard)
         return (by_kind.get(A.PASS) or by_kind[A.DISCARD])[0]
@@ -64,11 +72,10 @@ def exchange(state: TableState, seat: int) -> Action:
     first, as many as are free; a bonus tile (D1) is kept. A lone tile is worth no more than the random
     tile that replaces it, which may join the hand."""
     settings = state.settings
-    free = settings.effective_exchange_limit  # None: unlimited (duel)
+    # None: unlimited (duel; its pool of 65 always covers both hands, and a seat's view has no pool).
+    free = settings.effective_exchange_limit
     if settings.exchange_fee:  # only the first exchange is free (T4)
         free = 1 if free is None else min(free, 1)
-    if settings.is_duel:
-        free = len(state.pool) if free is None else min(free, len(state.pool))
     counts = state.hands[seat]
     bonus = set(state.bonus) if settings.is_duel else set()
     lone = [
