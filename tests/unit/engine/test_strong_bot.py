@@ -28,6 +28,16 @@ def test_strong_exchanges_lone_tiles_but_keeps_bonus_tiles(script_of) -> None:  
     assert _choice(kept, 0) == "0 exchange [5z]"
 
 
+def test_strong_gives_back_erren_honours_for_a_flush_and_pays_only_cheap_exchanges(script_of) -> None:  # type: ignore[no-untyped-def]
+    hand, other = "1234567m1123m1z5z7z", "4445566778889m"
+    erren = script_of("erren")
+    erren.deal(dealer_hand=hand, other_hand=other, exchange=False)
+    assert _choice(erren, 0) == "0 exchange [1z,5z,7z]"  # every honour: 清一色 stays possible
+    dear = script_of("erren", exchange_fee=20)
+    dear.deal(dealer_hand=hand, other_hand=other, exchange=False)
+    assert _choice(dear, 0) == "0 exchange [1z]"  # only the free exchange
+
+
 def test_strong_claims_from_a_concealed_hand_only_to_get_ready(script_of) -> None:  # type: ignore[no-untyped-def]
     ready = script_of("duel")
     ready.deal(dealer_hand="3m" + "456p789s1z2z3z4z5z6z7z", other_hand="33m123p456p789p5z6z")

@@ -6,8 +6,8 @@ Against the baseline (:mod:`duelmahjong.engine.bot`) it
 - folds against a declared-ready opponent when far from ready, discarding the safest tile
   (:mod:`duelmahjong.engine.bots.safety`);
 - claims only when the claim brings the hand closer and keeps at least its acceptance;
-- exchanges lone tiles at the start when that is free (T4): a random tile is worth at least as much
-  as a tile that joins nothing;
+- exchanges lone tiles at the start (T4, :mod:`duelmahjong.engine.bots.exchanges`), and in erren
+  every honour when that leaves a 清一色 open;
 - in erren, declines a win (胡加倍) when the expected later win is worth more
   (:mod:`duelmahjong.engine.bots.doubling`);
 - declares 报听 on the ready discard with the most live waits, takes 猜大小's big guess (positive
@@ -20,12 +20,9 @@ from __future__ import annotations
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
-from duelmahjong.engine.bot import isolation
-from duelmahjong.engine.bots import claims, discards, doubling
-from duelmahjong.engine.bots.shape import Shape
+from duelmahjong.engine.bots import claims, discards, doubling, exchanges
 from duelmahjong.engine.state import TableState
 
-LONE = 3  # the baseline isolation score of a tile with no neighbour within two ranks
 _TRADES = frozenset({A.TAKE_TRIPLET, A.RUB, A.SWAP_ITEM, A.SHUFFLE_ITEM})
 
 
@@ -48,7 +45,7 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
         # 胡加倍: a locked hand declines by passing, or by discarding the drawn tile (its only discard)
         return (by_kind.get(A.PASS) or by_kind[A.DISCARD])[0]
     if A.EXCHANGE in by_kind:
-        return exchange(state, seat)
+        return exchanges.exchange(state, seat)
     if A.CHOOSE_DOUBLING in by_kind:
         return by_kind[A.CHOOSE_DOUBLING if seat == state.dealer else A.DECLINE_DOUBLING][0]
     if A.GUESS_BIG in by_kind:
@@ -65,23 +62,3 @@ def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
     if A.PASS in by_kind:
         return by_kind[A.PASS][0]
     return next(a for a in legal if a.kind != A.LEAVE)
-
-
-def exchange(state: TableState, seat: int) -> Action:
-    """T4: give back every lone tile (one copy, nothing within two ranks; a lone honour), the loneliest
-    first, as many as are free; a bonus tile (D1) is kept. A lone tile is worth no more than the random
-    tile that replaces it, which may join the hand."""
-    settings = state.settings
-    # None: unlimited (duel; its pool of 65 always covers both hands, and a seat's view has no pool).
-    free = settings.effective_exchange_limit
-    if settings.exchange_fee:  # only the first exchange is free (T4)
-        free = 1 if free is None else min(free, 1)
-    counts = state.hands[seat]
-    bonus = set(state.bonus) if settings.is_duel else set()
-    lone = [
-        kind
-        for kind in Shape.of(state, seat).kinds
-        if counts[kind] == 1 and kind not in bonus and isolation(counts, kind) >= LONE
-    ]
-    lone.sort(key=lambda kind: -isolation(counts, kind))
-    return Action(seat, A.EXCHANGE, tiles=tuple(sorted(lone[:free])))
