@@ -66,6 +66,7 @@ def summary(args: argparse.Namespace, tally: Tally) -> dict[str, Any]:
         "hands": tally.hands,
         "walls": len(tally.pair_totals),
         "seed": args.seed,
+        "room_settings": json.loads(getattr(args, "room_settings", "{}")),
         "mean_per_hand": round(mean, 3),
         "ci95": [round(mean - half, 3), round(mean + half, 3)],
         "a": _seat(args.agent_a, tally.a),
@@ -78,9 +79,11 @@ def lines(result: dict[str, Any]) -> list[str]:
     """The printed report (docs/benchmarks.md quotes these lines)."""
     a, b = result["a"], result["b"]
     low, high = result["ci95"]
+    extra = result["room_settings"]
+    room = f" --room-settings '{json.dumps(extra, ensure_ascii=False)}'" if extra else ""
     out = [
         f"duel evaluate {a['agent']} {b['agent']} --profile {result['profile']} --hands {result['hands']} "
-        f"--seed {result['seed']}  ({result['walls']} walls × 2 seats, {result['seconds']} s, "
+        f"--seed {result['seed']}{room}  ({result['walls']} walls × 2 seats, {result['seconds']} s, "
         f"{datetime.now(UTC):%Y-%m-%d})",
         f"{a['agent']} vs {b['agent']}: {result['mean_per_hand']:+.3f} 番/hand, 95% CI "
         f"[{low:+.3f}, {high:+.3f}] over wall pairs",
