@@ -5,7 +5,8 @@ Against the baseline (:mod:`duelmahjong.engine.bot`) it
   weighing each discard by the hand value it keeps (duel: revealed bonus tiles, D1, each worth a fan);
 - folds against a declared-ready opponent when far from ready, discarding the safest tile
   (:mod:`duelmahjong.engine.bots.safety`);
-- claims only when the claim brings the hand closer and keeps at least its acceptance;
+- claims only when the claim brings the hand closer and keeps half its acceptance, and from a
+  concealed hand only when the claim makes it ready (:mod:`duelmahjong.engine.bots.claims`);
 - exchanges lone tiles at the start (T4, :mod:`duelmahjong.engine.bots.exchanges`), and in erren
   every honour when that leaves a 清一色 open;
 - in erren, declines a win (胡加倍) when the expected later win is worth more
