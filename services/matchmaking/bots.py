@@ -6,8 +6,9 @@ service-only ``BotLogin`` gives the bot's session, creating the player on first 
 (an audited ledger grant) only when it has less than the room needs. The bot is a
 :class:`~duelmahjong.client.session.DuelClient` of this process with that session: it enqueues at this
 matchmaking service (told beforehand which ticket it fills for, so it pairs with that player only),
-negotiates like any player and plays the table with the baseline bot policy until the table ends;
-then its id goes back to the pool. With every bot busy the fill waits for the next tick.
+negotiates like any player and plays the table with the room's ``bot_policy`` (the baseline bot, or
+the strong bot of docs/evaluation.md) until the table ends; then its id goes back to the pool. With
+every bot busy the fill waits for the next tick.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from duelmahjong.client.play import MatchPlan
-from duelmahjong.client.policy import BaselineBot
+from duelmahjong.client.policy import POLICIES
 from duelmahjong.client.session import DuelClient, QueueEnded
 from duelmahjong.platform.logging import get_logger
 from duelmahjong.platform.tls import ClientTls
@@ -122,7 +123,7 @@ class ClientBots:
         fields = {"player_id": bot_id, "room": room.room_id}
         try:
             ready = await client.find_table(room.room_id, carry)
-            await client.play(ready, BaselineBot(), MatchPlan(hands=PLAY_ON))
+            await client.play(ready, POLICIES[room.bot_policy](), MatchPlan(hands=PLAY_ON))
         except QueueEnded as ended:  # the pairing ended before a table: not a fault of the bot
             _log.info("a fill bot left the queue", extra={"fields": {**fields, "reason": str(ended)}})
         except Exception:

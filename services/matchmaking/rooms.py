@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from duelmahjong.client.policy import POLICIES
 from duelmahjong.contract import MAX_CLAIM_WINDOW_MS
 from duelmahjong.engine.errors import SettingsError
 from duelmahjong.engine.settings import RoomSettings
@@ -65,6 +66,8 @@ class Room:
     # Queue: a ticket expires after this long unpaired; bot fill after bot_fill_seconds (0 = never).
     ticket_seconds: float = 300.0
     bot_fill_seconds: float = 0.0
+    # The policy the room's fill bots play (duelmahjong.client.policy.POLICIES; docs/evaluation.md).
+    bot_policy: str = "baseline"
     # Pairing: players pair when their skill ratings differ by at most rating_window (points) +
     # rating_window_deviations × √(d1² + d2²) (the uncertainty of the difference) +
     # rating_window_per_second × the longer wait (docs/protocol.md "Pairing").
@@ -110,6 +113,8 @@ class Room:
             )
         if self.ticket_seconds <= 0 or self.negotiation_seconds <= 0 or self.bot_fill_seconds < 0:
             problems.append("ticket_seconds and negotiation_seconds must be positive, bot_fill_seconds >= 0")
+        if self.bot_policy not in POLICIES:
+            problems.append(f"bot_policy must be one of {', '.join(POLICIES)}, got {self.bot_policy!r}")
         if not 0 <= self.spectate_delay_seconds <= MAX_SPECTATE_DELAY_SECONDS:
             problems.append(f"spectate_delay_seconds must be 0 (the default) .. {MAX_SPECTATE_DELAY_SECONDS}")
         if min(self.rating_window, self.rating_window_deviations, self.rating_window_per_second) < 0:

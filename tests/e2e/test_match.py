@@ -53,6 +53,7 @@ BOT_ROOM = {
     "fan_rate": 1,
     "carry_min": 100,
     "bot_fill_seconds": 0.2,
+    "bot_policy": "strong",  # the novice rooms' fill bot, through the whole stack
 }
 MAX_FAN = {"duel": 64, "erren": 88}  # H3
 PROFILE_ENUM = {"duel": rules_pb2.PROFILE_DUEL, "erren": rules_pb2.PROFILE_ERREN}

@@ -39,7 +39,14 @@ ROOMS = [
         "carry_min": 100,
         "carry_max": 800,
     },
-    {"room_id": "duel-bots", "profile": "duel", "fan_rate": 10, "carry_min": 100, "bot_fill_seconds": 0.3},
+    {
+        "room_id": "duel-bots",
+        "profile": "duel",
+        "fan_rate": 10,
+        "carry_min": 100,
+        "bot_fill_seconds": 0.3,
+        "bot_policy": "strong",  # the novice rooms' fill bot
+    },
     {
         "room_id": "duel-short",
         "profile": "duel",

@@ -126,3 +126,44 @@ def test_the_bot_uses_swap_sun_for_sky_only_when_it_lowers_shanten_t6() -> None:
     # A swap that does not bring the hand closer keeps the item; the bot plays on as before.
     useless = (play_pb2.ACTION_KIND_USE_ITEM, ["3z>4z"])
     assert BaselineBot().decide(view, _legal(useless, discards)).WhichOneof("kind") == "discard"
+
+
+def test_the_board_shows_rivers_ready_declarations_and_bonus_tiles() -> None:
+    view = _view("123456789m1122z", drawn="3z")
+    view.table.revealed_bonus_tiles = "5m7z"
+    view.table.wall_remaining = 30
+    opponent = view.table.seats[1]
+    opponent.declared_ready = True
+    opponent.discards[0].declared_ready = True
+    board = seat_board(view, 0)
+    assert board.ready == [False, True] and board.bonus == (4, 33)
+    assert board.rivers[1] == [27, 22] and board.river_marks[1] == [[27, 1], [22, 0]]
+    assert board.wall_remaining == 30 and board.last_draw == 29
+    assert board.keys[0] != [0, 0, 0, 0]  # the engine's suit keys follow the tiles (bots read them)
+
+
+def test_the_strong_bot_plays_over_the_contract_as_it_plays_in_the_engine() -> None:
+    from duelmahjong.engine import actions as A
+    from duelmahjong.engine.bots import strong
+    from duelmahjong.engine.settings import RoomSettings
+    from duelmahjong.engine.table import Table
+    from duelmahjong.evaluation.contract import contract_agent
+    from duelmahjong.evaluation.runner import evaluate
+    from duelmahjong.evaluation.visibility import seat_state
+
+    agent = contract_agent("strong@contract")
+    assert agent is not None and agent.name == "strong@contract"
+    for seed in range(8):
+        table = Table(RoomSettings(profile="duel"))
+        agent.bind(table)
+        table.start_hand(seed)
+        while table.outcome is None:
+            seat = next(s for s in (0, 1) if [a for a in table.legal_actions(s) if a.kind != A.LEAVE])
+            legal = table.legal_actions(seat)
+            direct = strong.choose(seat_state(table.state, seat), seat, legal)
+            assert agent.decide(seat_state(table.state, seat), seat, legal) == direct
+            table.apply(direct)
+    for profile in ("duel", "erren"):  # as room bots play it: stronger than the house bot
+        tally = evaluate(RoomSettings(profile=profile), "strong@contract", "house", hands=200, seed=4)
+        mean, half = tally.per_hand()
+        assert mean - half > 0, (profile, mean, half)

@@ -28,6 +28,7 @@ _register("score", "duelmahjong.cli.score", "score hand descriptions read as JSO
 _register("bench", "duelmahjong.cli.bench", "run benchmarks against reference libraries")
 _register("status", "duelmahjong.cli.status", "health of every service of a running stack")
 _register("simulate", "duelmahjong.cli.simulate", "bot-vs-bot hands through the engine")
+_register("evaluate", "duelmahjong.cli.evaluate", "duplicate evaluation of one agent against another")
 _register("bot", "duelmahjong.cli.bot", "play as a bot client over gRPC")
 _register("demo", "duelmahjong.cli.demo", "a visible match between two bots on the whole stack")
 _register("replay", "duelmahjong.cli.replay", "a finished hand turn by turn (archive or saved file)")

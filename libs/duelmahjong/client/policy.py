@@ -2,9 +2,11 @@
 
 A policy sees only what the server sent this seat — its :class:`SeatView` and :class:`LegalActions` —
 and answers one contract :class:`Action` among them. :class:`BaselineBot` is the engine's baseline bot
-(:func:`duelmahjong.engine.bot.choose`) run over the seat's view: :func:`seat_board` builds an engine
-state holding only what the view shows (own tiles, melds, tiles visible on the table, the last
-discard), so a bot client plays like the server's auto-play without ever seeing hidden state.
+(:func:`duelmahjong.engine.bot.choose`) run over the seat's view, :class:`StrongBot` the strong bot
+(:func:`duelmahjong.engine.bots.strong.choose`, docs/evaluation.md): :func:`seat_board` builds an
+engine state holding only what the view shows (own tiles, melds, rivers, tiles visible on the table,
+the last discard, who declared ready, the bonus tiles), so a bot client plays like the server's
+auto-play without ever seeing hidden state. :data:`POLICIES` names them for room settings.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Protocol
 from duelmahjong.engine import actions as A
 from duelmahjong.engine import bot
 from duelmahjong.engine.actions import Action
+from duelmahjong.engine.bots import strong
 from duelmahjong.engine.settings import RoomSettings
-from duelmahjong.engine.state import TableState
+from duelmahjong.engine.state import DISCARD_CLAIMED, DISCARD_DRAWN, DISCARD_READY, TableState
 from duelmahjong.rules.analysis import shanten
-from duelmahjong.rules.tiles import counts_of, parse_tiles
+from duelmahjong.rules.tiles import counts_of, format_tiles, parse_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
 
 _PROFILES = {rules_pb2.PROFILE_DUEL: "duel", rules_pb2.PROFILE_ERREN: "erren"}
@@ -62,14 +65,26 @@ _MELD_NAMES = {
 
 
 def seat_board(view: play_pb2.SeatView, seat: int) -> TableState:
-    """An engine state holding only what ``view`` shows its seat — own tiles, both seats' melds and
-    discards, the last discard, the dealer — for the engine's bot to read. The opponent's hand, the
-    wall and the pool stay empty: the client never knows them."""
+    """An engine state holding only what ``view`` shows its seat — own tiles (and drawn tile), both
+    seats' melds and rivers with their marks, who declared ready, the last discard, the dealer, the
+    tiles left to draw, duel's revealed bonus tiles — for the engine's bots to read. The opponent's
+    hand, the wall's tiles and the pool stay empty: the client never knows them."""
     state = TableState()
     state.settings = RoomSettings(profile=_PROFILES.get(view.table.profile, "duel"))
-    state.hands[seat] = counts_of(_kinds(view.concealed) + _kinds(view.drawn_tile))
+    state.duel = state.settings.is_duel
+    state.minimum_fan = state.settings.effective_minimum_fan
+    for kind in _kinds(view.concealed) + _kinds(view.drawn_tile):
+        state._move(seat, kind, 1)  # the engine's own bookkeeping: counts, suit keys and size in step
+    state.last_draw = _kinds(view.drawn_tile)[0] if view.drawn_tile else -1
+    state.current = seat if view.drawn_tile else -1
     state.dealer = next((i for i, public in enumerate(view.table.seats) if public.dealer), -1)
+    state.tail = view.table.wall_remaining  # a count only: wall_remaining = tail - head
+    state.bonus = tuple(_kinds(view.table.revealed_bonus_tiles))
+    # erren 开始加倍: the view shows the seat's own choice only (the opponent's is an event's).
+    state.doubling[seat] = view.start_doubled
     for index, public in enumerate(view.table.seats):
+        state.ready[index] = public.declared_ready
+        state.win_doublings[index] = public.win_declines
         for meld in public.melds:
             tiles = _kinds(meld.tiles)
             if tiles and meld.kind in _MELD_NAMES:
@@ -79,8 +94,15 @@ def seat_board(view: play_pb2.SeatView, seat: int) -> TableState:
         state._melds_changed(index)  # the engine's own derived meld facts (green melds, tile lists)
         for discard in public.discards:
             for kind in _kinds(discard.tile):
+                flags = (
+                    (DISCARD_READY if discard.declared_ready else 0)
+                    | (DISCARD_DRAWN if discard.drawn_tile else 0)
+                    | (DISCARD_CLAIMED if discard.claimed else 0)
+                )
+                state.river_marks[index].append([kind, flags])
                 if not discard.claimed:  # a claimed tile is counted in the claimer's meld
                     state.visible[kind] += 1
+                    state.rivers[index].append(kind)
         if index != seat and public.discards:
             state.last_discard = _kinds(public.discards[-1].tile)[0]
     return state
@@ -91,6 +113,12 @@ class BaselineBot:
     猜大小 as the engine's bot decides them). It declines T5 offers, uses 偷天换日 when that brings
     its hand closer to ready (T6; no other item), and never leaves by itself: a match plan decides that."""
 
+    name = "baseline"
+
+    @staticmethod
+    def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
+        return bot.choose(state, seat, legal)
+
     def decide(self, view: play_pb2.SeatView, legal: play_pb2.LegalActions) -> play_pb2.Action:
         seat = 0 if view.seat == rules_pb2.SEAT_FIRST else 1
         swap = self._better_swap(view, legal, seat)
@@ -99,7 +127,9 @@ class BaselineBot:
         options = self._engine_options(view, legal, seat)
         if not options:
             return legal.default_action if legal.HasField("default_action") else pass_action()
-        choice = bot.choose(seat_board(view, seat), seat, list(options))
+        choice = self.choose(seat_board(view, seat), seat, list(options))
+        if choice.kind == A.EXCHANGE and choice.tiles:  # T4: any tiles of the hand may be given back
+            return play_pb2.Action(exchange=play_pb2.ExchangeAction(tiles=format_tiles(list(choice.tiles))))
         return options.get(choice) or next(iter(options.values()))
 
     @staticmethod
@@ -206,3 +236,19 @@ class BaselineBot:
             elif kind == play_pb2.ACTION_KIND_DECLINE_WIN:
                 continue  # the bot always wins when it may
         return options
+
+
+class StrongBot(BaselineBot):
+    """The strong bot (docs/evaluation.md) as a client policy: the baseline's contract handling, the
+    strong bot's decisions. erren's 胡加倍 works over the contract too: passing on a win, or
+    discarding the drawn tile instead of a self-draw, declines it (T8)."""
+
+    name = "strong"
+
+    @staticmethod
+    def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
+        return strong.choose(state, seat, legal)
+
+
+# The policies a room may name for its house bots (``bot_policy``).
+POLICIES: dict[str, type[BaselineBot]] = {"baseline": BaselineBot, "strong": StrongBot}

@@ -20,7 +20,7 @@ from duelmahjong.engine.state import TableState
 from duelmahjong.rules.analysis import shanten, shanten_keys, waits
 
 
-def _isolation(counts: list[int], kind: int) -> int:
+def isolation(counts: list[int], kind: int) -> int:
     """How little a tile connects: honours and tiles with no neighbours score highest."""
     if kind >= 27:
         return 4 - counts[kind]
@@ -41,11 +41,17 @@ def _live_waits(state: TableState, seat: int, counts: list[int], melded: list[in
     return total
 
 
-def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
-    """The bot's action for ``seat`` among ``legal`` (which must hold more than leaving)."""
+def group(legal: list[Action]) -> dict[str, list[Action]]:
+    """The legal actions by kind, in their order."""
     by_kind: dict[str, list[Action]] = {}
     for action in legal:
         by_kind.setdefault(action.kind, []).append(action)
+    return by_kind
+
+
+def choose(state: TableState, seat: int, legal: list[Action]) -> Action:
+    """The bot's action for ``seat`` among ``legal`` (which must hold more than leaving)."""
+    by_kind = group(legal)
     for kind in (A.SELF_DRAW_WIN, A.WIN):
         if kind in by_kind:
             return by_kind[kind][0]
@@ -100,7 +106,7 @@ def _trade(
         # Give back three of the least connected tiles: every choice among the five least connected.
         loose = sorted(
             (t for t in range(34) for _ in range(counts[t]) if t != state.offer_tile),
-            key=lambda t: -_isolation(counts, t),
+            key=lambda t: -isolation(counts, t),
         )[:5]
         gives = {tuple(sorted(c)) for c in combinations(loose, 3)}
         if gives:
@@ -113,7 +119,7 @@ def _trade(
         if after([drawn], [best.tile]) < current:
             return best
     if A.SWAP_ITEM in by_kind:
-        worst = max((t for t in range(34) if counts[t]), key=lambda t: _isolation(counts, t))
+        worst = max((t for t in range(34) if counts[t]), key=lambda t: isolation(counts, t))
         targets = sorted({a.target for a in by_kind[A.SWAP_ITEM]})
         best_target = min(targets, key=lambda u: after([worst], [u])) if targets else -1
         if best_target >= 0 and best_target != worst and after([worst], [best_target]) < current:
@@ -177,6 +183,6 @@ def _turn(
             counts[tile] -= 1
             live = _live_waits(state, seat, counts, melded)
             counts[tile] += 1
-        return (-live, -_isolation(counts, tile))
+        return (-live, -isolation(counts, tile))
 
     return min(candidates, key=discard_key)
