@@ -16,6 +16,7 @@ from typing import TypedDict
 import numpy as np
 
 from duelmahjong.engine.outcome import Outcome
+from duelmahjong.engine.rewards import hand_rewards
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import CLOSED, OVER
 from duelmahjong.engine.table import Table
@@ -23,7 +24,6 @@ from duelmahjong.env import layout as L
 from duelmahjong.env.observation import SeatObservation
 from duelmahjong.env.observe import observe
 from duelmahjong.env.planes import Planes, planes
-from duelmahjong.env.rewards import hand_rewards
 from duelmahjong.env.selection import Choice, Mask, check_index, choose, fill_mask, has_decision
 
 SEATS = (0, 1)

@@ -8,9 +8,9 @@ from collections import Counter
 import pytest
 
 from duelmahjong.engine.outcome import Outcome, Termination
+from duelmahjong.engine.rewards import hand_rewards
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.env.game import EnvOptions, Game
-from duelmahjong.env.rewards import hand_rewards
 from services.scoring.core import ScoringCore
 from services.scoring.replay import HandBegunFacts, HandPointer, ReplayedHand
 from tests.unit.env.play import ROOMS, MixedPolicy, play_episode

@@ -1,4 +1,5 @@
-"""Rewards: a finished hand's settlement as the wallet would move it, in units of 1番 (fan rate 1).
+"""A finished hand's settlement per seat as the wallet would move it, in units of 1番 (fan rate 1): the
+training env's rewards (``duelmahjong.env``) and duplicate evaluation's figures (``duelmahjong.evaluation``).
 
 The amount as scored comes from ``rules.hand_settlement`` (scoring's own arithmetic): duel H1 (total
 fan × negotiated × progressive), erren H2 (开始加倍, 胡加倍, the task), an escape's H3. With carries the
