@@ -1,0 +1,178 @@
+"""The client library's side of bring-your-own-bot, against the engine without a server: the table's
+view builder (``seat_views``) shows each seat its view, :class:`EnvPolicy` plays it, and at every
+decision its observation, planes and masks equal the env's; every index sequence becomes a contract
+action (a ``PlayRequest``) that the table decodes back to the engine action it meant, for every kind
+of action; and ``load_policy`` reads ``module:callable`` or says why it cannot."""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from duelmahjong.client.env_observation import seat_observation_from_view
+from duelmahjong.client.env_policy import EnvObservation, EnvPolicy, PolicyError, load_policy
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.bot import choose as bot_choose
+from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.state import CLOSED, OVER
+from duelmahjong.engine.table import Table
+from duelmahjong.env import layout as L
+from duelmahjong.env.observe import observe
+from duelmahjong.env.selection import has_decision
+from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
+from duelmahjong.views import codec, seat_views
+from tests.unit.env.play import ITEMS, ROOMS, check_against_env
+
+PLAYERS = (rules_pb2.SeatPlayer(player_id="a"), rules_pb2.SeatPlayer(player_id="b"))
+
+
+def view_of(table: Table, seat: int) -> play_pb2.SeatView:
+    """What the table server would show ``seat`` now, its decision included."""
+    state = table.state
+    facts = seat_views.TableFacts(
+        table_id="t",
+        hand_id="t-h1",
+        players=PLAYERS,
+        connected=(True, True),
+        fan_rate=10,
+        sequence=len(table.events),
+        items=(dict(state.items[0]), dict(state.items[1])),
+    )
+    actions, default = seat_views.engine_decision(table, seat)
+    legal = seat_views.legal_actions(
+        actions, default, sequence=len(table.events), remaining=None, decision_seconds=15, bank=30
+    )
+    return seat_views.seat_view(table, seat, facts, legal)
+
+
+class Planned:
+    """An env policy that plays a planned index sequence, else a random offered index (not leaving)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.planned: list[int] = []
+
+    def __call__(self, observation: EnvObservation) -> int:
+        if self.planned:
+            return self.planned.pop(0)
+        offered = [int(i) for i in np.flatnonzero(observation["action_mask"]) if i != L.LEAVE]
+        return self.rng.choice(offered)
+
+
+def decisions(profile: str, seed: int, hands: int) -> Iterator[tuple[Table, int, EnvPolicy, Planned]]:
+    """Each decision of ``hands`` hands of ``profile``: (table, seat, the seat's env policy, its
+    callable), the caller deciding and applying before the next."""
+    settings, _ = ROOMS[profile]
+    rng = random.Random(seed)
+    table = Table(settings)
+    callables = (Planned(seed), Planned(seed + 1))
+    policies = (EnvPolicy(callables[0]), EnvPolicy(callables[1]))
+    for _ in range(hands):
+        table.start_hand(rng.getrandbits(64), items=ITEMS if profile == "duel" else None)
+        while table.state.phase not in (OVER, CLOSED):
+            seat = next(s for s in (0, 1) if has_decision(table.legal_actions(s)))
+            yield table, seat, policies[seat], callables[seat]
+
+
+@pytest.mark.parametrize(("profile", "seed"), [("duel", 1), ("duel", 2), ("erren", 3), ("erren", 4)])
+def test_the_client_observation_planes_and_masks_equal_the_env_s_at_every_decision(
+    profile: str, seed: int
+) -> None:
+    rng = random.Random(seed)
+    seen: Counter[str] = Counter()
+    for table, seat, policy, planned in decisions(profile, seed, hands=12):
+        legal = table.legal_actions(seat)
+        if rng.random() < 0.7:  # mostly the engine's bot, so hands are won, guessed and doubled
+            wanted = bot_choose(table.state, seat, legal)
+            if wanted.kind != A.LEAVE:
+                planned.planned = L.index_of(wanted)
+        view = view_of(table, seat)
+        message = policy.decide(view, view.legal_actions)
+        decided = policy.last
+        assert decided is not None
+        check_against_env(table, seat, decided)
+        # index sequence → PlayRequest → the engine action the table decodes: the one the indices meant
+        request = table_pb2.PlayRequest.FromString(table_pb2.PlayRequest(action=message).SerializeToString())
+        action = codec.decode_action(request.action, seat, legal)
+        assert action == decided.action
+        seen[action.kind] += 1
+        table.apply(action)
+    assert seen[A.DISCARD] > 20
+
+
+def test_every_kind_of_action_goes_from_indices_to_a_play_request_and_back() -> None:
+    """Every legal action of every decision, as its index sequence, through the adapter to the
+    contract and back to the same engine action; every kind is met."""
+    seen: set[str] = set()
+    for profile, seed in (("duel", 5), ("erren", 6), ("duel", 7)):
+        rng = random.Random(seed)
+        for table, seat, _, planned in decisions(profile, seed, hands=8):
+            view = view_of(table, seat)
+            legal = table.legal_actions(seat)
+            for action in legal:
+                if action.kind == A.LEAVE:
+                    continue
+                planned.planned = L.index_of(action)
+                message = EnvPolicy(planned, allow_leave=True).decide(view, view.legal_actions)
+                request = table_pb2.PlayRequest(action=message)
+                assert codec.decode_action(request.action, seat, legal) == action, (action, message)
+                seen.add(action.kind)
+            if any(action.kind == A.LEAVE for action in legal):  # escape (T10): not during 猜大小
+                leave = EnvPolicy(lambda _: L.LEAVE, allow_leave=True).decide(view, view.legal_actions)
+                assert leave.WhichOneof("kind") == "leave"
+                seen.add(A.LEAVE)
+            wanted = bot_choose(table.state, seat, legal)
+            if wanted.kind == A.LEAVE or rng.random() < 0.2:
+                wanted = rng.choice([a for a in legal if a.kind != A.LEAVE])
+            table.apply(wanted)
+    assert seen == set(A.KINDS), set(A.KINDS) - seen
+
+
+def test_the_observation_is_built_from_the_view_alone() -> None:
+    table = Table(RoomSettings(profile="erren"))
+    table.start_hand(7)
+    for seat in (0, 1):
+        view = view_of(table, seat)
+        assert seat_observation_from_view(view) == observe(table, seat)
+
+
+def test_an_index_the_mask_does_not_offer_is_refused() -> None:
+    table = Table(RoomSettings(profile="duel"))
+    table.start_hand(3)
+    view = view_of(table, 0)
+    with pytest.raises(PolicyError, match="does not offer"):
+        EnvPolicy(lambda _: L.NOOP).decide(view, view.legal_actions)
+
+
+def test_load_policy_reads_module_callable_classes_and_factories(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = types.ModuleType("mybot_for_test")
+
+    class Bot:
+        def __call__(self, observation: EnvObservation) -> int:
+            return int(np.flatnonzero(observation["action_mask"])[0])
+
+    def make() -> Bot:
+        return Bot()
+
+    module.policy = Bot()  # type: ignore[attr-defined]
+    module.Bot = Bot  # type: ignore[attr-defined]
+    module.make = make  # type: ignore[attr-defined]
+    module.nothing = 3  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mybot_for_test", module)
+    assert load_policy("mybot_for_test:policy") is module.policy  # type: ignore[attr-defined]
+    assert isinstance(load_policy("mybot_for_test:Bot"), Bot)
+    assert isinstance(load_policy("mybot_for_test:make()"), Bot)
+    for spec, why in (
+        ("mybot_for_test", "expected module:callable"),
+        ("no_such_module_here:policy", "cannot import"),
+        ("mybot_for_test:missing", "has no 'missing'"),
+        ("mybot_for_test:nothing", "is not callable"),
+    ):
+        with pytest.raises(PolicyError, match=why):
+            load_policy(spec)
