@@ -2,11 +2,12 @@
 view builder (``seat_views``) shows each seat its view, :class:`EnvPolicy` plays it, and at every
 decision its observation, planes and masks equal the env's; every index sequence becomes a contract
 action (a ``PlayRequest``) that the table decodes back to the engine action it meant, for every kind
-of action; and ``load_policy`` reads ``module:callable`` or says why it cannot."""
+of action; and ``load_policy`` (``duel bot --policy``) reads ``module:callable`` or says why it cannot."""
 
 from __future__ import annotations
 
 import random
+import subprocess
 import sys
 import types
 from collections import Counter
@@ -15,8 +16,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from duelmahjong.cli.bot import policy_of
 from duelmahjong.client.env_observation import seat_observation_from_view
 from duelmahjong.client.env_policy import EnvObservation, EnvPolicy, PolicyError, load_policy
+from duelmahjong.client.policy import BaselineBot
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.bot import choose as bot_choose
 from duelmahjong.engine.settings import RoomSettings
@@ -176,3 +179,29 @@ def test_load_policy_reads_module_callable_classes_and_factories(monkeypatch: py
     ):
         with pytest.raises(PolicyError, match=why):
             load_policy(spec)
+
+
+def test_duel_bot_plays_the_baseline_bot_or_the_env_policy_it_is_given(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = types.ModuleType("mybot_for_cli")
+    module.policy = lambda observation: 0  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mybot_for_cli", module)
+    assert isinstance(policy_of(None), BaselineBot)
+    chosen = policy_of("mybot_for_cli:policy")
+    assert isinstance(chosen, EnvPolicy) and chosen.policy is module.policy  # type: ignore[attr-defined]
+    assert policy_of("mybot_for_cli:absent") is None
+    assert "has no 'absent'" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "duelmahjong.client.env_policy", None)  # the env extra missing
+    assert policy_of("mybot_for_cli:policy") is None
+    assert "--policy needs the training env" in capsys.readouterr().err
+
+
+def test_the_client_library_imports_the_env_only_for_a_policy() -> None:
+    """``duel bot`` and the SDK work without the env extra: none of them imports it (or numpy)."""
+    script = (
+        "import sys, duelmahjong.cli.bot, duelmahjong.client.play, duelmahjong.client.session\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('duelmahjong.env', 'numpy', 'pettingzoo'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
