@@ -12,6 +12,7 @@ import sys
 import types
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +26,7 @@ from duelmahjong.engine.bot import choose as bot_choose
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import CLOSED, OVER
 from duelmahjong.engine.table import Table
+from duelmahjong.env import aec_env
 from duelmahjong.env import layout as L
 from duelmahjong.env.observe import observe
 from duelmahjong.env.selection import has_decision
@@ -205,3 +207,21 @@ def test_the_client_library_imports_the_env_only_for_a_policy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_example_policy_of_the_docs_plays_in_the_env_and_through_the_client() -> None:
+    """docs/protocol.md "Bring your own bot": its example runs as written, in both places."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "protocol.md").read_text()
+    source = "#" + text.split("# mypkg/mybot.py", 1)[1].split("```", 1)[0]
+    example = types.ModuleType("mybot")
+    exec(compile(source, "docs/protocol.md", "exec"), example.__dict__)
+    env = aec_env("duel")
+    env.reset(seed=5)
+    for _agent in env.agent_iter():
+        observation, _, terminated, truncated, _ = env.last()
+        env.step(None if terminated or truncated else example.policy(observation))
+    for profile, seed in (("duel", 8), ("erren", 9)):
+        for table, seat, _, _ in decisions(profile, seed, hands=2):
+            view = view_of(table, seat)
+            message = EnvPolicy(example.policy).decide(view, view.legal_actions)
+            table.apply(codec.decode_action(message, seat, table.legal_actions(seat)))
