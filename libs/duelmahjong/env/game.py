@@ -140,13 +140,14 @@ class Game:
     def step_all(self, indices: tuple[int, int]) -> None:
         """The parallel form: both seats' indices, each checked against its mask before either is
         played; then played in seat order. A seat without a decision sends NOOP. When the first seat's
-        action ends the hand, the second's index (decided before) is dropped."""
+        action ends the hand, the second's index (decided in that hand) is dropped."""
         self.rewards = [0.0, 0.0]
         masks = [self.mask(seat).copy() for seat in SEATS]
         for seat in SEATS:
             check_index(masks[seat], seat, indices[seat])
+        hands_over = len(self.outcomes)
         for seat in SEATS:
-            if self.done or indices[seat] == L.NOOP:
+            if self.done or len(self.outcomes) != hands_over or indices[seat] == L.NOOP:
                 continue
             current = self.mask(seat)
             if current[indices[seat]]:

@@ -18,6 +18,7 @@ from typing import Final
 
 from duelmahjong.engine import actions as A
 from duelmahjong.engine.actions import Action
+from duelmahjong.rules.tiles import tile_name
 
 TILE_KINDS: Final = 34
 # Blocks of 34, one index per tile kind.
@@ -105,8 +106,6 @@ def index_of(action: Action) -> list[int]:
 
 def describe(index: int) -> str:
     """A readable name of an index (``discard 5m``, ``select 1z``, ``pass``)."""
-    from duelmahjong.rules.tiles import tile_name
-
     if not 0 <= index < ACTION_COUNT:
         return f"out of range ({index})"
     if index < SELF_DRAW_WIN:

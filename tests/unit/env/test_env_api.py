@@ -74,3 +74,17 @@ def test_the_env_imports_no_grpc_nats_protobuf_or_asyncpg() -> None:
 
 def test_without_the_extra_the_import_error_names_it() -> None:
     assert "pip install 'duelmahjong[env]'" in _child(WITHOUT_EXTRA)
+
+
+def test_in_the_parallel_form_both_seats_choose_doubling_in_one_step_and_then_exchange() -> None:
+    from duelmahjong.env.layout import CONFIRM, DOUBLE, NO_DOUBLE, NOOP
+
+    env = parallel_env("erren")
+    observations, _ = env.reset(seed=3)
+    assert all(obs["action_mask"][DOUBLE] and obs["action_mask"][NO_DOUBLE] for obs in observations.values())
+    observations, *_ = env.step({"seat_0": DOUBLE, "seat_1": NO_DOUBLE})
+    assert env.game.table.state.doubling == [True, False]
+    assert all(obs["action_mask"][CONFIRM] for obs in observations.values())  # both exchange at once
+    observations, *_ = env.step({"seat_0": CONFIRM, "seat_1": CONFIRM})
+    masks = [observations[agent]["action_mask"] for agent in ("seat_0", "seat_1")]
+    assert sorted(int(mask[NOOP]) for mask in masks) == [0, 1]  # play: one seat decides, the other waits

@@ -80,3 +80,11 @@ def test_each_channel_reads_its_part_of_the_observation() -> None:
     assert out[CHANNEL["progressive"]].min() == 0.25 and out[CHANNEL["swap_items"]].min() == 0.5
     assert out[CHANNEL["phase_turn"]].min() == 1.0 and out[CHANNEL["own_move"]].min() == 1.0
     assert 0.0 <= out.min() and out.max() <= 1.0
+
+
+def test_docs_env_md_lists_every_channel_in_order() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "env.md").read_text("utf-8")
+    for index, (name, meaning) in enumerate(CHANNELS):
+        assert f"| {index} | `{name}` | {meaning} |" in text, f"docs/env.md lacks channel {index} {name}"
