@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,14 +46,18 @@ class PolicyError(ValueError):
     """An env policy answered an index its mask did not offer, or could not be loaded."""
 
 
-@dataclass
+# One step of a decision: the planes and mask the policy was shown, and the index it chose.
+Step = tuple[npt.NDArray[np.float32], Mask, int]
+
+
+@dataclass(frozen=True)
 class Decided:
     """One decision as an env policy made it: the observation, each step's planes, mask and index,
     and the engine action they complete."""
 
     observation: SeatObservation
-    steps: list[tuple[npt.NDArray[np.float32], Mask, int]] = field(default_factory=list)
-    action: Action | None = None
+    steps: tuple[Step, ...]
+    action: Action
 
 
 class EnvPolicy:
@@ -80,7 +84,6 @@ class EnvPolicy:
         won_with = self._won_with[1] if self._won_with[0] == hand else NO_TILE
         decided = self.choose(seat_observation_from_view(view, legal, won_with=won_with), legal)
         action = decided.action
-        assert action is not None  # choose() returns only once an action is complete
         self.last = decided
         if action.kind == A.SELF_DRAW_WIN:
             self._won_with = (hand, decided.observation.drawn)
@@ -90,21 +93,20 @@ class EnvPolicy:
 
     def choose(self, obs: SeatObservation, legal: play_pb2.LegalActions) -> Decided:
         """Ask the policy, step by step, for the engine action of this decision."""
-        decided = Decided(obs)
+        steps: list[Step] = []
         choice = Choice()
         for _ in range(MAX_STEPS):
             mask = legal_mask(obs, choice, legal, allow_leave=self.allow_leave)
             shown = planes(obs, choice)
             index = int(self.policy({"observation": shown, "action_mask": mask.copy()}))
-            decided.steps.append((shown, mask, index))
+            steps.append((shown, mask, index))
             if not 0 <= index < L.ACTION_COUNT or not mask[index]:
                 raise PolicyError(
                     f"the policy chose index {index} ({L.describe(index)}), which its mask does not offer"
                 )
             action = resolve(obs.legal, obs.seat, choice, pending_kind(obs, choice), index)
             if action is not None:
-                decided.action = action
-                return decided
+                return Decided(obs, tuple(steps), action)
         raise PolicyError(f"the policy did not complete a choice in {MAX_STEPS} steps")
 
 

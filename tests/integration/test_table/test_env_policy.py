@@ -98,8 +98,7 @@ class Witness:
         self.decisions += 1
         self.steps += len(decided.steps)
         self.seen[decided.observation.phase] += 1
-        if decided.action is not None:
-            self.seen[decided.action.kind] += 1
+        self.seen[decided.action.kind] += 1
 
 
 @pytest.mark.parametrize(
