@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 
 from duelmahjong.cli.client_args import add_client_arguments, run_client
@@ -73,6 +74,8 @@ def policy_of(spec: str | None) -> Policy | None:
     except ImportError as err:  # the env extra is optional: its import says what to install
         print(f"--policy needs the training env: {err}", file=sys.stderr)
         return None
+    if os.getcwd() not in sys.path:  # a policy beside you imports as it would with ``python -m``
+        sys.path.insert(0, os.getcwd())
     try:
         return EnvPolicy(load_policy(spec))
     except PolicyError as err:
