@@ -36,6 +36,9 @@ from duelmahjong.env.observation import (
 from duelmahjong.env.selection import Choice, Mask, fill_legal
 from duelmahjong.rules.tiles import WIND_NAMES, Tile, counts_of, parse_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
+from duelmahjong.views.codec import seat_index
+from duelmahjong.views.items import ENGINE_NAMES
+from duelmahjong.views.seat_views import PLAY_STEPS, START_DOUBLING, TASK_KINDS
 
 _PHASES = {
     play_pb2.HAND_PHASE_DOUBLING: "doubling",
@@ -45,30 +48,10 @@ _PHASES = {
     play_pb2.HAND_PHASE_SETTLING: "over",
     play_pb2.HAND_PHASE_ENDED: "closed",
 }
-_STEPS = {
-    play_pb2.PLAY_STEP_TURN: "turn",
-    play_pb2.PLAY_STEP_CLAIM: "claim",
-    play_pb2.PLAY_STEP_ROB_KONG: "rob_kong",
-}
-_DOUBLING = {play_pb2.START_DOUBLING_DOUBLED: True, play_pb2.START_DOUBLING_DECLINED: False}
-_TASK_KINDS = {
-    rules_pb2.TASK_KIND_PONG: "pong",
-    rules_pb2.TASK_KIND_PATTERN: "pattern",
-    rules_pb2.TASK_KIND_KONG: "kong",
-    rules_pb2.TASK_KIND_DOUBLING: "double",
-}
-# The contract's item kinds in the engine's names (views/items.py's table, kept here: the client
-# library does not import the server's views).
-_ITEMS = {
-    rules_pb2.ITEM_KIND_GRAND_SHIFT: "qiankun",
-    rules_pb2.ITEM_KIND_SWAP_SUN_FOR_SKY: "swap_item",
-    rules_pb2.ITEM_KIND_GRAFT_BLOSSOMS: "shuffle_item",
-}
-_SEATS = (rules_pb2.SEAT_FIRST, rules_pb2.SEAT_SECOND)
-
-
-def _seat(seat: rules_pb2.Seat.ValueType) -> int:
-    return _SEATS.index(seat) if seat in _SEATS else -1
+# The contract's words back into the engine's (the table's view builder's tables, inverted).
+_STEPS = {step: phase for phase, step in PLAY_STEPS.items()}
+_DOUBLING = {shown: doubled for doubled, shown in START_DOUBLING.items()}
+_TASK_KINDS = {kind: name for name, kind in TASK_KINDS.items()}
 
 
 def _tile(text: str) -> int:
@@ -115,7 +98,7 @@ def seat_observation_from_view(
     if legal is None:
         legal = view.legal_actions
     table = view.table
-    seat = _seat(view.seat)
+    seat = seat_index(view.seat)
     phase = _phase(table)
     seats = table.seats
     own_tiles = parse_tiles(view.concealed) if view.concealed else []
@@ -136,9 +119,9 @@ def seat_observation_from_view(
         profile=PROFILE_WORDS[table.profile],
         seat=seat,
         phase=phase,
-        to_move=_seat(table.turn),
+        to_move=seat_index(table.turn),
         hand_number=table.hand_number,
-        dealer=_seat(table.dealer),
+        dealer=seat_index(table.dealer),
         round_wind=WIND_NAMES.index(WIND_WORDS[table.round_wind]),
         progressive=table.multipliers.progressive,
         wall_remaining=table.wall_remaining,
@@ -156,7 +139,7 @@ def seat_observation_from_view(
         ready=(seats[0].declared_ready, seats[1].declared_ready),
         doubling=(_DOUBLING.get(seats[0].start_doubling), _DOUBLING.get(seats[1].start_doubling)),
         win_doublings=(seats[0].win_declines, seats[1].win_declines),
-        items=tuple(sorted((_ITEMS[i.item], i.count) for i in view.items if i.item in _ITEMS)),
+        items=tuple(sorted((ENGINE_NAMES[i.item], i.count) for i in view.items if i.item in ENGINE_NAMES)),
         offer=offer,
         offer_tile=offer_tile,
         legal=(),

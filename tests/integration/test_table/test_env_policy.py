@@ -7,7 +7,8 @@ decide, a replay of that engine's log up to that moment (``Table.replay(table.ev
 decision the client's :class:`SeatObservation` must equal the env's ``observe()`` of the replayed
 table, and at each step of the decision (a choice of several tiles takes several) the planes and mask
 the policy was given must equal the env's (``planes``, ``fill_mask``), and the env's ``choose`` must
-complete the same engine action the client sent.
+complete the same engine action the client sent. Every message either seat received is checked for
+hidden information as the other table tests check theirs.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ async def test_an_env_policy_sees_on_the_server_what_it_sees_in_the_env(
     witness = Witness()
     monkeypatch.setattr(seat_views, "seat_view", witness.capture(seat_views.seat_view))
     table_id, first, second = await open_table(rules, items)
+    live = kit.live(table_server, table_id)
     hands = 4
     outcomes = await asyncio.wait_for(
         asyncio.gather(
@@ -144,6 +146,7 @@ async def test_an_env_policy_sees_on_the_server_what_it_sees_in_the_env(
                     EnvPolicy(HeuristicPolicy(seed=client.seat), watch=witness.check),
                     MatchPlan(hands=hands),
                     tls=client_tls,
+                    watch=client.received.append,  # kept to check below that nothing hidden reached it
                 )
                 for client in (first, second)
             )
@@ -155,4 +158,6 @@ async def test_an_env_policy_sees_on_the_server_what_it_sees_in_the_env(
         assert outcome.hands_settled == hands, outcome.ended_reason
         assert not outcome.rejections, outcome.rejections
     assert witness.decisions > 10 * hands
+    for client in (first, second):
+        assert kit.check_hidden(client, live) > 100  # the fields the observation added hide nothing
     assert witness.seen["turn"] and witness.seen["exchange"]
