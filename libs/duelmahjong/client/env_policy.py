@@ -130,7 +130,12 @@ def load_policy(spec: str) -> EnvPolicyFn:
     if factory or isinstance(found, type):
         if not callable(found):
             raise PolicyError(f"--policy {spec!r}: {name!r} is not callable")
-        found = found()
+        try:
+            found = found()
+        except TypeError as err:  # it wants arguments: a factory or class here takes none
+            raise PolicyError(
+                f"--policy {spec!r}: {name}() cannot be called without arguments: {err}"
+            ) from err
     if not callable(found):
         raise PolicyError(f"--policy {spec!r}: {name!r} is not callable (a policy is observation -> index)")
     policy: EnvPolicyFn = found

@@ -89,6 +89,8 @@ def decisions(profile: str, seed: int, hands: int) -> Iterator[tuple[Table, int,
 def test_the_client_observation_planes_and_masks_equal_the_env_s_at_every_decision(
     profile: str, seed: int
 ) -> None:
+    """Both seats' observations at every step (the one waiting too), and the deciding seat's planes and
+    masks through each step of its decision; the action it sends is the one its indices meant."""
     rng = random.Random(seed)
     seen: Counter[str] = Counter()
     for table, seat, policy, planned in decisions(profile, seed, hands=12):
@@ -97,6 +99,8 @@ def test_the_client_observation_planes_and_masks_equal_the_env_s_at_every_decisi
             wanted = bot_choose(table.state, seat, legal)
             if wanted.kind != A.LEAVE:
                 planned.planned = L.index_of(wanted)
+        other = 1 - seat  # waiting (or deciding at once): its view builds its observation too
+        assert seat_observation_from_view(view_of(table, other)) == observe(table, other)
         view = view_of(table, seat)
         message = policy.decide(view, view.legal_actions)
         decided = policy.last
@@ -169,6 +173,7 @@ def test_load_policy_reads_module_callable_classes_and_factories(monkeypatch: py
     module.Bot = Bot  # type: ignore[attr-defined]
     module.make = make  # type: ignore[attr-defined]
     module.nothing = 3  # type: ignore[attr-defined]
+    module.needs = lambda size: Bot()  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mybot_for_test", module)
     assert load_policy("mybot_for_test:policy") is module.policy  # type: ignore[attr-defined]
     assert isinstance(load_policy("mybot_for_test:Bot"), Bot)
@@ -178,6 +183,7 @@ def test_load_policy_reads_module_callable_classes_and_factories(monkeypatch: py
         ("no_such_module_here:policy", "cannot import"),
         ("mybot_for_test:missing", "has no 'missing'"),
         ("mybot_for_test:nothing", "is not callable"),
+        ("mybot_for_test:needs()", "cannot be called without arguments"),
     ):
         with pytest.raises(PolicyError, match=why):
             load_policy(spec)
