@@ -22,10 +22,12 @@ from duelmahjong.client.env_observation import seat_observation_from_view
 from duelmahjong.client.env_policy import EnvObservation, EnvPolicy, PolicyError, load_policy
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.engine import actions as A
+from duelmahjong.engine.actions import Action
 from duelmahjong.engine.bot import choose as bot_choose
 from duelmahjong.engine.settings import RoomSettings
 from duelmahjong.engine.state import CLOSED, OVER
 from duelmahjong.engine.table import Table
+from duelmahjong.engine.wall import stack_tiles
 from duelmahjong.env import aec_env
 from duelmahjong.env import layout as L
 from duelmahjong.env.observe import observe
@@ -231,3 +233,65 @@ def test_the_example_policy_of_the_docs_plays_in_the_env_and_through_the_client(
             view = view_of(table, seat)
             message = EnvPolicy(example.policy).decide(view, view.legal_actions)
             table.apply(codec.decode_action(message, seat, table.legal_actions(seat)))
+
+
+def play_by_policy(table: Table, text: str) -> None:
+    """Play the action ``text`` through an env policy on the seat's view: checked against the env."""
+    action = Action.parse(text)
+    planned = Planned(0)
+    planned.planned = L.index_of(action)
+    policy = EnvPolicy(planned)
+    view = view_of(table, action.seat)
+    message = policy.decide(view, view.legal_actions)
+    assert policy.last is not None
+    check_against_env(table, action.seat, policy.last)
+    table.apply(codec.decode_action(message, action.seat, table.legal_actions(action.seat)))
+
+
+def stacked(settings: RoomSettings, **tiles: str) -> Table:
+    """A table dealt ``tiles`` (tile notation), both seats keeping their hands at 换牌."""
+    table = Table(settings)
+    table.start_hand(1, stacked=stack_tiles(settings.profile, **tiles))
+    for seat in (0, 1):
+        play_by_policy(table, f"{seat} exchange")
+    return table
+
+
+def test_the_rare_decisions_robbing_a_kong_an_extra_draw_and_a_heavenly_win_then_a_guess() -> None:
+    """Decisions simulated hands seldom reach, scripted (tests/unit/engine's hands): the client's
+    observation and masks equal the env's there too."""
+    robbing = stacked(
+        RoomSettings(profile="duel"),
+        dealer_hand="3m12m456p789s11z77p5z",
+        other_hand="33m1246789p1s2s3s5s",
+        draws="7p3m",
+    )
+    for text in ("0 discard 3m", "1 pong 3m", "1 discard 5s", "0 discard 5z", "1 added_kong 3m"):
+        play_by_policy(robbing, text)
+    assert robbing.phase == "rob_kong"
+    play_by_policy(robbing, "0 win 3m")  # the kong's tile, which the view names (kong_tile)
+    extra = stacked(
+        RoomSettings(profile="duel"),
+        dealer_hand="234567m23456p33z7z",
+        other_hand="1111s555s9999s1z2z",
+        replacements="1z",
+        pool="7p",
+    )
+    play_by_policy(extra, "0 ready 7z")
+    phases = set()
+    while extra.phase not in (OVER, CLOSED):
+        phases.add(extra.phase)
+        seat = extra.to_move
+        default = extra.default_action(seat)
+        assert default is not None
+        wins = [a for a in extra.legal_actions(seat) if a.kind == A.SELF_DRAW_WIN]
+        play_by_policy(extra, str(wins[0] if wins and extra.phase == "extra_draw" else default))
+    assert "extra_draw" in phases and extra.outcome is not None and extra.outcome.win is not None
+    heavenly = stacked(
+        RoomSettings(profile="duel", guess_enabled=True),
+        dealer_hand="123m456p789m11122z",
+        other_hand="1111s555s9999s1z2z",
+    )
+    play_by_policy(heavenly, "0 self_draw_win 2z")  # no tile drawn: the win names the highest kind
+    assert heavenly.phase == "guess"
+    play_by_policy(heavenly, "0 big")
