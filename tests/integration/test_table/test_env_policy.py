@@ -121,6 +121,11 @@ class Witness:
             id="duel-items-offers-guess",
         ),
         pytest.param(rules_pb2.RoomRules(profile=rules_pb2.PROFILE_ERREN, fan_rate=10), None, id="erren"),
+        pytest.param(  # views built while claim windows hold events back (docs/protocol.md "Claim windows")
+            rules_pb2.RoomRules(profile=rules_pb2.PROFILE_DUEL, fan_rate=10, claim_window_ms=10),
+            None,
+            id="duel-claim-windows",
+        ),
     ],
 )
 async def test_an_env_policy_sees_on_the_server_what_it_sees_in_the_env(
