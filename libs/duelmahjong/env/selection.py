@@ -98,8 +98,10 @@ def fill_legal(
     if not has_decision(legal):
         out[L.NOOP] = 1
         return out
-    if kind:
-        _fill_choice(hand, choice, kind, out, unseen, exchange_ok)
+    if kind == A.SWAP_ITEM:
+        _fill_swap(hand, choice, unseen, out)
+    elif kind:
+        _fill_tiles(hand, choice, kind, exchange_ok, out)
     else:
         for action in legal:
             out[L.first_index(action)] = 1
@@ -110,24 +112,22 @@ def fill_legal(
     return out
 
 
-def _fill_choice(
-    hand: Sequence[int],
-    choice: Choice,
-    kind: str,
-    out: Mask,
-    unseen: Sequence[int],
-    exchange_ok: Callable[[tuple[int, ...]], bool],
-) -> None:
-    if kind == A.SWAP_ITEM:
-        if choice.source < 0:
-            for tile, held in enumerate(hand[: L.TILE_KINDS]):
-                if held and any(target != tile for target in unseen):
-                    out[L.SELECT + tile] = 1
-        else:
-            for target in unseen:
-                if target != choice.source:
-                    out[L.SWAP_TARGET + target] = 1
+def _fill_swap(hand: Sequence[int], choice: Choice, unseen: Sequence[int], out: Mask) -> None:
+    """偷天换日: a held tile some other unseen kind may replace, then the unseen kinds but that tile."""
+    if choice.source < 0:
+        for tile, held in enumerate(hand[: L.TILE_KINDS]):
+            if held and any(target != tile for target in unseen):
+                out[L.SELECT + tile] = 1
         return
+    for target in unseen:
+        if target != choice.source:
+            out[L.SWAP_TARGET + target] = 1
+
+
+def _fill_tiles(
+    hand: Sequence[int], choice: Choice, kind: str, exchange_ok: Callable[[tuple[int, ...]], bool], out: Mask
+) -> None:
+    """换牌 (any tiles the engine accepts, confirmed at any point) or three tiles (then CONFIRM)."""
     counts = list(hand)  # the concealed tiles less those already selected
     for tile in choice.tiles:
         counts[tile] -= 1
