@@ -2,6 +2,10 @@
 
 Logs in as a guest at the wallet, queues in the room at matchmaking (negotiating T7 with
 ``--multiplier``), plays the table with the baseline bot policy for ``--hands`` hands and leaves.
+``--policy module:callable`` plays with your own policy written for the training env instead (the
+same object plays in ``duelmahjong.env`` and here; docs/protocol.md "Bring your own bot"): it needs
+the ``env`` extra, and is loaded before anything connects, so a policy that cannot be imported or is
+not callable is said at once.
 Addresses: ``--wallet`` / ``--matchmaking``, else ``WALLET_ADDRESS`` / ``MATCHMAKING_ADDRESS``, else
 the state file of ``make run``. ``--verbose`` prints the play as it happens. A queue stream that breaks
 (a matchmaking replica lost) is followed again on another (``DuelClient.find_table``: ``--matchmaking``
@@ -12,12 +16,14 @@ followed too (``DuelClient.play``), both by the client library.
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import sys
 
 from duelmahjong.cli.client_args import add_client_arguments, run_client
 from duelmahjong.client.narrate import Narrator
 from duelmahjong.client.play import MatchPlan, TableLost
-from duelmahjong.client.policy import BaselineBot
+from duelmahjong.client.policy import BaselineBot, Policy
 from duelmahjong.client.session import DuelClient, QueueEnded, QueueLost
 from duelmahjong.platform.tls import ClientTls
 
@@ -33,15 +39,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--multiplier", type=int, choices=(1, 2, 5, 10), default=1, help="T7 proposal if first"
     )
     parser.add_argument("--verbose", action="store_true", help="print the play as it happens")
+    parser.add_argument(
+        "--policy",
+        metavar="MODULE:CALLABLE",
+        help="play with an env policy (observation -> action index): module:name, a class "
+        "(instantiated) or module:factory() (called); needs the env extra. Default: the baseline bot",
+    )
     add_client_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    failures = {QueueLost: "matchmaking was lost", QueueEnded: "no table", TableLost: "the table was lost"}
-    return run_client(args, _play, failures)
+    policy = policy_of(args.policy)
+    if policy is None:
+        return 2
+    failures: dict[type[Exception], str] = {
+        QueueLost: "matchmaking was lost",
+        QueueEnded: "no table",
+        TableLost: "the table was lost",
+    }
+    if args.policy:
+        from duelmahjong.client.env_policy import PolicyError  # importable: policy_of loaded it
+
+        failures[PolicyError] = "the policy failed"  # it chose an index its mask did not offer
+    return run_client(args, functools.partial(_play, policy=policy), failures)
 
 
-async def _play(args: argparse.Namespace, wallet: str, matchmaking: str, tls: ClientTls) -> int:
+def policy_of(spec: str | None) -> Policy | None:
+    """The client policy to play with: the baseline bot, or the env policy ``spec`` names (None, said
+    why on stderr, when it cannot be had). The env is imported only here, only for ``--policy``."""
+    if not spec:
+        return BaselineBot()
+    try:
+        from duelmahjong.client.env_policy import EnvPolicy, PolicyError, load_policy
+    except ImportError as err:  # the env extra is optional: its import says what to install
+        print(f"--policy needs the training env: {err}", file=sys.stderr)
+        return None
+    if os.getcwd() not in sys.path:  # a policy beside you imports as it would with ``python -m``
+        sys.path.insert(0, os.getcwd())
+    try:
+        return EnvPolicy(load_policy(spec))
+    except PolicyError as err:
+        print(err, file=sys.stderr)
+        return None
+
+
+async def _play(
+    args: argparse.Namespace, wallet: str, matchmaking: str, tls: ClientTls, *, policy: Policy
+) -> int:
     async with DuelClient(wallet=wallet, matchmaking=matchmaking, tls=tls) as client:
         player = await client.login(args.name)
         rooms = {room.room_id: room for room in await client.rooms()}
@@ -57,7 +101,7 @@ async def _play(args: argparse.Namespace, wallet: str, matchmaking: str, tls: Cl
         again = f" (the queue followed again {followed} time(s))" if followed else ""
         print(f"table {ready.table_id} at {ready.address}{again}", flush=True)
         watch = Narrator({0: "first", 1: "second"}) if args.verbose else None
-        outcome = await client.play(ready, BaselineBot(), MatchPlan(hands=args.hands), watch=watch)
+        outcome = await client.play(ready, policy, MatchPlan(hands=args.hands), watch=watch)
         balance = (await client.balance()).balance
         moved = f"; reconnected {outcome.reconnects} time(s)" if outcome.reconnects else ""
         print(

@@ -59,7 +59,7 @@ class SeatObservation:
     progressive: int
     wall_remaining: int
     pool_remaining: int
-    bonus_tiles: tuple[int, ...]
+    bonus_tiles: tuple[int, ...]  # sorted, as flowers: their order tells nothing (the contract's notation)
     task: Task | None
     last_discard: int
     hand: tuple[int, ...]  # own concealed tile counts by kind (34), the drawn tile included
@@ -68,11 +68,11 @@ class SeatObservation:
     melds: tuple[tuple[Meld, ...], tuple[Meld, ...]]
     rivers: tuple[tuple[int, ...], tuple[int, ...]]  # every discard in order, claimed ones too
     river_flags: tuple[tuple[int, ...], tuple[int, ...]]  # DISCARD_* bits, one per discard
-    flowers: tuple[tuple[int, ...], tuple[int, ...]]  # flower kinds 34–41
+    flowers: tuple[tuple[int, ...], tuple[int, ...]]  # flower kinds 34–41, sorted
     ready: tuple[bool, bool]
     doubling: tuple[bool | None, bool | None]  # the opponent's None until both are revealed
     win_doublings: tuple[int, int]
-    items: tuple[tuple[str, int], ...]  # own item counts, sorted by item
+    items: tuple[tuple[str, int], ...]  # own items left (count > 0), sorted by item
     offer: str  # own pending T5 offer: "", "triplet" or "rub"
     offer_tile: int  # the offered triplet's kind, or NO_TILE
     legal: tuple[Action, ...]

@@ -9,6 +9,8 @@ subtle ones. The confirmed action goes through ``Table.apply``'s checks like any
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -40,7 +42,7 @@ class Choice:
         self.source = -1
 
 
-def has_decision(legal: list[Action]) -> bool:
+def has_decision(legal: Sequence[Action]) -> bool:
     """Whether a seat must decide: anything beyond leaving, which is open to both seats all hand."""
     return len(legal) > 1 or (bool(legal) and legal[0].kind != A.LEAVE)
 
@@ -57,14 +59,49 @@ def pending_kind(table: Table, seat: int, choice: Choice) -> str:
 
 def fill_mask(table: Table, seat: int, choice: Choice, out: Mask, *, allow_leave: bool = True) -> Mask:
     """Write ``seat``'s legal indices into ``out`` (zeroed first); a seat without a decision: NOOP."""
+    state = table.state
+    kind = pending_kind(table, seat, choice)
+    unseen = unseen_kinds(state) if kind == A.SWAP_ITEM else []
+
+    def exchange_ok(tiles: tuple[int, ...]) -> bool:
+        return combinatorial_reason(state, Action(seat, A.EXCHANGE, tiles=tiles)) is None
+
+    return fill_legal(
+        table.legal_actions(seat),
+        state.hands[seat],
+        choice,
+        kind,
+        out,
+        unseen=unseen,
+        exchange_ok=exchange_ok,
+        allow_leave=allow_leave,
+    )
+
+
+def fill_legal(
+    legal: Sequence[Action],
+    hand: Sequence[int],
+    choice: Choice,
+    kind: str,
+    out: Mask,
+    *,
+    unseen: Sequence[int],
+    exchange_ok: Callable[[tuple[int, ...]], bool],
+    allow_leave: bool = True,
+) -> Mask:
+    """:func:`fill_mask` from what a seat knows rather than a table: its ``legal`` actions, its ``hand``
+    (concealed tile counts), the ``kind`` being chosen (:func:`pending_kind`), the ``unseen`` kinds a
+    偷天换日 may name (needed only while one is chosen), and whether 换牌 may give back some tiles (the
+    engine's judgement: T4's count, duel's pool). The client library builds the same mask from its
+    stream (``duelmahjong.client.env_observation``)."""
     out.fill(0)
-    legal = table.legal_actions(seat)
     if not has_decision(legal):
         out[L.NOOP] = 1
         return out
-    kind = pending_kind(table, seat, choice)
-    if kind:
-        _fill_choice(table, seat, choice, kind, out)
+    if kind == A.SWAP_ITEM:
+        _fill_swap(hand, choice, unseen, out)
+    elif kind:
+        _fill_tiles(hand, choice, kind, exchange_ok, out)
     else:
         for action in legal:
             out[L.first_index(action)] = 1
@@ -75,35 +112,30 @@ def fill_mask(table: Table, seat: int, choice: Choice, out: Mask, *, allow_leave
     return out
 
 
-def _remaining(table: Table, seat: int, choice: Choice) -> list[int]:
-    """The seat's concealed tile counts less the tiles already selected."""
-    counts = list(table.state.hands[seat])
+def _fill_swap(hand: Sequence[int], choice: Choice, unseen: Sequence[int], out: Mask) -> None:
+    """偷天换日: a held tile some other unseen kind may replace, then the unseen kinds but that tile."""
+    if choice.source < 0:
+        for tile, held in enumerate(hand[: L.TILE_KINDS]):
+            if held and any(target != tile for target in unseen):
+                out[L.SELECT + tile] = 1
+        return
+    for target in unseen:
+        if target != choice.source:
+            out[L.SWAP_TARGET + target] = 1
+
+
+def _fill_tiles(
+    hand: Sequence[int], choice: Choice, kind: str, exchange_ok: Callable[[tuple[int, ...]], bool], out: Mask
+) -> None:
+    """换牌 (any tiles the engine accepts, confirmed at any point) or three tiles (then CONFIRM)."""
+    counts = list(hand)  # the concealed tiles less those already selected
     for tile in choice.tiles:
         counts[tile] -= 1
-    return counts
-
-
-def _fill_choice(table: Table, seat: int, choice: Choice, kind: str, out: Mask) -> None:
-    state = table.state
-    if kind == A.SWAP_ITEM:
-        unseen = unseen_kinds(state)
-        if choice.source < 0:
-            for tile, held in enumerate(state.hands[seat][: L.TILE_KINDS]):
-                if held and any(target != tile for target in unseen):
-                    out[L.SELECT + tile] = 1
-        else:
-            for target in unseen:
-                if target != choice.source:
-                    out[L.SWAP_TARGET + target] = 1
-        return
-    counts = _remaining(table, seat, choice)
     if kind == A.EXCHANGE:
         out[L.CONFIRM] = 1  # every selection offered so far is a legal exchange
         for tile in range(L.TILE_KINDS):
-            if counts[tile] > 0:
-                tiles = tuple(sorted([*choice.tiles, tile]))
-                if combinatorial_reason(state, Action(seat, A.EXCHANGE, tiles=tiles)) is None:
-                    out[L.SELECT + tile] = 1
+            if counts[tile] > 0 and exchange_ok(tuple(sorted([*choice.tiles, tile]))):
+                out[L.SELECT + tile] = 1
         return
     if len(choice.tiles) == 3:
         out[L.CONFIRM] = 1
@@ -119,10 +151,15 @@ def choose(table: Table, seat: int, choice: Choice, index: int, mask: Mask) -> A
     check_index(mask, seat, index)
     if index == L.NOOP:
         return None
-    kind = pending_kind(table, seat, choice)
+    return resolve(table.legal_actions(seat), seat, choice, pending_kind(table, seat, choice), index)
+
+
+def resolve(legal: Sequence[Action], seat: int, choice: Choice, kind: str, index: int) -> Action | None:
+    """:func:`choose` once the index is known legal, from the seat's ``legal`` actions and the ``kind``
+    being chosen (:func:`pending_kind`): the env and the client library's env policies share it."""
     if index == L.LEAVE:
         choice.clear()
-        return _listed(table, seat, A.LEAVE, -1)
+        return _listed(legal, seat, A.LEAVE, -1)
     if kind:
         return _advance(seat, choice, kind, index)
     if index in L.KIND_OF_BEGIN:
@@ -130,9 +167,9 @@ def choose(table: Table, seat: int, choice: Choice, index: int, mask: Mask) -> A
         return None
     single = L.KIND_OF_SINGLE.get(index)
     if single is not None:
-        return _listed(table, seat, single, None)
+        return _listed(legal, seat, single, None)
     tile = index % L.TILE_KINDS
-    return _listed(table, seat, L.KIND_OF_BLOCK[index - tile], tile)
+    return _listed(legal, seat, L.KIND_OF_BLOCK[index - tile], tile)
 
 
 def check_index(mask: Mask, seat: int, index: int) -> None:
@@ -141,9 +178,9 @@ def check_index(mask: Mask, seat: int, index: int) -> None:
         raise IllegalActionError(f"index {index} ({L.describe(index)}) is not legal for seat {seat} now")
 
 
-def _listed(table: Table, seat: int, kind: str, tile: int | None) -> Action:
+def _listed(legal: Sequence[Action], seat: int, kind: str, tile: int | None) -> Action:
     """The legal action of ``kind`` (and ``tile`` unless None) as the table lists it."""
-    for action in table.legal_actions(seat):
+    for action in legal:
         if action.kind == kind and (tile is None or action.tile == tile):
             return action
     raise IllegalActionError(f"seat {seat} has no legal {kind!r} now")

@@ -18,13 +18,17 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from duelmahjong import contract
+from duelmahjong.engine import actions as A
+from duelmahjong.engine.legal import unseen_kinds
 from duelmahjong.engine.outcome import Termination
 from duelmahjong.engine.state import (
+    CLAIM,
     DISCARD_CLAIMED,
     DISCARD_DRAWN,
     DISCARD_READY,
     EXTRA_DRAW,
     OVER,
+    ROB_KONG,
     TURN,
     TableState,
 )
@@ -41,6 +45,13 @@ TASK_KINDS = {
     "kong": rules_pb2.TASK_KIND_KONG,
     "double": rules_pb2.TASK_KIND_DOUBLING,
 }
+# The phase as the engine shows it to a seat → the step of HAND_PHASE_PLAY (the other phases have none).
+PLAY_STEPS = {
+    TURN: play_pb2.PLAY_STEP_TURN,
+    CLAIM: play_pb2.PLAY_STEP_CLAIM,
+    ROB_KONG: play_pb2.PLAY_STEP_ROB_KONG,
+}
+START_DOUBLING = {True: play_pb2.START_DOUBLING_DOUBLED, False: play_pb2.START_DOUBLING_DECLINED}
 OUTCOMES = {
     Termination.WIN: rules_pb2.HAND_OUTCOME_WIN,
     Termination.DRAWN: rules_pb2.HAND_OUTCOME_DRAWN,
@@ -148,6 +159,14 @@ def seat_view(
     public.dealer = codec.seat_enum(view["dealer"])
     public.turn = codec.seat_enum(view["to_move"])
     public.wall_remaining = view["wall_remaining"]
+    public.pool_remaining = view["pool_remaining"]
+    if view["last_discard"]:
+        public.last_discard = view["last_discard"]
+    step = PLAY_STEPS.get(view["phase"])
+    if step is not None:
+        public.play_step = step
+        if view["phase"] == ROB_KONG:
+            public.kong_tile = tile_name(state.kong_tile)
     if view["bonus_tiles"]:
         public.revealed_bonus_tiles = notation(tuple(view["bonus_tiles"]))
     multipliers = public.multipliers
@@ -181,6 +200,9 @@ def seat_view(
         shown.connected = facts.connected[number]
         shown.auto_play = facts.auto_play[number]
         shown.win_declines = entry["win_doublings"]
+        doubling = entry.get("doubling")  # the viewer's own once chosen, the opponent's once revealed
+        if doubling is not None:
+            shown.start_doubling = START_DOUBLING[doubling]
         if revealing and outcome is not None:
             shown.revealed_concealed = outcome.hands[number]
     # The engine's "hand" is exactly these kinds written out (format_tiles(tiles_of(...))): read them
@@ -237,6 +259,13 @@ def engine_decision(table: Table, seat: int) -> tuple[list[play_pb2.LegalAction]
     """The seat's legal actions in contract form and its T11 default."""
     legal = table.legal_actions(seat)
     actions = codec.encode_legal(legal, table.settings.effective_exchange_limit, table.state.hand_size(seat))
+    if any(action.kind == A.SWAP_ITEM for action in legal):
+        # 偷天换日 may turn any held tile into any unseen kind: the list names one tile's swaps, this the
+        # kinds (what a client needs to offer the others).
+        targets = format_tiles(unseen_kinds(table.state))
+        for entry in actions:
+            if entry.kind == play_pb2.ACTION_KIND_USE_ITEM:
+                entry.swap_targets = targets
     chosen = table.default_action(seat)
     return actions, codec.encode_action(chosen) if chosen is not None else play_pb2.Action()
 

@@ -18,6 +18,7 @@ from duelmahjong.platform import auth, subjects
 from duelmahjong.platform.bus import Bus
 from duelmahjong.platform.tls import ClientTls
 from duelmahjong.v1 import events_pb2, play_pb2, rules_pb2, table_pb2, table_pb2_grpc, tiles_pb2
+from duelmahjong.v1 import matchmaking_pb2 as mm
 from services.scoring import codec as scoring_codec
 from services.scoring.replay import ReplayedHand, replay_hand
 from services.table import main as table_main
@@ -229,15 +230,16 @@ async def open_table(
     channel = client_tls.channel(table_server.address)
     clients: list[SeatClient] = []
 
-    async def open_(rules: rules_pb2.RoomRules | None = None) -> tuple[str, SeatClient, SeatClient]:
+    async def open_(
+        rules: rules_pb2.RoomRules | None = None, items: list[rules_pb2.ItemCount] | None = None
+    ) -> tuple[str, SeatClient, SeatClient]:
+        """A table of ``rules`` (default: ``_rules()``); each seat holds ``items`` (T6) if given."""
         table_id = unique_name("tbl").lower().replace(".", "-")
         players = [
             rules_pb2.SeatPlayer(
-                seat=rules_pb2.SEAT_FIRST, player_id=f"{table_id}-a", display_name="A", carry=1000
-            ),
-            rules_pb2.SeatPlayer(
-                seat=rules_pb2.SEAT_SECOND, player_id=f"{table_id}-b", display_name="B", carry=1000
-            ),
+                seat=seat, player_id=f"{table_id}-{name}", display_name=name.upper(), carry=1000, items=items
+            )
+            for seat, name in ((rules_pb2.SEAT_FIRST, "a"), (rules_pb2.SEAT_SECOND, "b"))
         ]
         stub = table_pb2_grpc.TableServiceStub(channel)
         opened = await stub.OpenTable(
@@ -357,6 +359,17 @@ async def _first_turn(
     return mover, other, await mover.decision(phase=play_pb2.HAND_PHASE_PLAY)
 
 
+def table_ready(address: str, table_id: str, client: SeatClient) -> mm.TableReady:
+    """What matchmaking would hand ``client``'s player: the table, its address, the seat's ticket and
+    seat (for the client library's ``play_table``)."""
+    return mm.TableReady(
+        table_id=table_id,
+        address=address,
+        table_ticket=client.ticket,
+        seat=rules_pb2.SEAT_FIRST if client.seat == 0 else rules_pb2.SEAT_SECOND,
+    )
+
+
 async def _next_rejection(client: SeatClient) -> table_pb2.ActionRejected:
     while True:
         response = await client.next_view()
@@ -381,6 +394,7 @@ def kit() -> SimpleNamespace:
         log_messages=_log_messages,
         next_rejection=_next_rejection,
         first_turn=_first_turn,
+        table_ready=table_ready,
         FakeClock=FakeClock,
         eventually=eventually,
     )

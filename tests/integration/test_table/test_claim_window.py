@@ -20,7 +20,6 @@ import pytest
 from duelmahjong.client.play import MatchPlan, play_table
 from duelmahjong.client.policy import BaselineBot
 from duelmahjong.platform.tls import ClientTls
-from duelmahjong.v1 import matchmaking_pb2 as mm
 from duelmahjong.v1 import play_pb2, rules_pb2, table_pb2
 
 pytestmark = pytest.mark.asyncio
@@ -104,7 +103,7 @@ async def test_the_draw_after_a_discard_waits_the_window_over_grpc(
 
 
 async def test_the_client_library_and_its_bot_play_in_a_window_room(
-    table_server: Any, open_table: Callable[..., Any], client_tls: ClientTls
+    kit: SimpleNamespace, table_server: Any, open_table: Callable[..., Any], client_tls: ClientTls
 ) -> None:
     """The SDK's seat loop and the baseline bot (the house bots' policy) answer within the windows; a
     seat that drops its stream mid-hand resumes inside a window and plays on."""
@@ -116,12 +115,7 @@ async def test_the_client_library_and_its_bot_play_in_a_window_room(
         asyncio.gather(
             *(
                 play_table(
-                    mm.TableReady(
-                        table_id=table_id,
-                        address=table_server.address,
-                        table_ticket=client.ticket,
-                        seat=rules_pb2.SEAT_FIRST if client.seat == 0 else rules_pb2.SEAT_SECOND,
-                    ),
+                    kit.table_ready(table_server.address, table_id, client),
                     client.token,
                     BaselineBot(),
                     plan,

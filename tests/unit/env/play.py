@@ -1,6 +1,6 @@
-"""Driving env tables in tests: rooms that enable every action kind, and a seeded policy that mostly
+"""Driving env tables in tests: rooms that enable every action kind, a seeded policy that mostly
 plays the engine's bot through the action space (so hands are won, doubled, guessed) and otherwise
-a random legal index."""
+a random legal index, and the check that a client's env policy saw and did what the env would."""
 
 from __future__ import annotations
 
@@ -8,11 +8,17 @@ import random
 
 import numpy as np
 
+from duelmahjong.client.env_policy import Decided
 from duelmahjong.engine import actions as A
-from duelmahjong.engine.bot import choose
+from duelmahjong.engine.bot import choose as bot_choose
 from duelmahjong.engine.settings import RoomSettings
+from duelmahjong.engine.table import Table
+from duelmahjong.env import layout as L
 from duelmahjong.env.game import EnvOptions, Game
 from duelmahjong.env.layout import LEAVE, index_of
+from duelmahjong.env.observe import observe
+from duelmahjong.env.planes import planes
+from duelmahjong.env.selection import Choice, choose, fill_mask
 
 # Every optional kind on: items (T6), 猜大小 (T12), both T5 offers.
 DUEL_EVERYTHING = RoomSettings(
@@ -50,7 +56,7 @@ class MixedPolicy:
             options = [index for index in legal if index != LEAVE] or legal
             return int(self.rng.choice(options))
         table = game.table
-        action = choose(table.state, seat, table.legal_actions(seat))
+        action = bot_choose(table.state, seat, table.legal_actions(seat))
         if action.kind == A.LEAVE:  # the bot never leaves; a seat whose only choice is leaving does
             return LEAVE
         indices = index_of(action)
@@ -70,3 +76,17 @@ def play_episode(game: Game, policy: MixedPolicy, seed: int, *, limit: int = 200
         if steps > limit:
             raise AssertionError(f"episode {seed} did not end in {limit} steps")
     return steps
+
+
+def check_against_env(table: Table, seat: int, decided: Decided) -> None:
+    """The decision as the env would have seen and resolved it on ``table``."""
+    expected = observe(table, seat)
+    assert decided.observation == expected
+    choice = Choice()
+    action = None
+    for shown, mask, index in decided.steps:
+        env_mask = fill_mask(table, seat, choice, np.zeros(L.ACTION_COUNT, np.int8), allow_leave=False)
+        assert np.array_equal(mask, env_mask), (L.describe(index), np.flatnonzero(mask != env_mask))
+        assert np.array_equal(shown, planes(expected, choice))
+        action = choose(table, seat, choice, index, env_mask)
+    assert action == decided.action
