@@ -2,7 +2,8 @@
 
 Each wall is played twice with the seats swapped; the result is A's mean settlement per hand in 1番
 units with its 95 % interval over wall pairs, each agent's win, deal-in and drawn rates, the mean fan
-of its wins and its decision times. Agents: house, strong, random, or module:callable.
+of its wins and its decision times. Agents: house, strong, random, module:callable (an env policy,
+as ``duel bot --policy`` takes it) or engine:module:callable (the engine bot's signature).
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ from duelmahjong.evaluation.stats import SeatTally, Tally, percentile
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("agent_a", metavar="AGENT_A", help="house, strong, random or module:callable")
+    parser.add_argument(
+        "agent_a",
+        metavar="AGENT_A",
+        help="house, strong, random, module:callable (an env policy) or engine:module:callable",
+    )
     parser.add_argument("agent_b", metavar="AGENT_B", help="the agent A is measured against")
     parser.add_argument("--hands", type=int, default=2000, help="hands to play, two per wall (default 2000)")
     parser.add_argument("--profile", choices=("duel", "erren"), default="duel")

@@ -33,6 +33,7 @@ from duelmahjong.env.observation import (
     SeatObservation,
     Task,
 )
+from duelmahjong.env.policy import pending_kind
 from duelmahjong.env.selection import Choice, Mask, fill_legal
 from duelmahjong.rules.tiles import WIND_NAMES, Tile, counts_of, parse_tiles
 from duelmahjong.v1 import play_pb2, rules_pb2, tiles_pb2
@@ -219,12 +220,6 @@ def _item_action(seat: int, choice: str) -> Action:
 
 
 # --- the action mask --------------------------------------------------------------------------------
-def pending_kind(obs: SeatObservation, choice: Choice) -> str:
-    """The kind being chosen: the choice's, or 换牌 while the seat may still exchange (the env's
-    ``selection.pending_kind``)."""
-    return choice.kind or (A.EXCHANGE if any(a.kind == A.EXCHANGE for a in obs.legal) else "")
-
-
 def legal_mask(
     obs: SeatObservation, choice: Choice, legal: play_pb2.LegalActions, *, allow_leave: bool = True
 ) -> Mask:

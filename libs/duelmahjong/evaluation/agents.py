@@ -9,9 +9,12 @@ names ``duel evaluate`` accepts:
 - ``random``: uniform among the legal actions other than leaving (a sanity floor);
 - ``strong@contract``, ``baseline@contract``: the client policies room bots run, playing through the
   seat's contract view (:mod:`duelmahjong.evaluation.contract`);
-- ``module:callable``: an importable callable with the engine bot's signature
-  ``(state, seat, legal) -> Action``, called with the seat's state. An observation-based policy (an
-  environment's ``callable(observation) -> action index``) plugs in as one more resolver here.
+- ``module:callable``: an env policy (``duelmahjong.env.policy``: the env's observation → an index of
+  its action mask), loaded as ``duel bot --policy`` loads it (a class is instantiated, ``name()`` calls
+  a factory): the same object plays in the env, here and on the live server
+  (:mod:`duelmahjong.evaluation.env_agent`; needs the ``env`` extra);
+- ``engine:module:callable``: an importable callable with the engine bot's signature
+  ``(state, seat, legal) -> Action``, called with the seat's state.
 """
 
 from __future__ import annotations
@@ -81,9 +84,30 @@ def resolve_agent(name: str, *, seed: int = 0) -> Agent:
         if agent is None:
             raise AgentError(f"unknown contract policy {name!r}: use strong@contract or baseline@contract")
         return agent
-    module_name, colon, attribute = name.partition(":")
+    if name.startswith("engine:"):
+        return _engine_callable(name)
+    if ":" not in name:
+        raise AgentError(
+            f"unknown agent {name!r}: use {', '.join(BUILT_IN)}, module:callable (an env policy) or "
+            "engine:module:callable"
+        )
+    try:
+        from duelmahjong.env.policy import PolicyError, load_policy
+        from duelmahjong.evaluation.env_agent import EnvAgent  # numpy only when asked for
+    except ImportError as missing:
+        raise AgentError(
+            f"agent {name!r} is an env policy, which needs the training env: {missing}"
+        ) from None
+    try:
+        return EnvAgent(name, load_policy(name))
+    except PolicyError as error:
+        raise AgentError(f"cannot load agent {error}") from None
+
+
+def _engine_callable(name: str) -> Agent:
+    module_name, colon, attribute = name.removeprefix("engine:").partition(":")
     if not colon or not module_name or not attribute:
-        raise AgentError(f"unknown agent {name!r}: use {', '.join(BUILT_IN)} or module:callable")
+        raise AgentError(f"unknown agent {name!r}: expected engine:module:callable")
     try:
         target = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:

@@ -110,9 +110,16 @@ def test_settlement_in_fan_units() -> None:
 
 def test_agents_resolve_from_names() -> None:
     assert resolve_agent("house").name == "house"
-    custom = resolve_agent("duelmahjong.engine.bots.strong:choose")
+    custom = resolve_agent("engine:duelmahjong.engine.bots.strong:choose")
     assert isinstance(custom, CallableAgent) and custom.function is strong.choose
-    for bad in ("nobody", "duelmahjong.engine.bot:missing", "no.such.module:f", "duelmahjong.engine:A"):
+    for bad in (
+        "nobody",
+        "engine:duelmahjong.engine.bot:missing",
+        "engine:no.such.module:f",
+        "engine:duelmahjong.engine",
+        "no.such.module:f",
+        "duelmahjong.engine:A",
+    ):
         with pytest.raises(AgentError):
             resolve_agent(bad)
 
